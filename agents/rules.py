@@ -1,0 +1,110 @@
+"""The rule DSL and its vectorized interpreter (the ``rule`` policy backend).
+
+A rule is one line::
+
+    rule      := condition "->" action
+    condition := "always" | term ("and" term)*
+    term      := FEATURE OP INTEGER          OP in  ==  !=  <  <=  >  >=
+
+for example ``stage == 2 -> advance`` or ``prefix >= 3 and top_wrong == 1 -> unstack``.
+Feature and action names come from the world (:class:`RuleSpace`).
+
+Every agent's rule is compiled into rows of small integer arrays (feature,
+operator, value per term; one action), so evaluating the conditions of all N
+agents on B observations is a handful of numpy operations on [B, N, T]:
+``sign(obs[feature] - value)`` indexes a 3-bit mask per operator (bit 0: below,
+bit 1: equal, bit 2: above). Unused terms carry the all-true mask.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+OPS = {"<": 0b001, "<=": 0b011, "==": 0b010, "!=": 0b101, ">": 0b100, ">=": 0b110}
+OP_NAMES = {mask: op for op, mask in OPS.items()}
+ALWAYS = 0b111
+TERM = re.compile(r"^\s*([A-Za-z_]\w*)\s*(==|!=|<=|>=|<|>)\s*(-?\d+)\s*$")
+
+
+class RuleSyntaxError(ValueError):
+    """A rule text that does not parse; the message names the offending part."""
+
+
+@dataclass(frozen=True)
+class RuleSpace:
+    """What rules may talk about: the world's features (with inclusive bounds) and actions."""
+
+    features: tuple[str, ...]
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    actions: tuple[str, ...]
+    max_terms: int = 3
+
+
+@dataclass
+class CompiledRules:
+    """Struct-of-arrays rules, one row per agent."""
+
+    feature: np.ndarray  # [N, T] int
+    op: np.ndarray  # [N, T] 3-bit operator mask (ALWAYS: unused term)
+    value: np.ndarray  # [N, T] int
+    action: np.ndarray  # [N] int
+
+
+def empty_rules(n: int, max_terms: int) -> CompiledRules:
+    return CompiledRules(
+        feature=np.zeros((n, max_terms), dtype=np.int64),
+        op=np.full((n, max_terms), ALWAYS, dtype=np.int64),
+        value=np.zeros((n, max_terms), dtype=np.int64),
+        action=np.zeros(n, dtype=np.int64),
+    )
+
+
+def parse(text: str, space: RuleSpace) -> tuple[list[tuple[int, int, int]], int]:
+    """Rule text -> ([(feature, op mask, value)], action index)."""
+    if "->" not in text:
+        raise RuleSyntaxError(f"rule {text!r}: missing '->' between condition and action")
+    condition, action = (part.strip() for part in text.split("->", 1))
+    if action not in space.actions:
+        raise RuleSyntaxError(f"rule {text!r}: unknown action {action!r}; expected one of {space.actions}")
+    terms = []
+    if condition != "always":
+        for part in condition.split(" and "):
+            match = TERM.match(part)
+            if not match:
+                raise RuleSyntaxError(f"rule {text!r}: cannot read term {part.strip()!r} (FEATURE OP INTEGER)")
+            name, op, value = match.groups()
+            if name not in space.features:
+                raise RuleSyntaxError(f"rule {text!r}: unknown feature {name!r}; expected one of {space.features}")
+            terms.append((space.features.index(name), OPS[op], int(value)))
+    if len(terms) > space.max_terms:
+        raise RuleSyntaxError(f"rule {text!r}: {len(terms)} terms, at most {space.max_terms}")
+    return terms, space.actions.index(action)
+
+
+def compile_into(rules: CompiledRules, row: int, text: str, space: RuleSpace) -> None:
+    terms, action = parse(text, space)
+    rules.op[row] = ALWAYS
+    for t, (feature, op, value) in enumerate(terms):
+        rules.feature[row, t], rules.op[row, t], rules.value[row, t] = feature, op, value
+    rules.action[row] = action
+
+
+def describe(rules: CompiledRules, row: int, space: RuleSpace) -> str:
+    """Compiled row -> canonical rule text (``parse`` of it gives the same row back)."""
+    terms = [
+        f"{space.features[f]} {OP_NAMES[o]} {v}"
+        for f, o, v in zip(rules.feature[row], rules.op[row], rules.value[row])
+        if o != ALWAYS
+    ]
+    return f"{' and '.join(terms) or 'always'} -> {space.actions[rules.action[row]]}"
+
+
+def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
+    """[B, F] observations -> [B, N] bool: which rules' conditions hold."""
+    values = obs[:, rules.feature]  # [B, N, T]
+    sign = np.sign(values - rules.value[None]) + 1  # 0: below, 1: equal, 2: above
+    return ((rules.op[None] >> sign) & 1).astype(bool).all(axis=2)

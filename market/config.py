@@ -1,0 +1,67 @@
+"""Typed, validated configuration of the economy.
+
+Each field documents itself; ranges and choices are checked when the config is
+built (pydantic dataclasses), so a bad value fails before anything runs.
+Amounts are in credits here and converted to integer micro-credits by the
+model (see ``market/money.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+@dataclass(config=STRICT)
+class MarketConfig:
+    """The auction, the payments and the house's rules (DESIGN.md, "The economy")."""
+
+    batch: int = Field(1, ge=1)
+    """B: episodes run in lockstep over one population (1 = the sequential EoM economy)."""
+    clearing: Literal["first_price", "second_price", "softmax", "random"] = "first_price"
+    """Clearing rule; see market/auction.py."""
+    temperature: float = Field(0.05, gt=0)
+    """Softmax clearing temperature, in credits."""
+    bid_scheme: Literal["fixed", "fixed_with_eps", "holland"] = "fixed"
+    """fixed: every agent bids base_bid; fixed_with_eps: a newborn bids max(others)+bid_eps, then
+    keeps it; holland: bid = max(base_bid, holland_c x wealth)."""
+    base_bid: float = Field(0.05, ge=0)
+    """Bid of the fixed scheme, and the floor of the holland scheme, in credits."""
+    bid_eps: float = Field(0.01, ge=0)
+    """Newcomer's increment over the highest bid (fixed_with_eps), in credits."""
+    holland_c: float = Field(0.1, ge=0, le=1)
+    """Holland's bid coefficient: the share of wealth bid."""
+    payment: Literal["bucket_brigade", "final_only"] = "bucket_brigade"
+    """bucket_brigade: the winner pays the previous owner (the first pays the house);
+    final_only (ablation): every winner pays the house."""
+    terminal: Literal["owner", "path"] = "owner"
+    """Who gets the world's terminal reward: the final owner (Hayek) or the path's unique
+    authors in equal integer shares (EoM)."""
+    reward_scale: float = Field(1.0, ge=0)
+    """Credits paid by the house per unit of world reward."""
+    rent: float = Field(0.02, ge=0)
+    """Rent each live agent pays the house every rent_interval episodes, in credits."""
+    rent_interval: int = Field(1, ge=1)
+
+
+@dataclass(config=STRICT)
+class PopulationConfig:
+    """Initial population, births and bounds."""
+
+    initial_agents: int = Field(20, ge=1)
+    initial_wealth: float = Field(0.5, ge=0)
+    """Credits the house gives each newborn (initial agents included)."""
+    p_exploit: float = Field(0.3, ge=0, le=1)
+    """Per episode: probability that the richest agent has a mutated child."""
+    p_explore: float = Field(0.3, ge=0, le=1)
+    """Per episode: probability that a bankrupt (else the poorest) agent is revised into a newborn."""
+    birth_interval: int = Field(0, ge=0)
+    """Every this many episodes a random newcomer is born (0: never)."""
+    min_agents: int = Field(2, ge=0)
+    """Floor: random newcomers fill the population up to this size."""
+    max_agents: int = Field(64, ge=1)
+    """Ceiling: births stop at this size."""

@@ -1,0 +1,228 @@
+"""The economy as a Mesa model.
+
+One ``MarketModel.step()`` is one *round*: B episodes of the world run in
+lockstep over one population, then the economy settles (rent, bankruptcy,
+births). Per step of a round (DESIGN.md, "The economy"):
+
+1. every live agent's eligibility for each world's observation  -> [B, N]
+2. eligible agents bid (scheme, capped at wealth)                -> [N]
+3. the auction clears each world                                 -> winner, price [B]
+4. the winner pays the previous owner (bucket brigade) or the house
+5. the winner acts; step rewards go to it
+6. on completion the terminal reward goes to the final owner or the path's authors
+
+Every phase is one array operation over [B, N]; nothing loops over agents.
+With B > 1 an agent can win in several worlds in one step; its bid is capped
+at its wealth at the start of the step, so its lockstep payments can exceed
+what it has, and it then goes bankrupt at the round's end like anyone else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mesa
+import numpy as np
+
+from market.agent import Trader
+from market.auction import clear
+from market.births import RANDOM_NEWCOMER, plan_births
+from market.config import MarketConfig, PopulationConfig
+from market.ledger import Ledger, Reason
+from market.money import to_micro
+from market.population import HOUSE_ROW, Population
+from market.protocols import Policy, World
+
+
+@dataclass
+class RoundLog:
+    """What one round changed, for persistence (written once per round, never per transfer)."""
+
+    transfers: np.ndarray
+    episodes: list[dict]
+    births: list[dict] = field(default_factory=list)
+    deaths: list[dict] = field(default_factory=list)
+
+
+def gini(values: np.ndarray) -> float:
+    """Gini coefficient of non-negative values (0: equal, ->1: one holds all)."""
+    v = np.sort(np.clip(np.asarray(values, dtype=np.float64), 0, None))
+    if v.size == 0 or v.sum() == 0:
+        return 0.0
+    ranks = np.arange(1, v.size + 1)
+    return float((2 * ranks - v.size - 1) @ v / (v.size * v.sum()))
+
+
+class MarketModel(mesa.Model):
+    def __init__(self, world: World, policy: Policy, market: MarketConfig, population: PopulationConfig, seed: int):
+        super().__init__(rng=seed)
+        self.world, self.policy = world, policy
+        self.cfg, self.pop_cfg = market, population
+        self.population = Population(capacity=population.max_agents + 1)
+        self.policy.resize(self.population.capacity)
+        self.ledger = Ledger(self.population)
+        self.traders: dict[int, Trader] = {}  # row -> facade
+        self.episodes_done = 0
+        self.last_round: RoundLog | None = None
+        self._money = {
+            "base_bid": to_micro(market.base_bid),
+            "bid_eps": to_micro(market.bid_eps),
+            "reward": to_micro(market.reward_scale),
+            "rent": to_micro(market.rent),
+            "initial_wealth": to_micro(population.initial_wealth),
+        }
+        self._pending_births: list[dict] = []
+        self._born(np.full(population.initial_agents, RANDOM_NEWCOMER, dtype=np.int64))
+        self.datacollector = mesa.DataCollector(
+            model_reporters={
+                "population": lambda m: m.population.size,
+                "house": lambda m: int(m.population.wealth[HOUSE_ROW]),
+                "gini": lambda m: gini(m.population.wealth[m.population.traders]),
+                "success": lambda m: m.last_success_rate,
+            }
+        )
+        self.last_success_rate = float("nan")
+
+    # ------------------------------------------------------------------ bids
+    def current_bids(self) -> np.ndarray:
+        """[N] bids of every row under the configured scheme, capped at wealth."""
+        pop = self.population
+        if self.cfg.bid_scheme == "holland":
+            c_ppm = round(self.cfg.holland_c * 1_000_000)
+            raw = np.maximum(pop.wealth * c_ppm // 1_000_000, self._money["base_bid"])
+        else:
+            raw = pop.bid
+        return np.minimum(raw, np.maximum(pop.wealth, 0))
+
+    def _newborn_bid(self) -> int:
+        if self.cfg.bid_scheme == "fixed_with_eps" and self.population.size > 0:
+            return int(self.population.bid[self.population.traders].max()) + self._money["bid_eps"]
+        return self._money["base_bid"]
+
+    # ------------------------------------------------------------- episodes
+    def run_episodes(self) -> list[dict]:
+        """Run B episodes in lockstep; return one summary dict per episode."""
+        B, pop, cfg = self.cfg.batch, self.population, self.cfg
+        episode_ids = self.episodes_done + np.arange(B)
+        worlds = np.arange(B)
+        self.world.reset(B, self.rng)
+        owner = np.full(B, -1, dtype=np.int64)  # previous winner's row per world
+        path = np.full((self.world.horizon, B), -1, dtype=np.int64)
+        active = np.ones(B, dtype=bool)
+        steps = np.zeros(B, dtype=np.int64)
+        earned = np.zeros(B, dtype=np.int64)
+
+        for t in range(self.world.horizon):
+            obs = self.world.observe()
+            eligible = self.policy.eligible(obs) & pop.traders[None, :] & active[:, None]
+            winner, price = clear(self.current_bids()[None, :], eligible, cfg.clearing, self.rng, to_micro(cfg.temperature))
+            won = winner >= 0
+
+            payee = owner if cfg.payment == "bucket_brigade" else np.full(B, -1)
+            payee = np.where(payee >= 0, payee, HOUSE_ROW)
+            pays = won & (payee != winner)  # an owner that outbids everyone keeps the item for free
+            self.ledger.transfer(winner[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
+
+            reward, done = self.world.step(self.policy.act(obs, winner), won)
+            owner = np.where(won, winner, owner)
+            path[t] = np.where(won, winner, -1)
+            steps += active
+            done &= active
+            reward_micro = np.where(active, np.rint(np.asarray(reward) * self._money["reward"]), 0).astype(np.int64)
+            earned += reward_micro
+
+            step_paid = won & ~done
+            self.ledger.transfer(np.full(step_paid.sum(), HOUSE_ROW), winner[step_paid], reward_micro[step_paid],
+                                 Reason.REWARD, episode_ids[step_paid], t)
+            self._pay_terminal(worlds[done & (reward_micro > 0)], reward_micro, owner, path[: t + 1], episode_ids, t)
+            active &= ~done
+            if not active.any():
+                break
+
+        solved = np.asarray(self.world.solved)
+        self.last_success_rate = float(solved.mean())
+        return [
+            {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
+            for e, s, n, r in zip(episode_ids, solved, steps, earned)
+        ]
+
+    def _pay_terminal(self, worlds, reward, owner, path, episode_ids, t) -> None:
+        if worlds.size == 0:
+            return
+        if self.cfg.terminal == "owner":
+            self.ledger.transfer(np.full(worlds.size, HOUSE_ROW), owner[worlds], reward[worlds], Reason.REWARD,
+                                 episode_ids[worlds], t)
+            return
+        for b in worlds:  # a loop over finished worlds (<= B), not over agents
+            authors = np.unique(path[:, b][path[:, b] >= 0])  # unique path authors, in row order
+            share = reward[b] // authors.size  # the remainder stays with the house: amounts stay integers
+            self.ledger.transfer(np.full(authors.size, HOUSE_ROW), authors, share, Reason.REWARD, episode_ids[b], t)
+
+    # -------------------------------------------------------------- economy
+    def step(self) -> None:
+        """One round: B episodes, then rent, bankruptcy and births."""
+        before = self.episodes_done
+        episodes = self.run_episodes()
+        self.episodes_done += self.cfg.batch
+        after = self.episodes_done
+        self._charge_rent(before, after)
+        bankrupt = self._bankruptcies()
+        parents = plan_births(self.population.wealth, self.population.traders, bankrupt, (before, after),
+                              self.pop_cfg, self.rng)
+        deaths = self._release(bankrupt)
+        self._born(parents)
+        for summary in episodes:
+            summary["population"] = self.population.size
+        self.last_round = RoundLog(self.ledger.flush(), episodes, self._pending_births, deaths)
+        self._pending_births = []
+        self.datacollector.collect(self)
+
+    def _charge_rent(self, before: int, after: int) -> None:
+        charges = after // self.cfg.rent_interval - before // self.cfg.rent_interval
+        if charges and self._money["rent"]:
+            payers = np.flatnonzero(self.population.traders)
+            self.ledger.transfer(payers, HOUSE_ROW, charges * self._money["rent"], Reason.RENT, after - 1, -1)
+
+    def _bankruptcies(self) -> np.ndarray:
+        """Rows whose wealth fell below zero: the house absorbs the debt, then they die."""
+        pop = self.population
+        rows = np.flatnonzero(pop.traders & (pop.wealth < 0))
+        self.ledger.transfer(np.full(rows.size, HOUSE_ROW), rows, -pop.wealth[rows], Reason.WRITE_OFF,
+                             self.episodes_done - 1, -1)
+        pop.alive[rows] = False  # dead from here on; rows are recycled after births read their skills
+        return rows
+
+    def _release(self, rows: np.ndarray) -> list[dict]:
+        deaths = []
+        for row in rows.tolist():
+            deaths.append({"agent_id": int(self.population.ids[row]), "died_episode": self.episodes_done - 1})
+            self.traders.pop(row).remove()
+        self.population.release(rows)
+        return deaths
+
+    def _born(self, parents: np.ndarray) -> None:
+        """Create one newborn per entry of ``parents`` (-1: random), funded by the house."""
+        if parents.size == 0:
+            return
+        pop = self.population
+        parent_ids = np.where(parents >= 0, pop.ids[np.maximum(parents, 0)], -1)
+        rows = pop.allocate(parents.size)
+        self.policy.resize(pop.capacity)
+        for row in rows.tolist():
+            trader = Trader(self, row)
+            self.traders[row] = trader
+            pop.ids[row] = trader.unique_id
+        pop.alive[rows] = True
+        pop.parent[rows] = parent_ids
+        pop.born[rows] = self.episodes_done
+        pop.bid[rows] = self._newborn_bid()
+        mutants = parents >= 0
+        self.policy.spawn(rows[~mutants], self.rng)
+        self.policy.inherit(rows[mutants], parents[mutants], self.rng)
+        self.ledger.transfer(np.full(rows.size, HOUSE_ROW), rows, self._money["initial_wealth"], Reason.FUND,
+                             max(self.episodes_done - 1, 0), -1)
+        self._pending_births += [
+            {"agent_id": int(pop.ids[r]), "parent_id": int(pop.parent[r]), "born_episode": self.episodes_done,
+             "skill": skill}
+            for r, skill in zip(rows.tolist(), self.policy.describe(rows))
+        ]

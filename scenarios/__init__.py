@@ -1,0 +1,1 @@
+"""Scenarios: worlds, their runnable definitions (*.toml), the runner and the CLI."""

@@ -1,0 +1,135 @@
+"""Load a scenario's TOML, apply ``--set key=value`` overrides, validate every key.
+
+The config is a few typed sections: ``[run]``, ``[market]``, ``[population]``
+and the scenario's own section (``[relay]``, ...). Validation happens here, once,
+before anything runs or is written; every problem becomes a :class:`ConfigError`
+whose message names the file, the key and the value (and the nearest valid key
+for a typo). The CLI turns it into one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import tomllib
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+from pydantic.dataclasses import dataclass
+
+from market.config import STRICT, MarketConfig, PopulationConfig
+from scenarios.registry import SCENARIO_DIR, get_scenario
+
+
+class ConfigError(ValueError):
+    """A bad scenario name, file, key or value; the message is the one line the user sees."""
+
+
+@dataclass(config=STRICT)
+class RunConfig:
+    scenario: str = "relay"
+    """Scenario name (the module under scenarios/ that builds the world and policy)."""
+    episodes: int = Field(300, ge=1)
+    """Total episodes (rounded up to whole rounds of market.batch)."""
+    seed: int = 0
+    """One seed for numpy, torch and sampling."""
+
+
+@dataclasses.dataclass
+class Experiment:
+    run: RunConfig
+    market: MarketConfig
+    population: PopulationConfig
+    scenario: object  # the scenario's own config dataclass
+    source: str  # the file it came from
+
+    def to_dict(self) -> dict:
+        return {
+            "run": dataclasses.asdict(self.run),
+            "market": dataclasses.asdict(self.market),
+            "population": dataclasses.asdict(self.population),
+            self.run.scenario: dataclasses.asdict(self.scenario),
+        }
+
+
+def resolve(name_or_path: str) -> Path:
+    """A scenario name (``relay``) or a path to a .toml file -> the file."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml":
+        if not path.is_file():
+            raise ConfigError(f"{name_or_path}: no such scenario file")
+        return path
+    path = SCENARIO_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
+        raise ConfigError(f"{name_or_path}: unknown scenario{_did_you_mean(name_or_path, known)} (known: {', '.join(known)})")
+    return path
+
+
+def parse_override(item: str) -> tuple[list[str], object]:
+    """``market.batch=4`` -> (["market", "batch"], 4); values are TOML literals, else strings."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {item}: expected KEY=VALUE, e.g. market.batch=4")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def load(name_or_path: str, overrides: list[str] = (), seed: int | None = None) -> Experiment:
+    path = resolve(name_or_path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML ({err})") from None
+    for item in overrides:
+        keys, value = parse_override(item)
+        node = data
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{path}: --set {item}: {k!r} is not a section")
+        node[keys[-1]] = value
+    if seed is not None:
+        data.setdefault("run", {})["seed"] = seed
+
+    run = _section(path, data, "run", RunConfig)
+    try:
+        module = get_scenario(run.scenario)
+    except KeyError as err:
+        raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err.args[0]}") from None
+    sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, run.scenario: module.Config}
+    for name in data:
+        if name not in sections:
+            raise ConfigError(f"{path}: [{name}]: unknown section{_did_you_mean(name, sections)}")
+    return Experiment(
+        run=run,
+        market=_section(path, data, "market", MarketConfig),
+        population=_section(path, data, "population", PopulationConfig),
+        scenario=_section(path, data, run.scenario, module.Config),
+        source=str(path),
+    )
+
+
+def _section(path: Path, data: dict, name: str, cls):
+    values = data.get(name, {})
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: {name}: expected a [{name}] section")
+    fields = [f.name for f in dataclasses.fields(cls)]
+    try:
+        return cls(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in (name, *first["loc"]))
+        if first["type"] == "unexpected_keyword_argument":
+            raise ConfigError(f"{path}: {key}: unknown key{_did_you_mean(str(first['loc'][-1]), fields)}") from None
+        raise ConfigError(f"{path}: {key} = {first['input']!r}: {first['msg']}") from None
+    except TypeError as err:  # e.g. a positional mix-up pydantic reports as TypeError
+        raise ConfigError(f"{path}: [{name}]: {err}") from None
+
+
+def _did_you_mean(word: str, options) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

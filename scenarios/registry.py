@@ -1,0 +1,20 @@
+"""Scenario names -> the modules that build them.
+
+A scenario module provides ``Config`` (its config dataclass, the ``[name]``
+section of its TOML), ``build(cfg) -> (world, policy)`` and
+``metrics(model, episodes, cfg) -> dict``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+SCENARIO_DIR = Path(__file__).parent
+SCENARIOS = {"relay": "scenarios.relay"}
+
+
+def get_scenario(name: str):
+    if name not in SCENARIOS:
+        raise KeyError(f"unknown scenario (known: {', '.join(sorted(SCENARIOS))})")
+    return importlib.import_module(SCENARIOS[name])

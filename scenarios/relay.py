@@ -1,0 +1,96 @@
+"""Scenario ``relay``: credit must flow backwards.
+
+A work item starts at stage 0 of a chain of K stages. Each step one agent (the
+auction's winner) acts on it; action ``advance_s`` moves it from stage s to
+s+1 and does nothing at any other stage, ``noop`` does nothing. Only reaching
+stage K pays the world's reward, and only to the last owner. An agent's rule
+decides when it wakes (``stage == 2 -> advance_2`` is a stage-2 specialist;
+``stage == 1 -> advance_3`` is useless).
+
+Under the bucket brigade the stage-s specialist is paid by the stage-(s+1)
+winner who buys the item from it, so every stage stays solvent; with
+``market.payment = "final_only"`` early specialists only ever pay, go
+bankrupt, and the chain collapses (Holland 1985; Baum 1999).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agents import RulePolicy, RuleSpace
+from agents.rules import OPS
+from market.config import STRICT
+
+
+@dataclass(config=STRICT)
+class Config:
+    stages: int = Field(5, ge=1, le=64)
+    """K: stages of the chain; the item must be advanced K times."""
+    horizon_factor: int = Field(2, ge=1)
+    """Steps per episode = horizon_factor x K."""
+    p_specialist: float = Field(0.5, ge=0, le=1)
+    """Chance that a random newcomer is a true specialist (``stage == s -> advance_s``);
+    otherwise it wakes at stage s but does something useless there."""
+
+
+class RelayWorld:
+    """B work items in lockstep. Observation features: ``stage`` (0..K)."""
+
+    def __init__(self, cfg: Config):
+        self.stages = cfg.stages
+        self.horizon = cfg.horizon_factor * cfg.stages
+        self.stage = np.zeros(1, dtype=np.int64)
+
+    @property
+    def space(self) -> RuleSpace:
+        actions = tuple(f"advance_{s}" for s in range(self.stages)) + ("noop",)
+        return RuleSpace(features=("stage",), low=(0,), high=(self.stages - 1,), actions=actions, max_terms=2)
+
+    def reset(self, batch: int, rng: np.random.Generator) -> None:
+        self.stage = np.zeros(batch, dtype=np.int64)
+
+    def observe(self) -> np.ndarray:
+        return self.stage[:, None]
+
+    def step(self, actions: np.ndarray, acting: np.ndarray):
+        advanced = acting & (actions == self.stage)
+        self.stage = self.stage + advanced
+        done = self.stage == self.stages
+        return done.astype(np.float64), done
+
+    @property
+    def solved(self) -> np.ndarray:
+        return self.stage == self.stages
+
+
+def build(cfg: Config):
+    world = RelayWorld(cfg)
+
+    def newcomer(rules, rows, rng):
+        """``stage == s -> advance_s`` with probability p_specialist, else a useless action at s."""
+        stage = rng.integers(cfg.stages, size=rows.size)
+        useless = (stage + 1 + rng.integers(cfg.stages, size=rows.size)) % (cfg.stages + 1)  # any action but advance_s
+        rules.feature[rows, 0] = 0
+        rules.op[rows, 0] = OPS["=="]
+        rules.value[rows, 0] = stage
+        rules.action[rows] = np.where(rng.random(rows.size) < cfg.p_specialist, stage, useless)
+
+    return world, RulePolicy(world.space, newcomer=newcomer)
+
+
+def metrics(model, episodes: list[dict], cfg: Config) -> dict:
+    """``success_rate`` over the last 20% of episodes; ``stage_solvent`` per stage."""
+    tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
+    rules = model.policy.rules
+    live = model.population.traders
+    rich = live & (model.population.wealth > 0)
+    # a specialist of stage s: its action is advance_s and it wakes when the item is at stage s
+    wakes = model.policy.eligible(np.arange(cfg.stages)[:, None])  # [K, N]
+    solvent = [bool((rich & wakes[s] & (rules.action == s)).any()) for s in range(cfg.stages)]
+    return {
+        "success_rate": float(np.mean([e["success"] for e in tail])),
+        "stage_solvent": solvent,
+        "population": model.population.size,
+    }

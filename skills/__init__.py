@@ -1,0 +1,1 @@
+"""Skills: library, SKILL.md format, credit, workflow penalties, edits, gate, lineage (issue 6)."""
