@@ -44,6 +44,10 @@ class RoundLog:
     deaths: list[dict] = field(default_factory=list)
 
 
+def _no_transfer(*args, **kwargs) -> None:
+    """Stands in for Ledger.transfer when a frozen population runs: no money moves."""
+
+
 def gini(values: np.ndarray) -> float:
     """Gini coefficient of non-negative values (0: equal, ->1: one holds all)."""
     v = np.sort(np.clip(np.asarray(values, dtype=np.float64), 0, None))
@@ -100,20 +104,26 @@ class MarketModel(mesa.Model):
         return self._money["base_bid"]
 
     # ------------------------------------------------------------- episodes
-    def run_episodes(self) -> list[dict]:
-        """Run B episodes in lockstep; return one summary dict per episode."""
-        B, pop, cfg = self.cfg.batch, self.population, self.cfg
+    def run_episodes(self, world: World | None = None, batch: int | None = None, settle: bool = True) -> list[dict]:
+        """Run B episodes in lockstep; return one summary dict per episode.
+
+        ``settle=False`` runs the population *frozen*: the same auctions and
+        actions, but no money moves (evaluation on held-out tasks).
+        """
+        world = world or self.world
+        B, pop, cfg = batch or self.cfg.batch, self.population, self.cfg
+        transfer = self.ledger.transfer if settle else _no_transfer
         episode_ids = self.episodes_done + np.arange(B)
         worlds = np.arange(B)
-        self.world.reset(B, self.rng)
+        world.reset(B, self.rng)
         owner = np.full(B, -1, dtype=np.int64)  # previous winner's row per world
-        path = np.full((self.world.horizon, B), -1, dtype=np.int64)
+        path = np.full((world.horizon, B), -1, dtype=np.int64)
         active = np.ones(B, dtype=bool)
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
 
-        for t in range(self.world.horizon):
-            obs = self.world.observe()
+        for t in range(world.horizon):
+            obs = world.observe()
             eligible = self.policy.eligible(obs) & pop.traders[None, :] & active[:, None]
             winner, price = clear(self.current_bids()[None, :], eligible, cfg.clearing, self.rng, to_micro(cfg.temperature))
             won = winner >= 0
@@ -121,9 +131,9 @@ class MarketModel(mesa.Model):
             payee = owner if cfg.payment == "bucket_brigade" else np.full(B, -1)
             payee = np.where(payee >= 0, payee, HOUSE_ROW)
             pays = won & (payee != winner)  # an owner that outbids everyone keeps the item for free
-            self.ledger.transfer(winner[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
+            transfer(winner[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
 
-            reward, done = self.world.step(self.policy.act(obs, winner), won)
+            reward, done = world.step(self.policy.act(obs, winner), won)
             owner = np.where(won, winner, owner)
             path[t] = np.where(won, winner, -1)
             steps += active
@@ -132,31 +142,32 @@ class MarketModel(mesa.Model):
             earned += reward_micro
 
             step_paid = won & ~done
-            self.ledger.transfer(np.full(step_paid.sum(), HOUSE_ROW), winner[step_paid], reward_micro[step_paid],
+            transfer(np.full(step_paid.sum(), HOUSE_ROW), winner[step_paid], reward_micro[step_paid],
                                  Reason.REWARD, episode_ids[step_paid], t)
-            self._pay_terminal(worlds[done & (reward_micro > 0)], reward_micro, owner, path[: t + 1], episode_ids, t)
+            self._pay_terminal(transfer, worlds[done & (reward_micro > 0) & (owner >= 0)], reward_micro, owner, path[: t + 1], episode_ids, t)
             active &= ~done
             if not active.any():
                 break
 
-        solved = np.asarray(self.world.solved)
-        self.last_success_rate = float(solved.mean())
+        solved = np.asarray(world.solved)
+        if settle:
+            self.last_success_rate = float(solved.mean())
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
         ]
 
-    def _pay_terminal(self, worlds, reward, owner, path, episode_ids, t) -> None:
+    def _pay_terminal(self, transfer, worlds, reward, owner, path, episode_ids, t) -> None:
         if worlds.size == 0:
             return
         if self.cfg.terminal == "owner":
-            self.ledger.transfer(np.full(worlds.size, HOUSE_ROW), owner[worlds], reward[worlds], Reason.REWARD,
+            transfer(np.full(worlds.size, HOUSE_ROW), owner[worlds], reward[worlds], Reason.REWARD,
                                  episode_ids[worlds], t)
             return
         for b in worlds:  # a loop over finished worlds (<= B), not over agents
             authors = np.unique(path[:, b][path[:, b] >= 0])  # unique path authors, in row order
             share = reward[b] // authors.size  # the remainder stays with the house: amounts stay integers
-            self.ledger.transfer(np.full(authors.size, HOUSE_ROW), authors, share, Reason.REWARD, episode_ids[b], t)
+            transfer(np.full(authors.size, HOUSE_ROW), authors, share, Reason.REWARD, episode_ids[b], t)
 
     # -------------------------------------------------------------- economy
     def step(self) -> None:

@@ -1,0 +1,29 @@
+# Two commands: `make run` (set up + the default scenario) and `make test` (set up + the whole suite).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: run test setup clean
+
+setup: $(STAMP)
+
+# torch is installed first and pinned to 2.13.0: that release is the CPU wheel these machines
+# carry, while an unpinned resolution would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/catallax run relay
+
+# pytest exits 5 when it collects no tests: a suite that vanished is a failure, said plainly.
+test: $(STAMP)
+	$(PY) -m pytest -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

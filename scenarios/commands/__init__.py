@@ -1,0 +1,5 @@
+"""CLI subcommands. Each module has ``add_parser(subparsers)`` and ``handle(args) -> int``."""
+
+from scenarios.commands import run
+
+COMMANDS = (run,)

@@ -1,0 +1,49 @@
+"""``catallax run SCENARIO``: run one scenario and persist it; ``--json`` prints the summary last."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from scenarios.config import ConfigError, load
+from scenarios.runner import default_db, run_experiment
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("run", help="run a scenario")
+    p.add_argument("scenario", help="a scenario name under scenarios/ (e.g. relay) or a .toml file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set market.payment=final_only (repeatable)")
+    p.add_argument("--seed", type=int, help="the run's seed (overrides run.seed)")
+    p.add_argument("--db", help="SQLAlchemy URL of the results database (default: sqlite file in --out)")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default: runs/)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line last")
+    return p
+
+
+def database_url(db: str | None, out: Path) -> str:
+    """The --db URL, checked, or the default SQLite file in --out."""
+    url = db or default_db(out)
+    try:
+        make_url(url)
+    except ArgumentError:
+        raise ConfigError(f"--db {url}: not a database URL (e.g. sqlite:///runs/catallax.db)") from None
+    return url
+
+
+def handle(args) -> int:
+    exp = load(args.scenario, args.overrides, seed=args.seed)
+    db_url = database_url(args.db, args.out)
+    if args.db is None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    summary = run_experiment(exp, db_url, progress=sys.stderr.isatty() or not args.json)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for key, value in summary.items():
+            print(f"{key:>16}: {value}")
+    return 0
