@@ -12,8 +12,9 @@ from market.money import to_credits
 
 
 class Trader(mesa.Agent):
-    def __init__(self, model, row: int):
+    def __init__(self, model, row: int, unique_id: int):
         super().__init__(model)
+        self.unique_id = unique_id  # the model numbers its agents itself, so a resumed run keeps their ids
         self.row = row
 
     @property

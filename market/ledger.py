@@ -93,6 +93,12 @@ class Ledger:
         self._sha.update(rows.tobytes())
         return rows
 
+    def restore(self, transfers: np.ndarray) -> None:
+        """Restart from a stored log prefix (resume): the hash and count of exactly those rows."""
+        self._pending.clear()
+        self._sha = hashlib.sha256(np.ascontiguousarray(transfers, dtype=TRANSFER_DTYPE).tobytes())
+        self.count = len(transfers)
+
     @property
     def hash(self) -> str:
         """sha256 of the flushed log so far (call :meth:`flush` first for the whole log)."""

@@ -66,6 +66,7 @@ class MarketModel(mesa.Model):
         self.policy.resize(self.population.capacity)
         self.ledger = Ledger(self.population)
         self.traders: dict[int, Trader] = {}  # row -> facade
+        self.next_agent_id = 1  # account ids: the house is 0, traders count up from 1, never reused
         self.episodes_done = 0
         self.last_round: RoundLog | None = None
         self._money = {
@@ -219,10 +220,10 @@ class MarketModel(mesa.Model):
         parent_ids = np.where(parents >= 0, pop.ids[np.maximum(parents, 0)], -1)
         rows = pop.allocate(parents.size)
         self.policy.resize(pop.capacity)
+        pop.ids[rows] = self.next_agent_id + np.arange(rows.size)
+        self.next_agent_id += rows.size
         for row in rows.tolist():
-            trader = Trader(self, row)
-            self.traders[row] = trader
-            pop.ids[row] = trader.unique_id
+            self.traders[row] = Trader(self, row, int(pop.ids[row]))
         pop.alive[rows] = True
         pop.parent[rows] = parent_ids
         pop.born[rows] = self.episodes_done
@@ -237,3 +238,34 @@ class MarketModel(mesa.Model):
              "skill": skill}
             for r, skill in zip(rows.tolist(), self.policy.describe(rows))
         ]
+
+    # ---------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict:
+        """Everything needed to continue this run exactly, at a round boundary."""
+        world_state = getattr(self.world, "state_dict", None)
+        return {
+            "population": self.population.state_dict(),
+            "policy": self.policy.state_dict(),
+            "world": world_state() if world_state else None,
+            "rng": self.rng.bit_generator.state,
+            "random": self.random.getstate(),
+            "episodes_done": self.episodes_done,
+            "next_agent_id": self.next_agent_id,
+            "steps": self.steps,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint; the ledger's hash is restored separately from the stored log."""
+        self.population.load_state_dict(state["population"])
+        self.policy.load_state_dict(state["policy"])
+        if state["world"] is not None:
+            self.world.load_state_dict(state["world"])
+        self.rng.bit_generator.state = state["rng"]
+        self.random.setstate(state["random"])
+        self.episodes_done, self.next_agent_id = state["episodes_done"], state["next_agent_id"]
+        self.steps = state["steps"]
+        for trader in self.traders.values():
+            trader.remove()
+        rows = np.flatnonzero(self.population.traders)
+        self.traders = {row: Trader(self, row, int(self.population.ids[row])) for row in rows.tolist()}
+        self._pending_births = []

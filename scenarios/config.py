@@ -33,6 +33,8 @@ class RunConfig:
     """Total episodes (rounded up to whole rounds of market.batch)."""
     seed: int = 0
     """One seed for numpy, torch and sampling."""
+    checkpoint_every: int = Field(1, ge=1)
+    """Rounds between checkpoints (each written atomically with its round; the last round always)."""
 
 
 @dataclasses.dataclass
@@ -94,7 +96,12 @@ def load(name_or_path: str, overrides: list[str] = (), seed: int | None = None) 
         node[keys[-1]] = value
     if seed is not None:
         data.setdefault("run", {})["seed"] = seed
+    return from_dict(data, source=str(path))
 
+
+def from_dict(data: dict, source: str) -> Experiment:
+    """Validate a config already read (a TOML file's sections, or a stored run's config)."""
+    path = source
     run = _section(path, data, "run", RunConfig)
     try:
         module = get_scenario(run.scenario)
@@ -109,11 +116,11 @@ def load(name_or_path: str, overrides: list[str] = (), seed: int | None = None) 
         market=_section(path, data, "market", MarketConfig),
         population=_section(path, data, "population", PopulationConfig),
         scenario=_section(path, data, run.scenario, module.Config),
-        source=str(path),
+        source=source,
     )
 
 
-def _section(path: Path, data: dict, name: str, cls):
+def _section(path: str, data: dict, name: str, cls):
     values = data.get(name, {})
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: {name}: expected a [{name}] section")

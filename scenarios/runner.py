@@ -1,8 +1,10 @@
-"""Run an experiment: build the world and the market, step it, persist, summarise."""
+"""Run an experiment: build the world and the market, step it, persist, summarise; or resume one."""
 
 from __future__ import annotations
 
+import json
 import math
+import pickle
 import sys
 from pathlib import Path
 
@@ -11,8 +13,8 @@ from tqdm import tqdm
 
 from market import MarketModel, replay
 from market.population import HOUSE_ROW
-from market.store import RunStore, load_transfers
-from scenarios.config import Experiment
+from market.store import RunStore, load_episodes, load_transfers
+from scenarios.config import Experiment, from_dict
 from scenarios.registry import get_scenario
 
 
@@ -33,19 +35,45 @@ def conservation_ok(model: MarketModel, transfers: np.ndarray) -> bool:
     )
 
 
+def build_model(exp: Experiment) -> MarketModel:
+    world, policy = get_scenario(exp.run.scenario).build(exp.scenario)
+    return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
+
+
 def run_experiment(exp: Experiment, db_url: str, progress: bool = True) -> dict:
-    module = get_scenario(exp.run.scenario)
-    world, policy = module.build(exp.scenario)
-    model = MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
-    store = RunStore(db_url, exp.run.scenario, exp.run.seed, exp.to_dict())
+    store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict())
+    return _drive(exp, build_model(exp), store, [], progress)
 
-    episodes: list[dict] = []
+
+def resume_experiment(run_id: str, db_url: str, progress: bool = True) -> dict:
+    """Continue a run from its last checkpoint; it ends as the uninterrupted run would have."""
+    store, run, ckpt = RunStore.attach(db_url, run_id)
+    exp = from_dict(json.loads(run.config), source=f"run {run_id}")
+    model = build_model(exp)
+    if ckpt is None:  # killed before its first checkpoint: start over, with the same run id
+        return _drive(exp, model, store, [], progress)
+    model.load_state_dict(pickle.loads(ckpt.state))
+    model.ledger.restore(load_transfers(store.engine, run_id))
+    return _drive(exp, model, store, load_episodes(store.engine, run_id), progress)
+
+
+def _drive(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict], progress: bool) -> dict:
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
-    for _ in tqdm(range(rounds), desc=exp.run.scenario, unit="round", disable=not progress, file=sys.stderr):
+    done = model.episodes_done // exp.market.batch
+    bar = tqdm(total=rounds, initial=done, desc=exp.run.scenario, unit="round", disable=not progress, file=sys.stderr)
+    for r in range(done, rounds):
         model.step()
-        store.write_round(model.last_round)
+        last = r + 1 == rounds
+        checkpoint = (last or (r + 1) % exp.run.checkpoint_every == 0)
+        state = pickle.dumps(model.state_dict()) if checkpoint else None
+        store.write_round(model.last_round, state, model.episodes_done)
         episodes += model.last_round.episodes
+        bar.update()
+    bar.close()
+    return _finish(exp, model, store, episodes)
 
+
+def _finish(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict]) -> dict:
     pop = model.population
     live = np.flatnonzero(pop.traders)
     summary = {
@@ -57,7 +85,7 @@ def run_experiment(exp: Experiment, db_url: str, progress: bool = True) -> dict:
         "conservation_ok": conservation_ok(model, load_transfers(store.engine, store.run_id)),
         "transfers": model.ledger.count,
         "house": int(pop.wealth[HOUSE_ROW]),
-        **module.metrics(model, episodes, exp.scenario),
+        **get_scenario(exp.run.scenario).metrics(model, episodes, exp.scenario),
     }
     store.finish(summary, dict(zip(pop.ids[live].tolist(), pop.wealth[live].tolist())))
     return summary

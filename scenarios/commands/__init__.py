@@ -1,5 +1,5 @@
 """CLI subcommands. Each module has ``add_parser(subparsers)`` and ``handle(args) -> int``."""
 
-from scenarios.commands import run
+from scenarios.commands import resume, run
 
-COMMANDS = (run,)
+COMMANDS = (run, resume)

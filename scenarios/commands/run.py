@@ -41,9 +41,14 @@ def handle(args) -> int:
     if args.db is None:
         args.out.mkdir(parents=True, exist_ok=True)
     summary = run_experiment(exp, db_url, progress=sys.stderr.isatty() or not args.json)
-    if args.json:
+    print_summary(summary, args.json)
+    return 0
+
+
+def print_summary(summary: dict, as_json: bool) -> None:
+    """One JSON line (machine-readable, last on stdout) or an aligned key: value listing."""
+    if as_json:
         print(json.dumps(summary))
     else:
         for key, value in summary.items():
             print(f"{key:>16}: {value}")
-    return 0

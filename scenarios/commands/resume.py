@@ -1,0 +1,29 @@
+"""``catallax resume RUN_ID``: continue a killed run from its last checkpoint."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from scenarios.commands.run import database_url, print_summary
+from scenarios.config import ConfigError
+from scenarios.runner import resume_experiment
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("resume", help="continue a run from its last checkpoint")
+    p.add_argument("run_id")
+    p.add_argument("--db", help="SQLAlchemy URL of the results database (default: sqlite file in --out)")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (default: runs/)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line last")
+    return p
+
+
+def handle(args) -> int:
+    db_url = database_url(args.db, args.out)
+    try:
+        summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty() or not args.json)
+    except KeyError:
+        raise ConfigError(f"run {args.run_id}: not found in {db_url}") from None
+    print_summary(summary, args.json)
+    return 0
