@@ -57,7 +57,7 @@ class CompiledRules:
 def empty_rules(n: int, max_terms: int) -> CompiledRules:
     return CompiledRules(
         feature=np.zeros((n, max_terms), dtype=np.int64),
-        op=np.full((n, max_terms), ALWAYS, dtype=np.int64),
+        op=np.full((n, max_terms), ALWAYS, dtype=np.uint8),
         value=np.zeros((n, max_terms), dtype=np.int64),
         action=np.zeros(n, dtype=np.int64),
     )
@@ -104,7 +104,18 @@ def describe(rules: CompiledRules, row: int, space: RuleSpace) -> str:
 
 
 def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
-    """[B, F] observations -> [B, N] bool: which rules' conditions hold."""
-    values = obs[:, rules.feature]  # [B, N, T]
-    sign = np.sign(values - rules.value[None]) + 1  # 0: below, 1: equal, 2: above
-    return ((rules.op[None] >> sign) & 1).astype(bool).all(axis=2)
+    """[B, F] observations -> [B, N] bool: which rules' conditions hold.
+
+    Each distinct observation is evaluated once (lockstep worlds often share
+    states), one term column at a time, on [U, N] uint8 arrays.
+    """
+    distinct, inverse = np.unique(obs, axis=0, return_inverse=True)
+    holds = np.ones((distinct.shape[0], rules.action.size), dtype=bool)
+    for t in range(rules.op.shape[1]):
+        op = rules.op[:, t]
+        if (op == ALWAYS).all():
+            continue
+        x, v = distinct[:, rules.feature[:, t]], rules.value[:, t]
+        sign = (x > v).view(np.uint8) + (x >= v).view(np.uint8)  # 0: below, 1: equal, 2: above
+        holds &= ((op >> sign) & 1).view(bool)
+    return holds[inverse.ravel()]

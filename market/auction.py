@@ -30,9 +30,9 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
     bids = np.asarray(bids, dtype=np.int64)
     noise = rng.random(eligible.shape)  # tie-breaks / sampling: one draw per (world, row)
     if rule in ("first_price", "second_price"):
-        masked = np.where(eligible, bids, -1)
-        top = masked == masked.max(axis=1, keepdims=True)
-        key = np.where(top & eligible, noise, -1.0)  # exact integer max; the noise only breaks ties
+        masked = np.where(eligible, bids, -1)  # bids are >= 0: -1 marks the ineligible
+        top = masked == masked.max(axis=1, keepdims=True)  # exact integer max
+        key = np.where(top, noise, -1.0)  # the noise only breaks ties
     elif rule == "softmax":
         gumbel = -np.log(-np.log(np.clip(noise, 1e-300, 1.0 - 1e-16)))
         key = np.where(eligible, bids / temperature + gumbel, -np.inf)  # Gumbel-max trick == softmax sample
@@ -42,7 +42,7 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
         raise ValueError(f"unknown clearing rule {rule!r}; expected one of {CLEARING_RULES}")
 
     winner = key.argmax(axis=1)
-    worlds = np.arange(bids.shape[0])
+    worlds = np.arange(eligible.shape[0])
     has_bidder = eligible[worlds, winner]
     price = np.broadcast_to(bids, eligible.shape)[worlds, winner].copy()
     if rule == "second_price":

@@ -9,9 +9,12 @@ Births follow Economy of Minds and Hayek:
 * **periodic**: every ``birth_interval`` episodes a random newcomer;
 * **bounds**: births stop at ``max_agents``; random newcomers fill the
   population up to ``min_agents``.
+* ``births = False`` (ablation): none of the above; the population only shrinks.
 
 The plan is a list of parent rows (-1 = a random newcomer) in a fixed order
-(exploit, explore, periodic, floor), so the same RNG state gives the same plan.
+(exploit, explore, periodic, floor), so the same RNG state gives the same plan;
+``with_kinds=True`` also returns each birth's kind (EXPLOIT, EXPLORE, PERIODIC,
+FLOOR), so a policy can revise an explore child from its parent's failure.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 from market.config import PopulationConfig
 
 RANDOM_NEWCOMER = -1
+EXPLOIT, EXPLORE, PERIODIC, FLOOR = range(4)
 
 
 def plan_births(
@@ -30,8 +34,9 @@ def plan_births(
     episodes: tuple[int, int],
     cfg: PopulationConfig,
     rng: np.random.Generator,
-) -> np.ndarray:
-    """Parent rows for this round's newborns (-1: random newcomer).
+    with_kinds: bool = False,
+):
+    """Parent rows for this round's newborns (-1: random newcomer), and their kinds if asked.
 
     ``traders`` is the live mask *after* bankruptcies; ``bankrupt`` holds the
     rows that died this round (their skills are still readable);
@@ -51,10 +56,14 @@ def plan_births(
 
     periodic = after // cfg.birth_interval - before // cfg.birth_interval if cfg.birth_interval else 0
     parents = np.concatenate([exploit, explore, np.full(periodic, RANDOM_NEWCOMER)]).astype(np.int64)
+    kinds = np.repeat([EXPLOIT, EXPLORE, PERIODIC], [exploit.size, explore.size, periodic])
 
     room = max(cfg.max_agents - live.size, 0)
-    parents = parents[:room]
+    parents, kinds = parents[:room], kinds[:room]
     shortfall = cfg.min_agents - live.size - parents.size
     if shortfall > 0:
         parents = np.concatenate([parents, np.full(shortfall, RANDOM_NEWCOMER, dtype=np.int64)])
-    return parents
+        kinds = np.concatenate([kinds, np.full(shortfall, FLOOR)])
+    if not cfg.births:
+        parents, kinds = parents[:0], kinds[:0]
+    return (parents, kinds) if with_kinds else parents

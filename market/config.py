@@ -38,6 +38,9 @@ class MarketConfig:
     payment: Literal["bucket_brigade", "final_only"] = "bucket_brigade"
     """bucket_brigade: the winner pays the previous owner (the first pays the house);
     final_only (ablation): every winner pays the house."""
+    conserve: bool = True
+    """True: the winner's payment is taken from it (money is conserved, Hayek). False (ablation,
+    Holland-style): the house mints the payment to the previous owner; the winner pays nothing."""
     terminal: Literal["owner", "path"] = "owner"
     """Who gets the world's terminal reward: the final owner (Hayek) or the path's unique
     authors in equal integer shares (EoM)."""
@@ -65,3 +68,9 @@ class PopulationConfig:
     """Floor: random newcomers fill the population up to this size."""
     max_agents: int = Field(64, ge=1)
     """Ceiling: births stop at this size."""
+    births: bool = True
+    """False (ablation): no births of any kind, floor included; the population only shrinks."""
+
+    def __post_init__(self):
+        if self.min_agents > self.max_agents:
+            raise ValueError(f"min_agents ({self.min_agents}) exceeds max_agents ({self.max_agents})")

@@ -56,23 +56,25 @@ class Ledger:
     def transfer(self, src, dst, amount, reason: Reason, episode, step) -> None:
         """Move ``amount[i]`` from row ``src[i]`` to row ``dst[i]``, all at once.
 
-        ``amount`` and ``episode`` broadcast against ``src``; zero amounts are
-        dropped (they move nothing and would only bloat the log).
+        Any of ``src``, ``dst``, ``amount``, ``episode`` may be a scalar (e.g. the
+        house row) and broadcasts against the others; zero amounts are dropped
+        (they move nothing and would only bloat the log).
         """
-        src = np.asarray(src, dtype=np.int64).ravel()
-        dst = np.broadcast_to(np.asarray(dst, dtype=np.int64), src.shape)
-        amount = np.broadcast_to(np.asarray(amount, dtype=np.int64), src.shape)
-        episode = np.broadcast_to(np.asarray(episode, dtype=np.int64), src.shape)
+        src, dst, amount, episode = np.broadcast_arrays(
+            np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+            np.asarray(amount, dtype=np.int64), np.asarray(episode, dtype=np.int64))
         keep = amount != 0
-        src, dst, amount, episode = src[keep], dst[keep], amount[keep], episode[keep]
-        if src.size == 0:
+        if not keep.any():
             return
+        src, dst, amount, episode = src[keep], dst[keep], amount[keep], episode[keep]
         if (amount < 0).any():
             raise LedgerError(f"negative transfer amount {amount.min()}")
+        if min(src.min(), dst.min()) < 0:
+            raise LedgerError("transfer names row -1: no such account")
         alive = self.pop.alive
         if not (alive[src].all() and alive[dst].all()):
             raise LedgerError("transfer touches a dead account")
-        np.subtract.at(self.pop.wealth, src, amount)
+        np.subtract.at(self.pop.wealth, src, amount)  # .at: a row may appear several times
         np.add.at(self.pop.wealth, dst, amount)
         rows = np.empty(src.size, dtype=TRANSFER_DTYPE)
         rows["src"] = self.pop.ids[src]

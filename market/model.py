@@ -26,10 +26,10 @@ import numpy as np
 
 from market.agent import Trader
 from market.auction import clear
-from market.births import RANDOM_NEWCOMER, plan_births
+from market.births import EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.config import MarketConfig, PopulationConfig
 from market.ledger import Ledger, Reason
-from market.money import to_micro
+from market.money import MICRO, to_micro
 from market.population import HOUSE_ROW, Population
 from market.protocols import Policy, World
 
@@ -42,6 +42,24 @@ class RoundLog:
     episodes: list[dict]
     births: list[dict] = field(default_factory=list)
     deaths: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Trace:
+    """Who acted where in the last training round: explore births revise a rule from its failure."""
+
+    path: np.ndarray  # [T, B] winner row per step (-1: nobody acted)
+    obs: np.ndarray  # [T, B, F] the observation each winner acted on
+    solved: np.ndarray  # [B]
+
+    def failures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each row, the observation of its last action in a failed episode -> (obs [k, F], found [k])."""
+        hit = (self.path[:, :, None] == rows[None, None, :]) & ~self.solved[None, :, None]  # [T, B, k]
+        flat = hit.reshape(-1, rows.size)
+        last = flat.shape[0] - 1 - flat[::-1].argmax(axis=0)  # latest (t, b) in row-major order
+        found = flat.any(axis=0)
+        obs = self.obs.reshape(flat.shape[0], -1)[np.where(found, last, 0)]
+        return obs, found
 
 
 def _no_transfer(*args, **kwargs) -> None:
@@ -69,6 +87,7 @@ class MarketModel(mesa.Model):
         self.next_agent_id = 1  # account ids: the house is 0, traders count up from 1, never reused
         self.episodes_done = 0
         self.last_round: RoundLog | None = None
+        self.trace: Trace | None = None
         self._money = {
             "base_bid": to_micro(market.base_bid),
             "bid_eps": to_micro(market.bid_eps),
@@ -122,17 +141,20 @@ class MarketModel(mesa.Model):
         active = np.ones(B, dtype=bool)
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
+        seen = []  # observations per step, for the trace
 
         for t in range(world.horizon):
             obs = world.observe()
+            seen.append(obs)
             eligible = self.policy.eligible(obs) & pop.traders[None, :] & active[:, None]
-            winner, price = clear(self.current_bids()[None, :], eligible, cfg.clearing, self.rng, to_micro(cfg.temperature))
+            winner, price = clear(self.current_bids()[None, :], eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)
             won = winner >= 0
 
             payee = owner if cfg.payment == "bucket_brigade" else np.full(B, -1)
             payee = np.where(payee >= 0, payee, HOUSE_ROW)
-            pays = won & (payee != winner)  # an owner that outbids everyone keeps the item for free
-            transfer(winner[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
+            payer = winner if cfg.conserve else np.full(B, HOUSE_ROW)  # not conserved: the house mints it
+            pays = won & (payee != winner) & (payer != payee)  # an owner that outbids everyone keeps the item for free
+            transfer(payer[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
 
             reward, done = world.step(self.policy.act(obs, winner), won)
             owner = np.where(won, winner, owner)
@@ -153,6 +175,7 @@ class MarketModel(mesa.Model):
         solved = np.asarray(world.solved)
         if settle:
             self.last_success_rate = float(solved.mean())
+            self.trace = Trace(path[: len(seen)], np.stack(seen), solved.copy())
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
@@ -179,10 +202,10 @@ class MarketModel(mesa.Model):
         after = self.episodes_done
         self._charge_rent(before, after)
         bankrupt = self._bankruptcies()
-        parents = plan_births(self.population.wealth, self.population.traders, bankrupt, (before, after),
-                              self.pop_cfg, self.rng)
+        parents, kinds = plan_births(self.population.wealth, self.population.traders, bankrupt, (before, after),
+                                     self.pop_cfg, self.rng, with_kinds=True)
+        self._born(parents, kinds)  # before the bankrupt rows are recycled: explore children read their rules
         deaths = self._release(bankrupt)
-        self._born(parents)
         for summary in episodes:
             summary["population"] = self.population.size
         self.last_round = RoundLog(self.ledger.flush(), episodes, self._pending_births, deaths)
@@ -212,8 +235,12 @@ class MarketModel(mesa.Model):
         self.population.release(rows)
         return deaths
 
-    def _born(self, parents: np.ndarray) -> None:
-        """Create one newborn per entry of ``parents`` (-1: random), funded by the house."""
+    def _born(self, parents: np.ndarray, kinds: np.ndarray | None = None) -> None:
+        """Create one newborn per entry of ``parents`` (-1: random), funded by the house.
+
+        A policy with a ``revise(rows, parents, obs, found, rng)`` method gets the explore
+        children with their parents' failure observations (Trace.failures); others inherit.
+        """
         if parents.size == 0:
             return
         pop = self.population
@@ -229,8 +256,13 @@ class MarketModel(mesa.Model):
         pop.born[rows] = self.episodes_done
         pop.bid[rows] = self._newborn_bid()
         mutants = parents >= 0
+        revised = np.zeros(parents.size, dtype=bool)
+        if kinds is not None and self.trace is not None and hasattr(self.policy, "revise"):
+            revised = (kinds == EXPLORE) & mutants
+            if revised.any():
+                self.policy.revise(rows[revised], parents[revised], *self.trace.failures(parents[revised]), self.rng)
         self.policy.spawn(rows[~mutants], self.rng)
-        self.policy.inherit(rows[mutants], parents[mutants], self.rng)
+        self.policy.inherit(rows[mutants & ~revised], parents[mutants & ~revised], self.rng)
         self.ledger.transfer(np.full(rows.size, HOUSE_ROW), rows, self._money["initial_wealth"], Reason.FUND,
                              max(self.episodes_done - 1, 0), -1)
         self._pending_births += [

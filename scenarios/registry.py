@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 
 SCENARIO_DIR = Path(__file__).parent
-SCENARIOS = {"relay": "scenarios.relay"}
+SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay"}
 
 
 def get_scenario(name: str):

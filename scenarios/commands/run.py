@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from scenarios.config import ConfigError, load
 from scenarios.runner import default_db, run_experiment
@@ -29,9 +29,16 @@ def database_url(db: str | None, out: Path) -> str:
     """The --db URL, checked, or the default SQLite file in --out."""
     url = db or default_db(out)
     try:
-        make_url(url)
+        parsed = make_url(url)
+        parsed.get_dialect()
     except ArgumentError:
         raise ConfigError(f"--db {url}: not a database URL (e.g. sqlite:///runs/catallax.db)") from None
+    except NoSuchModuleError:
+        raise ConfigError(f"--db {url}: unknown database type {parsed.drivername!r}") from None
+    if db and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        folder = Path(parsed.database).parent
+        if not folder.is_dir():
+            raise ConfigError(f"--db {url}: folder {folder} does not exist")
     return url
 
 

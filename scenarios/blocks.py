@@ -1,0 +1,331 @@
+"""Scenario ``blocks``: Baum's Hayek Blocks World, learned by an economy of rule agents.
+
+The world (Baum 1999; Baum & Durdanovic 2000). Four stacks of coloured blocks.
+Stack 0 is the goal, read-only: n blocks in ``colours`` colours. Stacks 1..3
+hold the same multiset of blocks in random order. One step moves the top block
+of one of stacks 1..3 onto another of them (6 actions, ``1to2`` ... ``3to2``);
+moving from an empty stack is an *invalid action*: the world is unchanged, the
+step is spent, and it is counted. The task is to make stack 1 equal the goal,
+bottom to top. The world pays 1 only then (no reward on the way), and an
+episode that has not finished after ``horizon_factor x n`` steps has failed.
+
+Observation features (what a Hayek user hands its agents; small bounded
+integers, so a rule's condition ``feature OP int`` means the same at every n):
+
+==============  ======  ====================================================
+feature         range   meaning
+==============  ======  ====================================================
+``wrong1``      0..3    blocks on stack 1 above its correct prefix (3: 3 or more)
+``prefix``      0..3    length of stack 1's correct prefix (3: 3 or more)
+``need_at``     0..3    stack holding the nearest copy of the next needed
+                        block (goal[prefix]), looking at stacks 2, 3 and the
+                        wrong part of stack 1; ties go to 2, then 3, then 1;
+                        0: nothing needed (stack 1 is complete)
+``need_depth``  0..3    blocks above that copy (0: it is on top; 3: 3 or more)
+``next``        0..C    colour of the next needed block (0: none)
+``top1..top3``  0..C    colour of each stack's top block (0: empty)
+==============  ======  ====================================================
+
+Five rules solve every instance (see ``SOLUTION``): clear stack 1 while it is
+wrong; once it is a correct prefix, move the needed block onto it when it is
+on top of stack 2 or 3, else dig it out onto the other stack. The economy is
+not told them: it starts from random rules and must find them from the
+reward at completion alone.
+
+Agents are rules of the DSL (agents/rules.py). Births (market/births.py):
+*exploit* mutates a rich agent's rule (a term, a threshold, an operator or
+the move); *explore* revises a bankrupt agent's rule from the state where its
+move preceded a failure (``revise`` below: a different legal move there, or
+the condition narrowed to that state); *periodic* births add random rules.
+*Curriculum*: training sizes unlock one at a time as the success rate passes
+a threshold. Held-out instances come from ``heldout_seed``, a seed stream that
+training (the model's RNG) never draws from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass as plain_dataclass
+
+import numpy as np
+from pydantic import Field, field_validator
+from pydantic.dataclasses import dataclass
+
+from agents import RulePolicy, RuleSpace
+from agents.rules import ALWAYS, OPS
+from market.config import STRICT
+
+MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
+ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
+FEATURES = ("wrong1", "prefix", "need_at", "need_depth", "next", "top1", "top2", "top3")
+CLIP = 3  # counts and depths saturate here: "3 or more"
+
+SOLUTION = [  # Hayek's answer, written by hand: a test checks it solves held-out instances at every size
+    "wrong1 > 0 and need_at != 2 -> 1to2",
+    "wrong1 > 0 and need_at == 2 -> 1to3",
+    "wrong1 == 0 and need_at == 2 and need_depth == 0 -> 2to1",
+    "wrong1 == 0 and need_at == 3 and need_depth == 0 -> 3to1",
+    "wrong1 == 0 and need_at == 2 and need_depth > 0 -> 2to3",
+    "wrong1 == 0 and need_at == 3 and need_depth > 0 -> 3to2",
+]
+
+
+@dataclass(config=STRICT)
+class Config:
+    colours: int = Field(3, ge=1, le=9)
+    """C: colours of blocks."""
+    train_sizes: list[int] = Field(default_factory=lambda: [4, 8, 16])
+    """Goal sizes n drawn for training (uniformly among those unlocked by the curriculum)."""
+    heldout_sizes: list[int] = Field(default_factory=lambda: [4, 8, 16, 32])
+    """Sizes of the held-out evaluation, run on the final population, frozen."""
+    heldout_count: int = Field(100, ge=1)
+    """Held-out instances per size."""
+    heldout_seed: int = Field(20_000_917, ge=0)
+    """Seed of the held-out instances; training draws from the model's RNG, never from this stream."""
+    horizon_factor: int = Field(6, ge=1)
+    """Steps allowed per episode = horizon_factor x n."""
+    curriculum: bool = True
+    """Unlock train_sizes one at a time (smallest first) as the success rate passes the threshold."""
+    curriculum_threshold: float = Field(0.8, ge=0, le=1)
+    """Success rate (moving average over about curriculum_window training episodes) that unlocks the next size."""
+    curriculum_window: int = Field(200, ge=1)
+    max_terms: int = Field(3, ge=1, le=8)
+    """Terms per rule condition."""
+    p_revise_move: float = Field(0.5, ge=0, le=1)
+    """Explore: chance that a revision changes the move at the failure state (else it narrows the condition)."""
+
+    @field_validator("train_sizes", "heldout_sizes")
+    @classmethod
+    def _sizes(cls, sizes: list[int]) -> list[int]:
+        if not sizes or min(sizes) < 1:
+            raise ValueError("expected a non-empty list of sizes >= 1")
+        return sorted(sizes)
+
+
+# ------------------------------------------------------------------ instances
+@plain_dataclass(frozen=True)
+class Instance:
+    """One task: the goal (bottom to top) and stacks 1..3 (bottom to top), colours 1..C."""
+
+    goal: tuple[int, ...]
+    stacks: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def generate(n: int, colours: int, rng: np.random.Generator) -> Instance:
+    """A random goal of n blocks, and the same blocks shuffled and dealt onto stacks 1..3."""
+    goal = rng.integers(1, colours + 1, size=n)
+    blocks = rng.permutation(goal)
+    where = rng.integers(0, 3, size=n)
+    return Instance(tuple(goal.tolist()), tuple(tuple(blocks[where == s].tolist()) for s in range(3)))
+
+
+def heldout(cfg: Config, n: int) -> list[Instance]:
+    """The held-out instances of size n: a fixed function of (heldout_seed, n, colours)."""
+    rng = np.random.default_rng([cfg.heldout_seed, n, cfg.colours])
+    return [generate(n, cfg.colours, rng) for _ in range(cfg.heldout_count)]
+
+
+# ---------------------------------------------------------------------- world
+class BlocksWorld:
+    """B instances in lockstep, as arrays: ``stack[b, s, i]`` is the colour of block i
+    (from the bottom) of stack s (0 = the goal), 0 above the stack's height."""
+
+    def __init__(self, cfg: Config, instances: list[Instance] | None = None):
+        self.cfg = cfg
+        self.fixed = instances  # held-out mode: reset() loads these, in order
+        self.unlocked = 1 if cfg.curriculum else len(cfg.train_sizes)
+        self.recent = 0.0  # moving average of training success at the largest unlocked size
+        self.horizon = 1
+        self._seen = False  # whether the current batch was trained on and not yet counted
+        self.load([generate(1, cfg.colours, np.random.default_rng(0))])
+
+    @property
+    def space(self) -> RuleSpace:
+        C = self.cfg.colours
+        high = (CLIP, CLIP, 3, CLIP, C, C, C, C)
+        return RuleSpace(FEATURES, (0,) * len(FEATURES), high, ACTIONS, max_terms=self.cfg.max_terms)
+
+    # --- instances -------------------------------------------------------
+    def load(self, instances: list[Instance]) -> None:
+        B, H = len(instances), max(len(i.goal) for i in instances)
+        self.stack = np.zeros((B, 4, H), dtype=np.int64)
+        self.height = np.zeros((B, 4), dtype=np.int64)
+        for b, inst in enumerate(instances):
+            for s, blocks in enumerate((inst.goal, *inst.stacks)):
+                self.stack[b, s, : len(blocks)] = blocks
+                self.height[b, s] = len(blocks)
+        self.n = self.height[:, 0].copy()
+        self.limit = self.cfg.horizon_factor * self.n
+        self.horizon = int(self.limit.max())
+        self.t = np.zeros(B, dtype=np.int64)
+        self.invalid = np.zeros(B, dtype=np.int64)  # invalid actions per episode
+        self.over = np.zeros(B, dtype=bool)
+        self._solved = self._complete()
+
+    def reset(self, batch: int, rng: np.random.Generator) -> None:
+        if self.fixed is not None:
+            if batch != len(self.fixed):
+                raise ValueError(f"held-out world holds {len(self.fixed)} instances, asked for {batch}")
+            return self.load(self.fixed)
+        self._update_curriculum()
+        sizes = rng.choice(self.cfg.train_sizes[: self.unlocked], size=batch)
+        self.load([generate(int(n), self.cfg.colours, rng) for n in sizes])
+        self._seen = True
+
+    def _update_curriculum(self) -> None:
+        """Count the last training batch at the largest unlocked size; unlock the next size when it is mastered."""
+        if not self._seen:
+            return
+        at_top = self.n == self.cfg.train_sizes[self.unlocked - 1]
+        if at_top.any():
+            w = min(1.0, at_top.sum() / self.cfg.curriculum_window)
+            self.recent = (1 - w) * self.recent + w * float(self._solved[at_top].mean())
+        if self.recent >= self.cfg.curriculum_threshold and self.unlocked < len(self.cfg.train_sizes):
+            self.unlocked += 1
+            self.recent = 0.0
+
+    # --- dynamics --------------------------------------------------------
+    def _prefix(self) -> np.ndarray:
+        """[B] length of stack 1's correct prefix."""
+        H = self.stack.shape[2]
+        match = (self.stack[:, 1] == self.stack[:, 0]) & (np.arange(H) < self.height[:, 1:2])
+        return np.cumprod(match, axis=1).sum(axis=1)
+
+    def _complete(self) -> np.ndarray:
+        return (self.height[:, 1] == self.n) & (self._prefix() == self.n)
+
+    def observe(self) -> np.ndarray:
+        B, H = self.stack.shape[0], self.stack.shape[2]
+        rows = np.arange(B)
+        prefix = self._prefix()
+        need = np.where(prefix < self.n, self.stack[rows, 0, np.minimum(prefix, H - 1)], 0)
+        # depth of the topmost copy of the needed colour in stacks 1 (above the prefix), 2, 3
+        idx = np.arange(H)
+        copy = (self.stack[:, 1:] == need[:, None, None]) & (idx < self.height[:, 1:, None]) & (need[:, None, None] > 0)
+        copy[:, 0] &= idx >= prefix[:, None]
+        top = np.where(copy, idx, -1).max(axis=2)  # [B, 3] index of the topmost copy, -1: none
+        depth = np.where(top >= 0, self.height[:, 1:] - 1 - top, 10**9)
+        order = depth[:, [1, 2, 0]]  # ties: stack 2, then 3, then 1
+        best = order.argmin(axis=1)
+        found = order[rows, best] < 10**9
+        need_at = np.where(found, np.array([2, 3, 1])[best], 0)
+        need_depth = np.where(found, np.minimum(order[rows, best], CLIP), 0)
+        tops = np.where(self.height > 0, self.stack[rows[:, None], np.arange(4), np.maximum(self.height - 1, 0)], 0)
+        return np.stack([
+            np.minimum(self.height[:, 1] - prefix, CLIP), np.minimum(prefix, CLIP), need_at, need_depth, need,
+            tops[:, 1], tops[:, 2], tops[:, 3],
+        ], axis=1)
+
+    def step(self, actions: np.ndarray, acting: np.ndarray):
+        B = self.stack.shape[0]
+        rows = np.arange(B)
+        live = ~self.over
+        actions = np.asarray(actions)
+        move = np.asarray(MOVES)[np.clip(actions, 0, len(MOVES) - 1)]
+        src, dst = move[:, 0], move[:, 1]
+        acting = np.asarray(acting) & live & (actions >= 0) & (actions < len(MOVES))
+        legal = acting & (self.height[rows, src] > 0)
+        self.invalid += acting & ~legal
+        b, s, d = rows[legal], src[legal], dst[legal]
+        block = self.stack[b, s, self.height[b, s] - 1]
+        self.stack[b, s, self.height[b, s] - 1] = 0
+        self.height[b, s] -= 1
+        self.stack[b, d, self.height[b, d]] = block
+        self.height[b, d] += 1
+
+        self.t += live
+        solved = self._complete() & live
+        self._solved |= solved
+        done = live & (solved | (self.t >= self.limit))
+        self.over |= done
+        return solved.astype(np.float64), done
+
+    @property
+    def solved(self) -> np.ndarray:
+        return self._solved
+
+    # --- checkpoints (the curriculum is the world's only state across rounds) ----
+    def state_dict(self) -> dict:
+        return {"unlocked": self.unlocked, "recent": self.recent, "seen": self._seen,
+                "n": self.n.copy(), "solved": self._solved.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.unlocked, self.recent, self._seen = state["unlocked"], state["recent"], state["seen"]
+        self.n, self._solved = state["n"].copy(), state["solved"].copy()
+
+
+# --------------------------------------------------------------------- agents
+class BlocksPolicy(RulePolicy):
+    """Rule agents for the blocks world: random newcomers of 1..max_terms terms, and
+    explore births that revise a rule from the state where its move preceded a failure."""
+
+    def __init__(self, space: RuleSpace, cfg: Config, initial_rules: list[str] | None = None):
+        super().__init__(space, initial_rules, newcomer=self.random_rules)
+        self.cfg = cfg
+        self.top = np.array([FEATURES.index(f"top{s}") for s in (1, 2, 3)])
+
+    def random_rules(self, rules, rows: np.ndarray, rng: np.random.Generator) -> None:
+        """Conditions of 1..max_terms random terms ``feature OP value``, and a random move."""
+        n, T = rows.size, self.space.max_terms
+        ops = np.array(list(OPS.values()), dtype=rules.op.dtype)
+        used = np.arange(T)[None, :] < rng.integers(1, T + 1, size=n)[:, None]
+        feature = rng.integers(len(FEATURES), size=(n, T))
+        rules.feature[rows] = feature
+        rules.op[rows] = np.where(used, rng.choice(ops, size=(n, T)), ALWAYS)
+        rules.value[rows] = rng.integers(self.low[feature], self.high[feature] + 1)
+        rules.action[rows] = rng.integers(len(ACTIONS), size=n)
+
+    def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> None:
+        """Explore: a child of each parent, edited at ``obs``, the state its move preceded a failure.
+
+        With p_revise_move the child makes another *legal* move there (same condition); otherwise
+        it keeps the move but no longer wakes there (a term ``feature != obs[feature]`` is added).
+        Parents with no failure this round are mutated as exploit children are.
+        """
+        r = self.rules
+        self.inherit(rows[~found], parents[~found], rng)
+        rows, parents, obs = rows[found], parents[found], obs[found]
+        for name in ("feature", "op", "value", "action"):
+            getattr(r, name)[rows] = getattr(r, name)[parents]
+        move = rng.random(rows.size) < self.cfg.p_revise_move
+        for row, state, new_move in zip(rows.tolist(), obs, move.tolist()):
+            if new_move:
+                legal = [a for a, (src, _) in enumerate(MOVES) if state[self.top[src - 1]] > 0 and a != r.action[row]]
+                if legal:
+                    r.action[row] = rng.choice(legal)
+                    continue
+            free = np.flatnonzero(r.op[row] == ALWAYS)
+            slot = rng.choice(free) if free.size else rng.integers(self.space.max_terms)
+            feature = rng.integers(len(FEATURES))
+            r.feature[row, slot], r.op[row, slot], r.value[row, slot] = feature, OPS["!="], state[feature]
+
+
+def build(cfg: Config, initial_rules: list[str] | None = None):
+    world = BlocksWorld(cfg)
+    return world, BlocksPolicy(world.space, cfg, initial_rules)
+
+
+# -------------------------------------------------------------------- metrics
+def evaluate(model, cfg: Config, sizes: list[int] | None = None) -> dict[str, float]:
+    """Held-out success per size of the current population, frozen: no payments, no births."""
+    result = {}
+    for n in sizes or cfg.heldout_sizes:
+        world = BlocksWorld(cfg, heldout(cfg, n))
+        episodes = model.run_episodes(world=world, batch=cfg.heldout_count, settle=False)
+        result[str(n)] = float(np.mean([e["success"] for e in episodes]))
+    return result
+
+
+def metrics(model, episodes: list[dict], cfg: Config) -> dict:
+    """``heldout_success`` per size (final population, frozen), training success, and the richest rules."""
+    tail = episodes[len(episodes) - max(1, len(episodes) // 10):]
+    pop = model.population
+    live = np.flatnonzero(pop.traders)
+    richest = live[np.argsort(-pop.wealth[live], kind="stable")][:8]
+    return {
+        "heldout_success": evaluate(model, cfg),
+        "train_success": float(np.mean([e["success"] for e in tail])) if tail else float("nan"),
+        "unlocked_size": cfg.train_sizes[model.world.unlocked - 1],
+        "population": pop.size,
+        "episodes": model.episodes_done,
+        "richest_rules": model.policy.describe(richest),
+    }

@@ -1,0 +1,273 @@
+"""``SKILL.md`` folders in and out of the library, exactly.
+
+One folder per skill name, as in Anthropic's Agent Skills format: YAML front
+matter (``name`` <= 64 lowercase letters, digits and hyphens, matching the
+folder; ``description`` <= 1024 characters; optional ``license``,
+``compatibility``, ``allowed-tools``, ``metadata``), then the body, then the
+rule (if any) in a fenced block::
+
+    ---
+    name: rank-by-recency
+    description: Rank recent items first when the user's history is short.
+    metadata:
+      version: '2'
+      status: active
+      parent: rank-by-recency@1
+      ...
+    ---
+    Put the items the user touched last at the top.
+
+    ```rule
+    history < 3 -> rank_recent
+    ```
+
+``<name>/SKILL.md`` holds the name's newest version that was not rejected (what
+an Agent Skills loader reads); every other version is ``<name>/versions/v<k>.md``
+in the same format. Lineage and the edit that made a version live in
+``metadata`` as strings (``parent: name@version``, ``edit-*``), so exporting a
+library and importing it elsewhere gives the same versions, edits and lineage,
+and exporting again gives the same bytes. A bad file is a
+:class:`SkillFormatError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import networkx as nx
+import yaml
+from sqlmodel import Session
+
+from skills.library import GATES, OPERATORS, RULE_FENCE, STATUSES, Skill, SkillEdit, SkillError, SkillLibrary, check, utcnow
+
+FIELDS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
+EXTRA = ("license", "compatibility", "allowed-tools")  # Agent Skills fields Catallax keeps but does not use
+META = ("version", "status", "role", "parent", "merge-parent", "created", "edit-operator", "edit-target",
+        "edit-partner", "edit-diagnosis", "edit-gate", "edit-score-before", "edit-score-after", "edit-created")
+REF = re.compile(r"^[a-z0-9-]+@[1-9][0-9]*$")
+FENCE_LINE = re.compile(rf"(?m)^{re.escape(RULE_FENCE)}$")
+
+
+class SkillFormatError(SkillError):
+    """A SKILL.md file that cannot be read; the message is ``FILE: FIELD: problem``."""
+
+
+@dataclass
+class Parsed:
+    """One file's version, with its lineage still as ``name@version`` references."""
+
+    path: Path
+    skill: Skill
+    parent: str | None
+    merge_parent: str | None
+    edit: SkillEdit | None
+
+
+# ------------------------------------------------------------------ one file
+def render(skill: Skill, labels: dict[int, str], edit: SkillEdit | None) -> str:
+    """A version as SKILL.md text; ``labels`` maps version ids to ``name@version`` (for its parents)."""
+    meta = {"version": str(skill.version), "status": skill.status}
+    if skill.role is not None:
+        meta["role"] = skill.role
+    if skill.parent_id is not None:
+        meta["parent"] = labels[skill.parent_id]
+    if skill.merge_parent_id is not None:
+        meta["merge-parent"] = labels[skill.merge_parent_id]
+    meta["created"] = skill.created_at.isoformat()
+    if edit is not None:
+        meta |= {"edit-operator": edit.operator, "edit-target": edit.target}
+        optional = {"edit-partner": edit.partner, "edit-diagnosis": edit.diagnosis,
+                    "edit-score-before": edit.score_before, "edit-score-after": edit.score_after}
+        meta |= {k: str(v) for k, v in optional.items() if v is not None}
+        meta |= {"edit-gate": edit.gate, "edit-created": edit.created_at.isoformat()}
+    front = {"name": skill.name, "description": skill.description, **json.loads(skill.extra or "{}"), "metadata": meta}
+    text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n" + skill.body
+    if skill.rule is not None:
+        text += f"\n\n{RULE_FENCE}\n{skill.rule}\n```"
+    return text + "\n"
+
+
+def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
+    """SKILL.md text -> a version (not yet in any library). ``folder_name``: the name it must have."""
+
+    def fail(field: str, problem: str):
+        raise SkillFormatError(f"{path}: {field}: {problem}")
+
+    if not text.startswith("---\n"):
+        fail("front matter", "the file must start with a '---' line")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        fail("front matter", "no closing '---' line")
+    try:
+        front = yaml.safe_load(text[4 : end + 1])
+    except yaml.YAMLError as err:
+        fail("front matter", f"not valid YAML ({' '.join(str(err).split())})")
+    if not isinstance(front, dict):
+        fail("front matter", "must be a YAML mapping of fields")
+    for key in front:
+        if key not in FIELDS:
+            fail(str(key), f"unknown field (expected {', '.join(FIELDS)})")
+    for key in ("name", "description"):
+        if key not in front:
+            fail(key, "missing")
+        problem = check(key, front[key])
+        if problem:
+            fail(key, problem)
+    if folder_name is not None and front["name"] != folder_name:
+        fail("name", f"{front['name']!r} differs from its folder {folder_name!r}")
+
+    rest = text[end + 5 :]
+    rest = rest[:-1] if rest.endswith("\n") else rest
+    body, rule = rest, None
+    fence = FENCE_LINE.search(rest)
+    if fence:
+        body = rest[: fence.start()]
+        for _ in range(2):  # the blank line written before the fence
+            body = body[:-1] if body.endswith("\n") else body
+        tail = rest[fence.end() + 1 :]
+        if not tail.endswith("\n```") or "```" in tail[:-4]:
+            fail("rule", f"the {RULE_FENCE} block must close with ``` and end the file")
+        rule = tail[:-4]
+    for key, value in (("body", body), ("rule", rule)):
+        problem = check(key, value)
+        if problem:
+            fail(key, problem)
+
+    meta = front.get("metadata") or {}
+    if not isinstance(meta, dict):
+        fail("metadata", "must be a mapping of keys to strings")
+    for key, value in meta.items():
+        if key not in META:
+            fail(f"metadata.{key}", f"unknown key (expected {', '.join(META)})")
+        if not isinstance(value, (str, int, float)):
+            fail(f"metadata.{key}", "must be a string")
+    meta = {k: str(v) for k, v in meta.items()}
+
+    def meta_int(key: str) -> int:
+        if not meta[key].isdigit() or int(meta[key]) < 1:
+            fail(f"metadata.{key}", f"{meta[key]!r} is not a positive integer")
+        return int(meta[key])
+
+    def meta_float(key: str) -> float | None:
+        if key not in meta:
+            return None
+        try:
+            return float(meta[key])
+        except ValueError:
+            fail(f"metadata.{key}", f"{meta[key]!r} is not a number")
+
+    def meta_time(key: str) -> datetime:
+        try:
+            return datetime.fromisoformat(meta[key])
+        except ValueError:
+            fail(f"metadata.{key}", f"{meta[key]!r} is not an ISO date-time")
+
+    def meta_choice(key: str, choices: tuple, default: str) -> str:
+        value = meta.get(key, default)
+        if value not in choices:
+            fail(f"metadata.{key}", f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    for key in ("parent", "merge-parent"):
+        if key in meta and not REF.match(meta[key]):
+            fail(f"metadata.{key}", f"{meta[key]!r} is not a name@version reference")
+    if "merge-parent" in meta and "parent" not in meta:
+        fail("metadata.merge-parent", "a merge needs a parent too")
+    created = meta_time("created") if "created" in meta else utcnow()
+
+    edit = None
+    if any(k.startswith("edit-") for k in meta):
+        for key in ("edit-operator", "edit-target", "edit-created"):
+            if key not in meta:
+                fail(f"metadata.{key}", "missing (other edit-* keys are present)")
+        if "edit-diagnosis" in meta:
+            try:
+                json.loads(meta["edit-diagnosis"])
+            except json.JSONDecodeError:
+                fail("metadata.edit-diagnosis", "not valid JSON")
+        edit = SkillEdit(operator=meta_choice("edit-operator", OPERATORS, ""), target=meta["edit-target"],
+                         partner=meta.get("edit-partner"), diagnosis=meta.get("edit-diagnosis"),
+                         gate=meta_choice("edit-gate", GATES, "ungated"), score_before=meta_float("edit-score-before"),
+                         score_after=meta_float("edit-score-after"), created_at=meta_time("edit-created"), library="")
+
+    extra = {k: front[k] for k in EXTRA if k in front}
+    skill = Skill(library="", name=front["name"], version=meta_int("version") if "version" in meta else 1,
+                  description=front["description"], body=body, rule=rule, role=meta.get("role"),
+                  status=meta_choice("status", STATUSES, "active"), extra=json.dumps(extra) if extra else None,
+                  created_at=created)
+    return Parsed(path, skill, meta.get("parent"), meta.get("merge-parent"), edit)
+
+
+# ------------------------------------------------------------- whole libraries
+def export_library(library: SkillLibrary, folder: Path) -> list[Path]:
+    """Write every version of every skill under ``folder`` (which must be new or empty)."""
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise SkillFormatError(f"{folder}: folder: not empty; export into a new folder")
+    versions, edits = library.versions(), library.edits()
+    labels = {v.id: v.label for v in versions}
+    written = []
+    for name in sorted({v.name for v in versions}):
+        own = [v for v in versions if v.name == name]
+        kept = [v for v in own if v.status != "rejected"]
+        head = max(kept or own, key=lambda v: v.version)
+        for v in own:
+            path = folder / name / ("SKILL.md" if v is head else f"versions/v{v.version}.md")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(v, labels, edits.get(v.edit_id)))
+            written.append(path)
+    return written
+
+
+def import_library(library: SkillLibrary, folder: Path) -> list[Skill]:
+    """Read SKILL.md folders (or one skill folder) into ``library`` in one transaction; all or nothing."""
+    folder = Path(folder)
+    skill_dirs = [folder] if (folder / "SKILL.md").is_file() else sorted(p.parent for p in folder.glob("*/SKILL.md"))
+    if not skill_dirs:
+        raise SkillFormatError(f"{folder}: folder: no SKILL.md found (expected {folder}/<name>/SKILL.md)")
+    parsed: dict[str, Parsed] = {}
+    existing = {v.label: v for v in library.versions()}
+    for d in skill_dirs:
+        for path in [d / "SKILL.md", *sorted((d / "versions").glob("*.md"))]:
+            p = parse(path.read_text(), path, d.name)
+            label = p.skill.label
+            if label in parsed or label in existing:
+                where = parsed[label].path if label in parsed else f"library {library.name!r}"
+                raise SkillFormatError(f"{path}: metadata.version: {label} is already in {where}")
+            parsed[label] = p
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(parsed)
+    for label, p in parsed.items():
+        for key, ref in (("parent", p.parent), ("merge-parent", p.merge_parent)):
+            if ref is not None and ref not in parsed and ref not in existing:
+                raise SkillFormatError(f"{p.path}: metadata.{key}: unknown version {ref!r}")
+            if ref in parsed:
+                graph.add_edge(ref, label)
+    if not nx.is_directed_acyclic_graph(graph):
+        raise SkillFormatError(f"{folder}: metadata.parent: the parents form a cycle")
+
+    ids = {label: v.id for label, v in existing.items()}
+    rows = []
+    with Session(library.engine, expire_on_commit=False) as s:
+        for label in nx.lexicographical_topological_sort(graph, key=lambda l: (parsed[l].skill.created_at, l)):
+            p = parsed[label]
+            row = p.skill
+            row.library = library.name
+            if p.edit is not None:
+                p.edit.library = library.name
+                s.add(p.edit)
+                s.flush()
+                row.edit_id = p.edit.id
+            row.parent_id = ids.get(p.parent)
+            row.merge_parent_id = ids.get(p.merge_parent)
+            s.add(row)
+            s.flush()
+            ids[label] = row.id
+            rows.append(row)
+        s.commit()
+    return rows

@@ -1,0 +1,144 @@
+"""The auction's four clearing rules, checked on many independent worlds per call."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from market import CLEARING_RULES, clear
+
+
+def chi2(counts, probs):
+    expected = counts.sum() * np.asarray(probs)
+    return float(((counts - expected) ** 2 / expected).sum())
+
+
+def tile(row, worlds):
+    return np.tile(np.asarray(row), (worlds, 1))
+
+
+def test_first_price_picks_the_max_eligible_bid():
+    bids = np.array([[0, 9, 5, 7, 3]])
+    eligible = np.array([[False, False, True, True, True]])  # the 9 is not eligible
+    winner, price = clear(bids, eligible, "first_price", np.random.default_rng(0))
+    assert winner.tolist() == [3] and price.tolist() == [7]
+
+
+def test_first_price_ties_break_at_random():
+    worlds = 4000
+    bids = np.array([[0, 5, 3, 5, 1]])
+    eligible = tile([False, True, True, True, True], worlds)
+    winner, price = clear(bids, eligible, "first_price", np.random.default_rng(1))
+    assert set(winner.tolist()) == {1, 3} and (price == 5).all()
+    share = (winner == 1).mean()
+    assert 0.45 < share < 0.55
+
+
+def test_second_price_pays_the_second_highest_eligible_bid():
+    rng = np.random.default_rng(0)
+    bids = np.array([[0, 9, 5, 7, 3]])
+    winner, price = clear(bids, np.array([[False, False, True, True, True]]), "second_price", rng)
+    assert winner.tolist() == [3] and price.tolist() == [5]
+    winner, price = clear(bids, np.array([[False, True, True, False, False]]), "second_price", rng)
+    assert winner.tolist() == [1] and price.tolist() == [5]
+    winner, price = clear(bids, np.array([[False, False, False, True, False]]), "second_price", rng)
+    assert winner.tolist() == [3] and price.tolist() == [0]  # alone: pays nothing
+    winner, price = clear(np.array([[0, 4, 4]]), np.array([[False, True, True]]), "second_price", rng)
+    assert winner[0] in (1, 2) and price.tolist() == [4]  # a tie: the price is the tied bid
+
+
+def test_random_ignores_bids():
+    worlds = 6000
+    eligible = tile([False, True, True, True], worlds)
+    flat = clear(np.array([[0, 1, 1, 1]]), eligible, "random", np.random.default_rng(3))
+    skewed = clear(np.array([[0, 10**9, 0, 5]]), eligible, "random", np.random.default_rng(3))
+    assert (flat[0] == skewed[0]).all()  # same RNG state: same winners whatever the bids
+    counts = np.bincount(skewed[0], minlength=4)[1:]
+    assert chi2(counts, [1 / 3] * 3) < 13.8  # df=2, p=0.001
+    assert (skewed[1] == np.array([0, 10**9, 0, 5])[skewed[0]]).all()  # pays its own bid
+
+
+def test_softmax_frequencies_match_softmax_of_bids():
+    worlds, temperature = 20000, 2.0
+    bids = np.array([[0, 0, 1, 2, 4, 99]])
+    eligible = tile([False, True, True, True, True, False], worlds)  # row 0 and the 99 sit out
+    winner, price = clear(bids, eligible, "softmax", np.random.default_rng(4), temperature)
+    assert set(winner.tolist()) <= {1, 2, 3, 4}
+    logits = bids[0, 1:5] / temperature
+    probs = np.exp(logits) / np.exp(logits).sum()
+    counts = np.bincount(winner, minlength=6)[1:5]
+    assert chi2(counts, probs) < 16.3  # df=3, p=0.001
+    assert (price == bids[0][winner]).all()
+
+
+@pytest.mark.parametrize("rule", CLEARING_RULES)
+def test_no_eligible_bidder(rule):
+    eligible = np.zeros((3, 5), dtype=bool)
+    eligible[1, 2] = True
+    winner, price = clear(tile([1, 2, 3, 4, 5], 3), eligible, rule, np.random.default_rng(0))
+    assert winner.tolist() == [-1, 2, -1]
+    assert price[[0, 2]].tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("rule", CLEARING_RULES)
+def test_broadcast_bids_clear_each_world(rule):
+    """The model passes one bid row for all B worlds; each world must clear as if alone."""
+    bids = np.array([[0, 3, 5, 7, 1]])
+    eligible = np.array([[False, True, False, False, False],
+                         [False, False, True, True, False],
+                         [False, False, False, False, False],
+                         [False, True, True, False, True]])
+    winner, price = clear(bids, eligible, rule, np.random.default_rng(0), 1.0)
+    for w in range(eligible.shape[0]):
+        alone = clear(bids, eligible[w:w + 1], rule, np.random.default_rng(0), 1.0)
+        if eligible[w].any():
+            assert eligible[w, winner[w]]
+        else:
+            assert winner[w] == -1
+        if rule in ("first_price", "second_price"):  # deterministic here (no ties): same as clearing alone
+            assert (winner[w], price[w]) == (alone[0][0], alone[1][0])
+
+
+def test_unknown_rule():
+    with pytest.raises(ValueError, match="unknown clearing rule"):
+        clear(np.zeros((1, 2)), np.ones((1, 2), bool), "dutch", np.random.default_rng(0))
+
+
+def test_same_rng_state_same_outcome():
+    bids = np.random.default_rng(9).integers(0, 5, size=(1, 30))
+    eligible = np.random.default_rng(10).random((50, 30)) < 0.3
+    for rule in CLEARING_RULES:
+        a = clear(bids, eligible, rule, np.random.default_rng(5), 1.5)
+        b = clear(bids, eligible, rule, np.random.default_rng(5), 1.5)
+        assert (a[0] == b[0]).all() and (a[1] == b[1]).all()
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.tuples(st.integers(1, 5), st.integers(1, 6)).flatmap(lambda shape: st.tuples(
+        arrays(np.int64, shape, elements=st.integers(0, 20)),
+        arrays(bool, shape),
+    )),
+    st.sampled_from(CLEARING_RULES),
+    st.integers(0, 2**32 - 1),
+)
+def test_clear_properties(bids_eligible, rule, seed):
+    bids, eligible = bids_eligible
+    winner, price = clear(bids, eligible, rule, np.random.default_rng(seed), 3.0)
+    b = bids
+    for w in range(eligible.shape[0]):
+        if not eligible[w].any():
+            assert winner[w] == -1 and price[w] == 0
+            continue
+        assert winner[w] >= 0 and eligible[w, winner[w]]  # the winner is always eligible
+        assert 0 <= price[w] <= b[w, winner[w]]  # never pays more than it bid
+        top = b[w][eligible[w]].max()
+        if rule == "first_price":
+            assert b[w, winner[w]] == top and price[w] == top
+        elif rule == "second_price":
+            ranked = np.sort(b[w][eligible[w]])
+            assert b[w, winner[w]] == top
+            assert price[w] == (ranked[-2] if ranked.size > 1 else 0)
+        else:
+            assert price[w] == b[w, winner[w]]

@@ -1,0 +1,145 @@
+"""The integer ledger: transfers, its guards, replay, hash; random operation sequences on Population+Ledger."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market import HOUSE_ROW, Ledger, LedgerError, Population, Reason, replay
+from market.ledger import TRANSFER_DTYPE
+
+
+def fresh(n_traders=3):
+    """A population with the house and n funded traders (ids 1..n), plus its ledger."""
+    pop = Population(capacity=4)
+    ledger = Ledger(pop)
+    rows = pop.allocate(n_traders)
+    pop.ids[rows] = np.arange(1, n_traders + 1)
+    pop.alive[rows] = True
+    ledger.transfer(np.full(n_traders, HOUSE_ROW), rows, 100, Reason.FUND, 0, -1)
+    return pop, ledger, rows
+
+
+def test_transfer_moves_money_and_logs_ids():
+    pop, ledger, rows = fresh()
+    ledger.transfer([rows[0]], [rows[1]], 30, Reason.BID, 7, 2)
+    assert pop.wealth[rows].tolist() == [70, 130, 100]
+    assert pop.wealth[HOUSE_ROW] == -300
+    log = ledger.flush()
+    assert log.dtype == TRANSFER_DTYPE and log.size == 4 and ledger.count == 4
+    last = log[-1]
+    assert (last["src"], last["dst"], last["amount"], last["reason"], last["episode"], last["step"]) == (1, 2, 30, Reason.BID, 7, 2)
+    assert replay(log) == {0: -300, 1: 70, 2: 130, 3: 100}
+
+
+def test_zero_amounts_are_dropped():
+    pop, ledger, rows = fresh()
+    ledger.flush()
+    ledger.transfer(rows, HOUSE_ROW, [0, 5, 0], Reason.RENT, 1, -1)
+    log = ledger.flush()
+    assert log["amount"].tolist() == [5] and log["src"].tolist() == [2]
+
+
+def test_negative_amount_raises_and_changes_nothing():
+    pop, ledger, rows = fresh()
+    before = pop.wealth.copy()
+    with pytest.raises(LedgerError, match="negative"):
+        ledger.transfer([rows[0]], [rows[1]], -1, Reason.BID, 0, 0)
+    assert (pop.wealth == before).all()
+
+
+@pytest.mark.parametrize("side", ["src", "dst"])
+def test_dead_account_raises_and_changes_nothing(side):
+    pop, ledger, rows = fresh()
+    ledger.transfer([rows[2]], [HOUSE_ROW], 100, Reason.RENT, 0, -1)  # empty it, then it dies
+    pop.release(rows[2:])
+    before = pop.wealth.copy()
+    src, dst = (rows[2], rows[0]) if side == "src" else (rows[0], rows[2])
+    with pytest.raises(LedgerError, match="dead"):
+        ledger.transfer([src], [dst], 1, Reason.BID, 0, 0)
+    assert (pop.wealth == before).all()
+
+
+def test_negative_row_is_not_an_account():
+    pop, ledger, rows = fresh(3)  # capacity 4: the last row (3) is a live trader
+    with pytest.raises(LedgerError):
+        ledger.transfer([HOUSE_ROW], [-1], 1, Reason.REWARD, 0, 0)
+
+
+def test_hash_covers_flushed_log_in_order():
+    a, la, ra = fresh()
+    b, lb, rb = fresh()
+    la.transfer([ra[0]], [ra[1]], 1, Reason.BID, 0, 0)
+    la.transfer([ra[1]], [ra[2]], 2, Reason.BID, 0, 1)
+    lb.transfer([rb[1]], [rb[2]], 2, Reason.BID, 0, 1)
+    lb.transfer([rb[0]], [rb[1]], 1, Reason.BID, 0, 0)
+    before = la.hash
+    la.flush(), lb.flush()
+    assert la.hash != before  # the hash folds in only what was flushed
+    assert la.hash != lb.hash  # same transfers, another order
+    c, lc, rc = fresh()
+    lc.transfer([rc[0]], [rc[1]], 1, Reason.BID, 0, 0)
+    lc.transfer([rc[1]], [rc[2]], 2, Reason.BID, 0, 1)
+    lc.flush()
+    assert lc.hash == la.hash
+
+
+# ------------------------------------------------------------------ property: random sequences of operations
+op = st.one_of(
+    st.tuples(st.just("birth"), st.integers(1, 3), st.integers(0, 50)),  # n newborns, funding each
+    st.tuples(st.just("pay"), st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 80)),
+    st.tuples(st.just("rent"), st.integers(0, 30)),
+    st.tuples(st.just("death"), st.integers(0, 10**6)),
+    st.tuples(st.just("bad_negative"), st.integers(1, 10)),
+    st.tuples(st.just("bad_dead"), st.integers(0, 10**6)),
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(op, max_size=40))
+def test_random_operations_keep_the_books(ops):
+    pop = Population(capacity=2)
+    ledger = Ledger(pop)
+    next_id, dead_ids, log = 1, set(), []
+    for kind, *args in ops:
+        live = np.flatnonzero(pop.traders)
+        if kind == "birth":
+            n, fund = args
+            rows = pop.allocate(n)
+            assert not pop.alive[rows].any()
+            pop.ids[rows] = np.arange(next_id, next_id + n)
+            next_id += n
+            pop.alive[rows] = True
+            ledger.transfer(np.full(n, HOUSE_ROW), rows, fund, Reason.FUND, 0, -1)
+        elif kind == "pay" and live.size:
+            src, dst, amount = live[args[0] % live.size], live[args[1] % live.size], args[2]
+            ledger.transfer([src], [dst], amount, Reason.BID, 0, 0)
+        elif kind == "rent" and live.size:
+            ledger.transfer(live, HOUSE_ROW, args[0], Reason.RENT, 0, -1)
+        elif kind == "death" and live.size:
+            row = live[args[0] % live.size]
+            if pop.wealth[row] < 0:
+                ledger.transfer([HOUSE_ROW], [row], -pop.wealth[row], Reason.WRITE_OFF, 0, -1)
+            elif pop.wealth[row] > 0:
+                ledger.transfer([row], [HOUSE_ROW], pop.wealth[row], Reason.RENT, 0, -1)
+            dead_ids.add(int(pop.ids[row]))
+            pop.release(np.array([row]))
+        elif kind == "bad_negative" and live.size:
+            with pytest.raises(LedgerError):
+                ledger.transfer([live[0]], [HOUSE_ROW], -args[0], Reason.BID, 0, 0)
+        elif kind == "bad_dead":
+            dead_rows = np.flatnonzero(~pop.alive)
+            if dead_rows.size:
+                with pytest.raises(LedgerError):
+                    ledger.transfer([HOUSE_ROW], [dead_rows[args[0] % dead_rows.size]], 1, Reason.FUND, 0, -1)
+        log.append(ledger.flush())
+
+        assert int(pop.wealth.sum()) == 0
+        full = np.concatenate(log)
+        assert (full["amount"] > 0).all()
+        balances = replay(full) if full.size else {}
+        alive = np.flatnonzero(pop.alive)
+        expected = dict(zip(pop.ids[alive].tolist(), pop.wealth[alive].tolist()))
+        assert {a: b for a, b in balances.items() if b} == {a: b for a, b in expected.items() if b}
+        assert all(balances.get(i, 0) == 0 for i in dead_ids)
+    assert len(set(pop.ids[pop.alive].tolist()) & dead_ids) == 0
