@@ -28,9 +28,9 @@ final owner is paid, and at the end of a round every trader pays rent
 Same seed, same results: the naive model is built *from* a freshly constructed engine model
 (each live row becomes a ``NaiveTrader`` with that row's account id, wealth and compiled rule)
 and its numpy ``Generator`` gets the engine's ``bit_generator.state``. It then draws the same
-random numbers in the same order (one ``rng.random((B, capacity))`` tie-break array per
-auction step, exactly as ``market.auction.clear`` does, read by each trader at its own row;
-the two ``rng.binomial`` draws of ``plan_births`` per round), and writes the same transfer log
+random numbers in the same order (per auction step, one uniform draw per agent tied at the
+top bid, in (world, row) order, exactly as ``market.auction.clear`` draws them; the two
+``rng.binomial`` draws of ``plan_births`` per round), and writes the same transfer log
 in ``market.ledger.TRANSFER_DTYPE``. "identical" means: the sha256 of the naive log equals
 ``model.ledger.hash`` after the same number of rounds (and, in the verification runs, every
 account's final balance matches). The shuffle order of ``shuffle_do`` uses Mesa's own
@@ -133,7 +133,7 @@ class NaiveTrader(mesa.Agent):
     def __init__(self, model, account: int, row: int, wealth: int, terms, action: int, bid_param: int):
         super().__init__(model)
         self.account = account  # ledger account id (the engine's unique_id for the same agent)
-        self.row = row  # the engine row: only used to read this agent's tie-break draw
+        self.row = row  # the engine row: orders this agent's tie-break draw
         self.wealth = wealth
         self.terms = terms  # ((feature, op mask, value), ...) of the rule's condition
         self.action = action
@@ -157,19 +157,16 @@ class NaiveTrader(mesa.Agent):
     def bid(self) -> None:
         """Offer this step's bid to every running world whose observation wakes this agent."""
         m = self.model
-        amount, row = self.bid_amount(), self.row
+        amount = self.bid_amount()
         for b in m.open_worlds:
             if self.wakes(m.obs[b]):
-                key = (amount, m.noise[b][row], -row)  # highest bid; ties: highest draw, then lowest row
-                if key > m.best_key[b]:
-                    m.best_key[b] = key
-                    m.best_agent[b] = self
+                if amount > m.best_bid[b]:
+                    m.best_bid[b], m.tied[b] = amount, [self]
+                elif amount == m.best_bid[b]:
+                    m.tied[b].append(self)
 
     def pay_rent(self, amount: int, episode: int) -> None:
         self.model.transfer(self, self.model.house, amount, Reason.RENT, episode, -1)
-
-
-NO_BID = (-1, -1.0, 0)
 
 
 class NaiveRelayModel(mesa.Model):
@@ -187,7 +184,6 @@ class NaiveRelayModel(mesa.Model):
         self.rent_interval, self.reward = cfg.rent_interval, to_micro(cfg.reward_scale)
         self.pop_cfg = engine.pop_cfg
         self.stages, self.horizon = engine.world.stages, engine.world.horizon
-        self.capacity = pop.capacity  # the width of the engine's tie-break draw
         if engine.episodes_done or engine.ledger.count != pop.size:
             raise ValueError("build the naive model from a freshly constructed engine model")
         self.episodes_done = 0
@@ -234,10 +230,20 @@ class NaiveRelayModel(mesa.Model):
         # every agent bids in random order into the running worlds' auctions
         self.obs = [(s,) for s in self.stage]
         self.open_worlds = [b for b in range(B) if self.active[b]]
-        self.noise = self.rng.random((B, self.capacity)).tolist()  # = market.auction.clear's draw
-        self.best_key, self.best_agent = [NO_BID] * B, [None] * B
+        self.best_bid, self.tied = [-1] * B, [[] for _ in range(B)]
         self.agents.shuffle_do("bid")
         self.bids += len(self.agents) * B
+        # ties: one uniform draw per tied agent, in (world, row) order, as market.auction.clear draws them
+        for b in range(B):
+            self.tied[b].sort(key=lambda agent: agent.row)
+        draws = iter(self.rng.random(sum(len(t) for t in self.tied)).tolist())
+        self.best_agent = [None] * B
+        for b in range(B):
+            best_draw = -1.0
+            for agent in self.tied[b]:
+                draw = next(draws)
+                if draw > best_draw:
+                    best_draw, self.best_agent[b] = draw, agent
 
         # bucket brigade: the winner pays its bid to the previous owner, the first winner to the house
         for b in range(B):
@@ -245,7 +251,7 @@ class NaiveRelayModel(mesa.Model):
             if winner is not None:
                 payee = self.house if self.owner[b] is None else self.owner[b]
                 if payee is not winner:
-                    self.transfer(winner, payee, self.best_key[b][0], Reason.BID, first + b, t)
+                    self.transfer(winner, payee, self.best_bid[b], Reason.BID, first + b, t)
         # the winner acts on its item; reaching stage K pays the final owner (there are no step rewards)
         for b in range(B):
             winner = self.best_agent[b]

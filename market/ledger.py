@@ -49,7 +49,7 @@ class Ledger:
 
     def __init__(self, population):
         self.pop = population
-        self._pending: list[np.ndarray] = []
+        self._pending: list[tuple] = []  # column arrays per transfer() call, packed at flush()
         self._sha = hashlib.sha256()
         self.count = 0
 
@@ -76,21 +76,17 @@ class Ledger:
             raise LedgerError("transfer touches a dead account")
         np.subtract.at(self.pop.wealth, src, amount)  # .at: a row may appear several times
         np.add.at(self.pop.wealth, dst, amount)
-        rows = np.empty(src.size, dtype=TRANSFER_DTYPE)
-        rows["src"] = self.pop.ids[src]
-        rows["dst"] = self.pop.ids[dst]
-        rows["amount"] = amount
-        rows["reason"] = int(reason)
-        rows["episode"] = episode
-        rows["step"] = step
-        self._pending.append(rows)
-        self.count += src.size
+        n = src.size
+        self._pending.append((self.pop.ids[src], self.pop.ids[dst], amount, np.full(n, int(reason)), episode,
+                              np.full(n, step)))
+        self.count += n
 
     def flush(self) -> np.ndarray:
         """Return the transfers since the last flush (in order) and fold them into the hash."""
-        if not self._pending:
-            return np.empty(0, dtype=TRANSFER_DTYPE)
-        rows = np.concatenate(self._pending)
+        rows = np.empty(sum(len(p[0]) for p in self._pending), dtype=TRANSFER_DTYPE)
+        if self._pending:
+            for name, column in zip(TRANSFER_DTYPE.names, zip(*self._pending)):
+                rows[name] = np.concatenate(column)
         self._pending.clear()
         self._sha.update(rows.tobytes())
         return rows
