@@ -93,8 +93,7 @@ class Edit:
 
 
 def utcnow() -> datetime:
-    """Naive UTC: what SQLite and a plain DateTime column give back, so stored times compare equal."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(timezone.utc)
 
 
 def check(field: str, value) -> str | None:
@@ -120,7 +119,8 @@ def check(field: str, value) -> str | None:
 
 def current_of(versions: list[Skill]) -> list[Skill]:
     """The versions in use: active, and not the parent of any accepted version."""
-    consumed = {p for v in versions if v.status != "rejected" for p in (v.parent_id, v.merge_parent_id) if p is not None}
+    consumed = {p for v in versions if v.status != "rejected"
+                for p in (v.parent_id, v.merge_parent_id) if p is not None}
     return [v for v in versions if v.status == "active" and v.id not in consumed]
 
 
@@ -180,13 +180,14 @@ class SkillLibrary:
         """
         new, _ = self.plan(edits)
         verdict = "ungated" if gate is None else ("accepted" if gate.accepted else "rejected")
+        before, after = (None, None) if gate is None else (gate.before, gate.after)
         ids: dict[int, int] = {}
         with Session(self.engine, expire_on_commit=False) as s:
             for edit, planned in zip(edits, new):
-                record = SkillEdit(library=self.name, operator=edit.operator, target=edit.target,
-                                   partner=edit.partner, diagnosis=None if edit.diagnosis is None else json.dumps(edit.diagnosis),
-                                   gate=verdict, score_before=None if gate is None else gate.before,
-                                   score_after=None if gate is None else gate.after, created_at=planned.created_at)
+                diagnosis = None if edit.diagnosis is None else json.dumps(edit.diagnosis)
+                record = SkillEdit(library=self.name, operator=edit.operator, target=edit.target, partner=edit.partner,
+                                   diagnosis=diagnosis, gate=verdict, score_before=before, score_after=after,
+                                   created_at=planned.created_at)
                 s.add(record)
                 s.flush()
                 row = Skill(**planned.model_dump(exclude={"id"}))

@@ -51,16 +51,22 @@ def _known(g: nx.DiGraph, node) -> None:
         raise KeyError(f"{node}: not in the lineage")
 
 
+def _oldest_first(g: nx.DiGraph, nodes: set) -> list:
+    """Parents before children; otherwise in the order the graph was built (the database's)."""
+    order = {n: i for i, n in enumerate(g)}
+    return list(nx.lexicographical_topological_sort(g.subgraph(nodes), key=order.__getitem__))
+
+
 def ancestors(g: nx.DiGraph, node) -> list:
     """Every version (or agent) ``node`` descends from, oldest first."""
     _known(g, node)
-    return list(nx.topological_sort(g.subgraph(nx.ancestors(g, node))))
+    return _oldest_first(g, nx.ancestors(g, node))
 
 
 def descendants(g: nx.DiGraph, node) -> list:
     """Every version (or agent) descending from ``node``, oldest first."""
     _known(g, node)
-    return list(nx.topological_sort(g.subgraph(nx.descendants(g, node))))
+    return _oldest_first(g, nx.descendants(g, node))
 
 
 def edit_path(g: nx.DiGraph, source, target) -> list[tuple]:

@@ -35,14 +35,15 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import networkx as nx
 import yaml
 from sqlmodel import Session
 
-from skills.library import GATES, OPERATORS, RULE_FENCE, STATUSES, Skill, SkillEdit, SkillError, SkillLibrary, check, utcnow
+from skills.library import (GATES, OPERATORS, RULE_FENCE, STATUSES, Skill, SkillEdit, SkillError, SkillLibrary, check,
+                            utcnow)
 
 FIELDS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
 EXTRA = ("license", "compatibility", "allowed-tools")  # Agent Skills fields Catallax keeps but does not use
@@ -162,9 +163,10 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
 
     def meta_time(key: str) -> datetime:
         try:
-            return datetime.fromisoformat(meta[key])
+            value = datetime.fromisoformat(meta[key])
         except ValueError:
             fail(f"metadata.{key}", f"{meta[key]!r} is not an ISO date-time")
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
     def meta_choice(key: str, choices: tuple, default: str) -> str:
         value = meta.get(key, default)
@@ -223,22 +225,30 @@ def export_library(library: SkillLibrary, folder: Path) -> list[Path]:
     return written
 
 
-def import_library(library: SkillLibrary, folder: Path) -> list[Skill]:
-    """Read SKILL.md folders (or one skill folder) into ``library`` in one transaction; all or nothing."""
+def read_folder(folder: Path) -> dict[str, Parsed]:
+    """Parse SKILL.md folders (or one skill folder): ``name@version`` -> its version; touches no database."""
     folder = Path(folder)
     skill_dirs = [folder] if (folder / "SKILL.md").is_file() else sorted(p.parent for p in folder.glob("*/SKILL.md"))
     if not skill_dirs:
         raise SkillFormatError(f"{folder}: folder: no SKILL.md found (expected {folder}/<name>/SKILL.md)")
     parsed: dict[str, Parsed] = {}
-    existing = {v.label: v for v in library.versions()}
     for d in skill_dirs:
         for path in [d / "SKILL.md", *sorted((d / "versions").glob("*.md"))]:
             p = parse(path.read_text(), path, d.name)
-            label = p.skill.label
-            if label in parsed or label in existing:
-                where = parsed[label].path if label in parsed else f"library {library.name!r}"
-                raise SkillFormatError(f"{path}: metadata.version: {label} is already in {where}")
-            parsed[label] = p
+            if p.skill.label in parsed:
+                first = parsed[p.skill.label].path
+                raise SkillFormatError(f"{path}: metadata.version: {p.skill.label} is also {first}")
+            parsed[p.skill.label] = p
+    return parsed
+
+
+def import_library(library: SkillLibrary, folder: Path) -> list[Skill]:
+    """Read SKILL.md folders (or one skill folder) into ``library`` in one transaction; all or nothing."""
+    parsed = read_folder(folder)
+    existing = {v.label: v for v in library.versions()}
+    for label, p in parsed.items():
+        if label in existing:
+            raise SkillFormatError(f"{p.path}: metadata.version: {label} is already in library {library.name!r}")
 
     graph = nx.DiGraph()
     graph.add_nodes_from(parsed)
@@ -254,7 +264,7 @@ def import_library(library: SkillLibrary, folder: Path) -> list[Skill]:
     ids = {label: v.id for label, v in existing.items()}
     rows = []
     with Session(library.engine, expire_on_commit=False) as s:
-        for label in nx.lexicographical_topological_sort(graph, key=lambda l: (parsed[l].skill.created_at, l)):
+        for label in nx.lexicographical_topological_sort(graph, key=lambda ref: (parsed[ref].skill.created_at, ref)):
             p = parsed[label]
             row = p.skill
             row.library = library.name

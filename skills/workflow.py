@@ -109,9 +109,11 @@ class Trace:
         return "\n".join(lines)
 
     def state_dict(self) -> dict:
-        return nx.node_link_data(self.graph, edges="edges")
+        """Plain lists and dicts (JSON-ready): the steps' records in order, and the edges."""
+        steps = [dict(d) for _, d in self.graph.nodes(data=True)]
+        return {"steps": steps, "edges": [list(e) for e in self.graph.edges]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.graph = nx.node_link_graph(state, directed=True, edges="edges")
-        for _, d in self.graph.nodes(data=True):
-            d["skills"] = tuple(d["skills"])
+        self.graph = nx.DiGraph()
+        self.graph.add_nodes_from((step, d | {"skills": tuple(d["skills"])}) for step, d in enumerate(state["steps"]))
+        self.graph.add_edges_from(map(tuple, state["edges"]))
