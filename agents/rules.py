@@ -26,7 +26,7 @@ import numpy as np
 OPS = {"<": 0b001, "<=": 0b011, "==": 0b010, "!=": 0b101, ">": 0b100, ">=": 0b110}
 OP_NAMES = {mask: op for op, mask in OPS.items()}
 ALWAYS = 0b111
-TERM = re.compile(r"^\s*([A-Za-z_]\w*)\s*(==|!=|<=|>=|<|>)\s*(-?\d+)\s*$")
+TERM = re.compile(r"^\s*([A-Za-z_]\w*)\s*(==|!=|<=|>=|<|>)\s*(-?\d{1,18})\s*$")  # 18 digits: fits int64
 
 
 class RuleSyntaxError(ValueError):

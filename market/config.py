@@ -26,15 +26,19 @@ class MarketConfig:
     """Clearing rule; see market/auction.py."""
     temperature: float = Field(0.05, gt=0)
     """Softmax clearing temperature, in credits."""
-    bid_scheme: Literal["fixed", "fixed_with_eps", "holland"] = "fixed"
+    bid_scheme: Literal["fixed", "fixed_with_eps", "holland", "policy"] = "fixed"
     """fixed: every agent bids base_bid; fixed_with_eps: a newborn bids max(others)+bid_eps, then
-    keeps it; holland: bid = max(base_bid, holland_c x wealth)."""
+    keeps it; holland: bid = max(base_bid, holland_c x wealth); policy: the policy's
+    ``bids(obs)`` ([N] or [B, N] credits: evolved or feature-conditioned bids)."""
     base_bid: float = Field(0.05, ge=0)
     """Bid of the fixed scheme, and the floor of the holland scheme, in credits."""
     bid_eps: float = Field(0.01, ge=0)
     """Newcomer's increment over the highest bid (fixed_with_eps), in credits."""
     holland_c: float = Field(0.1, ge=0, le=1)
     """Holland's bid coefficient: the share of wealth bid."""
+    bid_cap: float = Field(1.0, gt=0, le=1)
+    """A bid never exceeds bid_cap x the bidder's wealth (1: its wealth). Below 1, an agent's track
+    record limits how hard it can bid: a newcomer cannot outbid proven agents until it has earned."""
     payment: Literal["bucket_brigade", "final_only"] = "bucket_brigade"
     """bucket_brigade: the winner pays the previous owner (the first pays the house);
     final_only (ablation): every winner pays the house."""
@@ -49,6 +53,8 @@ class MarketConfig:
     rent: float = Field(0.02, ge=0)
     """Rent each live agent pays the house every rent_interval episodes, in credits."""
     rent_interval: int = Field(1, ge=1)
+    action_fee: float = Field(0.0, ge=0)
+    """Credits the winner pays the house for each action it takes (a tax on computation)."""
 
 
 @dataclass(config=STRICT)

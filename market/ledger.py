@@ -34,6 +34,8 @@ class Reason(IntEnum):
     RENT = 3  # periodic rent, paid to the house
     FUND = 4  # the house funds a newborn
     WRITE_OFF = 5  # the house absorbs a bankrupt agent's debt before removal
+    FEE = 6  # the winner's per-action tax, paid to the house
+    GIFT = 7  # one agent gives to another (the Boltzmann wealth model)
 
 
 class LedgerError(RuntimeError):

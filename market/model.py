@@ -93,6 +93,7 @@ class MarketModel(mesa.Model):
             "bid_eps": to_micro(market.bid_eps),
             "reward": to_micro(market.reward_scale),
             "rent": to_micro(market.rent),
+            "fee": to_micro(market.action_fee),
             "initial_wealth": to_micro(population.initial_wealth),
         }
         self._pending_births: list[dict] = []
@@ -108,15 +109,20 @@ class MarketModel(mesa.Model):
         self.last_success_rate = float("nan")
 
     # ------------------------------------------------------------------ bids
-    def current_bids(self) -> np.ndarray:
-        """[N] bids of every row under the configured scheme, capped at wealth."""
+    def current_bids(self, obs: np.ndarray | None = None) -> np.ndarray:
+        """[N] bids of every row under the configured scheme ([B, N] for ``policy``), capped at wealth."""
         pop = self.population
-        if self.cfg.bid_scheme == "holland":
+        if self.cfg.bid_scheme == "policy":  # the agents' own bids, in credits, e.g. evolved or feature-conditioned
+            raw = np.rint(np.asarray(self.policy.bids(obs), dtype=np.float64) * MICRO).astype(np.int64)
+        elif self.cfg.bid_scheme == "holland":
             c_ppm = round(self.cfg.holland_c * 1_000_000)
             raw = np.maximum(pop.wealth * c_ppm // 1_000_000, self._money["base_bid"])
         else:
             raw = pop.bid
-        return np.minimum(raw, np.maximum(pop.wealth, 0))
+        cap = np.maximum(pop.wealth, 0)
+        if self.cfg.bid_cap != 1.0:  # a bid never exceeds bid_cap x wealth: a newcomer must earn its way up
+            cap = cap * round(self.cfg.bid_cap * 1_000_000) // 1_000_000
+        return np.minimum(raw, cap)
 
     def _newborn_bid(self) -> int:
         if self.cfg.bid_scheme == "fixed_with_eps" and self.population.size > 0:
@@ -147,7 +153,8 @@ class MarketModel(mesa.Model):
             obs = world.observe()
             seen.append(obs)
             eligible = self.policy.eligible(obs) & pop.traders[None, :] & active[:, None]
-            winner, price = clear(self.current_bids()[None, :], eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)
+            bids = self.current_bids(obs)
+            winner, price = clear(bids if bids.ndim == 2 else bids[None, :], eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)
             won = winner >= 0
 
             payee = owner if cfg.payment == "bucket_brigade" else np.full(B, -1)
@@ -155,6 +162,8 @@ class MarketModel(mesa.Model):
             payer = winner if cfg.conserve else np.full(B, HOUSE_ROW)  # not conserved: the house mints it
             pays = won & (payee != winner) & (payer != payee)  # an owner that outbids everyone keeps the item for free
             transfer(payer[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
+            if self._money["fee"]:  # a tax on each action (Baum: agents pay for the computation they use)
+                transfer(winner[won], HOUSE_ROW, self._money["fee"], Reason.FEE, episode_ids[won], t)
 
             reward, done = world.step(self.policy.act(obs, winner), won)
             owner = np.where(won, winner, owner)

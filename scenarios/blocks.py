@@ -56,8 +56,10 @@ from market.config import STRICT
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
-FEATURES = ("wrong1", "prefix", "need_at", "need_depth", "next", "top1", "top2", "top3")
+FEATURES = ("wrong1", "prefix", "progress", "need_at", "need_depth", "next", "top1", "top2", "top3")
+PROGRESS = 10  # progress = floor(PROGRESS x prefix / n)
 CLIP = 3  # counts and depths saturate here: "3 or more"
+MEMORY = 512  # recent training observations a policy keeps for covering newcomers
 
 SOLUTION = [  # Hayek's answer, written by hand: a test checks it solves held-out instances at every size
     "wrong1 > 0 and need_at != 2 -> 1to2",
@@ -88,10 +90,26 @@ class Config:
     curriculum_threshold: float = Field(0.8, ge=0, le=1)
     """Success rate (moving average over about curriculum_window training episodes) that unlocks the next size."""
     curriculum_window: int = Field(200, ge=1)
+    features: list[str] = Field(default_factory=lambda: list(FEATURES))
+    """The features rules may read (a subset of FEATURES; the rest are hidden from the agents)."""
     max_terms: int = Field(3, ge=1, le=8)
     """Terms per rule condition."""
     p_revise_move: float = Field(0.5, ge=0, le=1)
     """Explore: chance that a revision changes the move at the failure state (else it narrows the condition)."""
+    bid_max: float = Field(0.5, gt=0)
+    """With market.bid_scheme = "policy" an agent bids a + c x progress / 10 (its own a and c):
+    a random newcomer's a is drawn from [0, bid_max] and c from [0, slope_max]; a child's are its
+    parent's times (1 + bid_sigma x N(0, 1))."""
+    slope_max: float = Field(0.5, ge=0)
+    bid_sigma: float = Field(0.1, ge=0)
+
+    @field_validator("features")
+    @classmethod
+    def _features(cls, names: list[str]) -> list[str]:
+        unknown = sorted(set(names) - set(FEATURES))
+        if unknown or not names:
+            raise ValueError(f"unknown features {unknown}; expected a non-empty subset of {list(FEATURES)}")
+        return [f for f in FEATURES if f in names]
 
     @field_validator("train_sizes", "heldout_sizes")
     @classmethod
@@ -113,9 +131,12 @@ class Instance:
 def generate(n: int, colours: int, rng: np.random.Generator) -> Instance:
     """A random goal of n blocks, and the same blocks shuffled and dealt onto stacks 1..3."""
     goal = rng.integers(1, colours + 1, size=n)
-    blocks = rng.permutation(goal)
-    where = rng.integers(0, 3, size=n)
-    return Instance(tuple(goal.tolist()), tuple(tuple(blocks[where == s].tolist()) for s in range(3)))
+    while True:  # deal again if stack 1 happens to be the goal already: every instance needs work
+        blocks = rng.permutation(goal)
+        where = rng.integers(0, 3, size=n)
+        stacks = tuple(tuple(blocks[where == s].tolist()) for s in range(3))
+        if stacks[0] != tuple(goal.tolist()):
+            return Instance(tuple(goal.tolist()), stacks)
 
 
 def heldout(cfg: Config, n: int) -> list[Instance]:
@@ -131,6 +152,7 @@ class BlocksWorld:
 
     def __init__(self, cfg: Config, instances: list[Instance] | None = None):
         self.cfg = cfg
+        self.columns = [FEATURES.index(f) for f in cfg.features]
         self.fixed = instances  # held-out mode: reset() loads these, in order
         self.unlocked = 1 if cfg.curriculum else len(cfg.train_sizes)
         self.recent = 0.0  # moving average of training success at the largest unlocked size
@@ -141,8 +163,9 @@ class BlocksWorld:
     @property
     def space(self) -> RuleSpace:
         C = self.cfg.colours
-        high = (CLIP, CLIP, 3, CLIP, C, C, C, C)
-        return RuleSpace(FEATURES, (0,) * len(FEATURES), high, ACTIONS, max_terms=self.cfg.max_terms)
+        high = dict(zip(FEATURES, (CLIP, CLIP, PROGRESS, 3, CLIP, C, C, C, C)))
+        names = tuple(self.cfg.features)
+        return RuleSpace(names, (0,) * len(names), tuple(high[f] for f in names), ACTIONS, max_terms=self.cfg.max_terms)
 
     # --- instances -------------------------------------------------------
     def load(self, instances: list[Instance]) -> None:
@@ -211,9 +234,10 @@ class BlocksWorld:
         need_depth = np.where(found, np.minimum(order[rows, best], CLIP), 0)
         tops = np.where(self.height > 0, self.stack[rows[:, None], np.arange(4), np.maximum(self.height - 1, 0)], 0)
         return np.stack([
-            np.minimum(self.height[:, 1] - prefix, CLIP), np.minimum(prefix, CLIP), need_at, need_depth, need,
+            np.minimum(self.height[:, 1] - prefix, CLIP), np.minimum(prefix, CLIP), PROGRESS * prefix // self.n,
+            need_at, need_depth, need,
             tops[:, 1], tops[:, 2], tops[:, 3],
-        ], axis=1)
+        ], axis=1)[:, self.columns]
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
         B = self.stack.shape[0]
@@ -261,17 +285,61 @@ class BlocksPolicy(RulePolicy):
     def __init__(self, space: RuleSpace, cfg: Config, initial_rules: list[str] | None = None):
         super().__init__(space, initial_rules, newcomer=self.random_rules)
         self.cfg = cfg
-        self.top = np.array([FEATURES.index(f"top{s}") for s in (1, 2, 3)])
+        self.top = {s: space.features.index(f"top{s}") for s in (1, 2, 3) if f"top{s}" in space.features}
+        self.bid = np.zeros((0, 2))  # [N, (a, c)] credits, for market.bid_scheme = "policy"
+        self.progress = space.features.index("progress") if "progress" in space.features else None
+        self.memory = np.zeros((0, len(space.features)), dtype=np.int64)  # recent training states, for covering
+        self.recording = True  # evaluate() turns it off: held-out states never seed newcomers
+
+    def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
+        if self.recording:
+            self.memory = np.concatenate([self.memory, obs])[-MEMORY:]
+        return super().act(obs, winners)
+
+    # --- evolved bids (Hayek: a bid is part of the agent, inherited with mutation) ----
+    def bids(self, obs: np.ndarray) -> np.ndarray:
+        """[B, N] bids a + c x progress / PROGRESS: an agent may value the world by how far along it is."""
+        progress = obs[:, self.progress] / PROGRESS if self.progress is not None else np.zeros(len(obs))
+        return self.bid[None, :, 0] + progress[:, None] * self.bid[None, :, 1]
+
+    def resize(self, capacity: int) -> None:
+        super().resize(capacity)
+        self.bid = np.concatenate([self.bid, np.zeros((max(capacity - len(self.bid), 0), 2))])
+
+    def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
+        super().spawn(rows, rng)
+        self.bid[rows] = rng.uniform(0, 1, size=(rows.size, 2)) * [self.cfg.bid_max, self.cfg.slope_max]
+
+    def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
+        super().inherit(rows, parents, rng)
+        self._child_bids(rows, parents, rng)
+
+    def _child_bids(self, rows, parents, rng) -> None:
+        noise = 1 + self.cfg.bid_sigma * rng.standard_normal((rows.size, 2))
+        self.bid[rows] = np.maximum(self.bid[parents] * noise, 0)
+
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"bid": self.bid.copy(), "memory": self.memory.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.bid, self.memory = state["bid"].copy(), state["memory"].copy()
 
     def random_rules(self, rules, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """Conditions of 1..max_terms random terms ``feature OP value``, and a random move."""
-        n, T = rows.size, self.space.max_terms
-        ops = np.array(list(OPS.values()), dtype=rules.op.dtype)
-        used = np.arange(T)[None, :] < rng.integers(1, T + 1, size=n)[:, None]
-        feature = rng.integers(len(FEATURES), size=(n, T))
+        """Covering (as in learning classifier systems): a newcomer wakes in a state the world has
+        shown, its condition 1..max_terms terms ``feature == value`` read off that state, its move
+        random. Before any state is seen, the values are random."""
+        n, T, F = rows.size, self.space.max_terms, len(self.space.features)
+        k = rng.integers(1, min(T, F) + 1, size=n)
+        feature = np.argsort(rng.random((n, F)), axis=1)[:, :T]  # distinct features per rule
+        if len(self.memory):
+            state = self.memory[rng.integers(len(self.memory), size=n)]
+            value = np.take_along_axis(state, feature, axis=1)
+        else:
+            value = rng.integers(self.low[feature], self.high[feature] + 1)
         rules.feature[rows] = feature
-        rules.op[rows] = np.where(used, rng.choice(ops, size=(n, T)), ALWAYS)
-        rules.value[rows] = rng.integers(self.low[feature], self.high[feature] + 1)
+        rules.op[rows] = np.where(np.arange(T)[None, :] < k[:, None], OPS["=="], ALWAYS)
+        rules.value[rows] = value
         rules.action[rows] = rng.integers(len(ACTIONS), size=n)
 
     def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> None:
@@ -283,19 +351,21 @@ class BlocksPolicy(RulePolicy):
         """
         r = self.rules
         self.inherit(rows[~found], parents[~found], rng)
+        self._child_bids(rows[found], parents[found], rng)
         rows, parents, obs = rows[found], parents[found], obs[found]
         for name in ("feature", "op", "value", "action"):
             getattr(r, name)[rows] = getattr(r, name)[parents]
         move = rng.random(rows.size) < self.cfg.p_revise_move
         for row, state, new_move in zip(rows.tolist(), obs, move.tolist()):
             if new_move:
-                legal = [a for a, (src, _) in enumerate(MOVES) if state[self.top[src - 1]] > 0 and a != r.action[row]]
+                legal = [a for a, (src, _) in enumerate(MOVES)
+                         if a != r.action[row] and (src not in self.top or state[self.top[src]] > 0)]
                 if legal:
                     r.action[row] = rng.choice(legal)
                     continue
             free = np.flatnonzero(r.op[row] == ALWAYS)
             slot = rng.choice(free) if free.size else rng.integers(self.space.max_terms)
-            feature = rng.integers(len(FEATURES))
+            feature = rng.integers(len(self.space.features))
             r.feature[row, slot], r.op[row, slot], r.value[row, slot] = feature, OPS["!="], state[feature]
 
 
@@ -307,11 +377,12 @@ def build(cfg: Config, initial_rules: list[str] | None = None):
 # -------------------------------------------------------------------- metrics
 def evaluate(model, cfg: Config, sizes: list[int] | None = None) -> dict[str, float]:
     """Held-out success per size of the current population, frozen: no payments, no births."""
-    result = {}
+    result, model.policy.recording = {}, False
     for n in sizes or cfg.heldout_sizes:
         world = BlocksWorld(cfg, heldout(cfg, n))
         episodes = model.run_episodes(world=world, batch=cfg.heldout_count, settle=False)
         result[str(n)] = float(np.mean([e["success"] for e in episodes]))
+    model.policy.recording = True
     return result
 
 

@@ -111,28 +111,44 @@ def from_dict(data: dict, source: str) -> Experiment:
     for name in data:
         if name not in sections:
             raise ConfigError(f"{path}: [{name}]: unknown section{_did_you_mean(name, sections)}")
-    return Experiment(
+    exp = Experiment(
         run=run,
         market=_section(path, data, "market", MarketConfig),
         population=_section(path, data, "population", PopulationConfig),
         scenario=_section(path, data, run.scenario, module.Config),
         source=source,
     )
+    if hasattr(module, "validate"):  # a scenario may check how the sections fit together
+        try:
+            module.validate(exp)
+        except ValueError as err:
+            raise ConfigError(f"{path}: {err}") from None
+    return exp
+
+
+SCALARS = {"int": (int, "an integer"), "float": ((int, float), "a number"), "bool": (bool, "true or false")}
 
 
 def _section(path: str, data: dict, name: str, cls):
     values = data.get(name, {})
     if not isinstance(values, dict):
-        raise ConfigError(f"{path}: {name}: expected a [{name}] section")
+        raise ConfigError(f"{path}: {name} = {values!r}: expected a [{name}] section")
     fields = [f.name for f in dataclasses.fields(cls)]
+    for f in dataclasses.fields(cls):  # pydantic's lax mode would take true as 1, "0.5" as 0.5, "yes" as true
+        types, expected = SCALARS.get(getattr(f.type, "__name__", f.type), (object, ""))
+        value = values.get(f.name)
+        if f.name in values and (not isinstance(value, types) or (isinstance(value, bool) and types is not bool)):
+            raise ConfigError(f"{path}: {name}.{f.name} = {value!r}: expected {expected}")
     try:
         return cls(**values)
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in (name, *first["loc"]))
+        value = first["input"] if first["loc"] else values  # a check across keys reports the whole section
         if first["type"] == "unexpected_keyword_argument":
-            raise ConfigError(f"{path}: {key}: unknown key{_did_you_mean(str(first['loc'][-1]), fields)}") from None
-        raise ConfigError(f"{path}: {key} = {first['input']!r}: {first['msg']}") from None
+            raise ConfigError(f"{path}: {key} = {value!r}: unknown key"
+                              f"{_did_you_mean(str(first['loc'][-1]), fields)}") from None
+        raise ConfigError(f"{path}: {key} = {value!r}: {first['msg']}") from None
     except TypeError as err:  # e.g. a positional mix-up pydantic reports as TypeError
         raise ConfigError(f"{path}: [{name}]: {err}") from None
 

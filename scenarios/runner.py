@@ -36,13 +36,19 @@ def conservation_ok(model: MarketModel, transfers: np.ndarray) -> bool:
 
 
 def build_model(exp: Experiment) -> MarketModel:
-    world, policy = get_scenario(exp.run.scenario).build(exp.scenario)
+    scenario = get_scenario(exp.run.scenario)
+    if hasattr(scenario, "make_model"):  # a scenario with a model of its own (boltzmann: no auction)
+        return scenario.make_model(exp)
+    world, policy = scenario.build(exp.scenario)
     return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
 
 
-def run_experiment(exp: Experiment, db_url: str, progress: bool = True) -> dict:
-    store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict())
-    return _drive(exp, build_model(exp), store, [], progress)
+def run_experiment(exp: Experiment, db_url: str, progress: bool = True, run_id: str | None = None,
+                   sweep: str | None = None) -> dict:
+    """Build the model first (a config that cannot be built writes nothing), then run and persist it."""
+    model = build_model(exp)
+    store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict(), run_id=run_id, sweep=sweep)
+    return _drive(exp, model, store, [], progress)
 
 
 def resume_experiment(run_id: str, db_url: str, progress: bool = True) -> dict:
@@ -58,6 +64,22 @@ def resume_experiment(run_id: str, db_url: str, progress: bool = True) -> dict:
 
 
 def _drive(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict], progress: bool) -> dict:
+    """Step to the end; a run that raises is marked failed (and stays resumable from its checkpoint)."""
+    try:
+        if hasattr(model, "attach"):  # a model that keeps state in the run database too (recsys: skill libraries)
+            model.attach(store)
+        return _steps(exp, model, store, episodes, progress)
+    except Exception as err:
+        try:
+            store.fail(f"{type(err).__name__}: {err}")
+        except Exception as also:  # noqa: BLE001 (the database itself may be what failed: keep the first error)
+            print(f"catallax: could not mark run {store.run_id} failed: {also}", file=sys.stderr)
+        raise
+    finally:
+        store.engine.dispose()  # a sweep worker runs many experiments: leave no connections behind
+
+
+def _steps(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict], progress: bool) -> dict:
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
     done = model.episodes_done // exp.market.batch
     bar = tqdm(total=rounds, initial=done, desc=exp.run.scenario, unit="round", disable=not progress, file=sys.stderr)

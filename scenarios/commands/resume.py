@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scenarios.commands.run import database_url, print_summary
+from sqlalchemy.engine import make_url
+
+from scenarios.commands.run import database_url, print_summary, store_errors
 from scenarios.config import ConfigError
 from scenarios.runner import resume_experiment
 
@@ -21,9 +23,11 @@ def add_parser(subparsers):
 
 def handle(args) -> int:
     db_url = database_url(args.db, args.out)
-    try:
+    database = make_url(db_url).database
+    if make_url(db_url).get_backend_name() == "sqlite" and database not in (None, "", ":memory:") \
+            and not Path(database).is_file():  # resuming must not create an empty database
+        raise ConfigError(f"--db {db_url}: no such database file")
+    with store_errors():  # also: no such run
         summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty() or not args.json)
-    except KeyError:
-        raise ConfigError(f"run {args.run_id}: not found in {db_url}") from None
     print_summary(summary, args.json)
     return 0

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from market.store import StoreError
 from scenarios.config import ConfigError, load
 from scenarios.runner import default_db, run_experiment
 
@@ -47,9 +49,19 @@ def handle(args) -> int:
     db_url = database_url(args.db, args.out)
     if args.db is None:
         args.out.mkdir(parents=True, exist_ok=True)
-    summary = run_experiment(exp, db_url, progress=sys.stderr.isatty() or not args.json)
+    with store_errors():
+        summary = run_experiment(exp, db_url, progress=sys.stderr.isatty() or not args.json)
     print_summary(summary, args.json)
     return 0
+
+
+@contextmanager
+def store_errors():
+    """A database that cannot be opened (or has an unknown schema) is bad input: one line, exit 2."""
+    try:
+        yield
+    except StoreError as err:
+        raise ConfigError(str(err)) from None
 
 
 def print_summary(summary: dict, as_json: bool) -> None:

@@ -1,30 +1,31 @@
-"""Runs persisted to SQLite: the transfer table alone recomputes every final balance; determinism by seed."""
+"""Runs persisted to SQLite and PostgreSQL: the transfer table alone recomputes every final balance;
+determinism by seed; the schema version, its migrations and moving a run between databases."""
 
 import hashlib
 import json
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlmodel import Session, create_engine, select
 
 from market import replay
-from market.store import Agent, Episode, Run, Transfer, load_transfers
+from market.store import Agent, Episode, Run, Transfer, load_transfers, make_engine
 from scenarios.config import load
 from scenarios.runner import run_experiment
+from tests import pg
 
 EPISODES = 60
 
 
-def run(tmp_path, *overrides, seed=None, name="catallax.db"):
-    url = f"sqlite:///{tmp_path / name}"
+def run(url, *overrides, seed=None):
     summary = run_experiment(load("relay", [f"run.episodes={EPISODES}", *overrides], seed=seed), url, progress=False)
-    return summary, create_engine(url)
+    return summary, make_engine(url)
 
 
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory):
-    """One churning run (rent forces bankruptcies) stored in a SQLite file."""
-    return run(tmp_path_factory.mktemp("store"), "market.rent=0.05")
+@pytest.fixture(scope="module", params=pg.DATABASES)
+def stored(request, tmp_path_factory):
+    """One churning run (rent forces bankruptcies) stored in SQLite, then in PostgreSQL."""
+    return run(pg.new_database(request.param, request, tmp_path_factory.mktemp("store")), "market.rent=0.05")
 
 
 def test_transfer_table_recomputes_every_final_balance(stored):
@@ -47,13 +48,19 @@ def test_transfer_table_recomputes_every_final_balance(stored):
 
 
 def test_amounts_are_stored_as_integers(stored):
-    summary, engine = stored
+    _, engine = stored
     with engine.connect() as c:
-        kinds = {r[0] for r in c.execute(text("SELECT DISTINCT typeof(amount) FROM transfer"))}
-        wealth = {r[0] for r in c.execute(text("SELECT DISTINCT typeof(final_wealth) FROM agent"))}
-        reward = {r[0] for r in c.execute(text("SELECT DISTINCT typeof(reward) FROM episode"))}
         negative = c.execute(text("SELECT count(*) FROM transfer WHERE amount <= 0")).scalar()
-    assert kinds == wealth == reward == {"integer"}
+        if engine.dialect.name == "sqlite":  # SQLite types values, not columns
+            kinds = {r[0] for r in c.execute(text("SELECT DISTINCT typeof(amount) FROM transfer"))}
+            wealth = {r[0] for r in c.execute(text("SELECT DISTINCT typeof(final_wealth) FROM agent"))}
+            reward = {r[0] for r in c.execute(text("SELECT DISTINCT typeof(reward) FROM episode"))}
+            assert kinds == wealth == reward == {"integer"}
+        else:
+            columns = {(t, col["name"]): str(col["type"]) for t in ("transfer", "agent", "episode")
+                       for col in inspect(c).get_columns(t)}
+            assert {columns[k] for k in [("transfer", "amount"), ("agent", "final_wealth"), ("episode", "reward")]} \
+                == {"BIGINT"}
     assert negative == 0
 
 
@@ -79,19 +86,19 @@ def test_stored_log_is_the_hashed_log(stored):
     assert sum(replay(log).values()) == 0
 
 
-def test_same_seed_same_hash_other_seed_other_hash(tmp_path):
-    a, _ = run(tmp_path, seed=1, name="a.db")
-    b, _ = run(tmp_path, seed=1, name="b.db")
-    c, _ = run(tmp_path, seed=2, name="c.db")
+def test_same_seed_same_hash_other_seed_other_hash(db_url):
+    a, _ = run(db_url, seed=1)
+    b, _ = run(db_url, seed=1)
+    c, _ = run(db_url, seed=2)
     assert a["ledger_hash"] == b["ledger_hash"]
     assert a["run_id"] != b["run_id"]
     assert a["ledger_hash"] != c["ledger_hash"]
     assert a["conservation_ok"] and c["conservation_ok"]
 
 
-def test_two_runs_share_one_database(tmp_path):
-    a, engine = run(tmp_path, seed=1)
-    b, _ = run(tmp_path, "market.payment=final_only", seed=1)
+def test_two_runs_share_one_database(db_url):
+    a, engine = run(db_url, seed=1)
+    b, _ = run(db_url, "market.payment=final_only", seed=1)
     with Session(engine) as s:
         assert len(s.exec(select(Run)).all()) == 2
     la, lb = load_transfers(engine, a["run_id"]), load_transfers(engine, b["run_id"])
@@ -99,9 +106,91 @@ def test_two_runs_share_one_database(tmp_path):
     assert hashlib.sha256(lb.tobytes()).hexdigest() == b["ledger_hash"] != a["ledger_hash"]
 
 
-def test_lockstep_batch_4_conserves(tmp_path):
-    summary, engine = run(tmp_path, "market.batch=4")
+def test_lockstep_batch_4_conserves(db_url):
+    summary, engine = run(db_url, "market.batch=4")
     assert summary["conservation_ok"] is True
     assert summary["episodes"] == EPISODES  # 60 = 15 rounds of 4
     with Session(engine) as s:
         assert len(s.exec(select(Episode.episode).where(Episode.run_id == summary["run_id"])).all()) == EPISODES
+
+
+# ---------------------------------------------------------------- schema version and migrations
+
+
+def test_migrations_build_exactly_the_tables_the_code_writes(db_url):
+    """A change to a table class without its alembic revision fails here (write the revision: market/migrations)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    from market.store import SCHEMA, TABLES, head
+
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"include_object": lambda obj, name, type_, *_: (
+            (obj if type_ == "table" else obj.table).name in TABLES)})
+        assert context.get_current_revision() == head() == SCHEMA
+        assert compare_metadata(context, SQLModel.metadata) == []
+
+
+def test_a_database_from_before_versioning_is_stamped_and_upgraded(tmp_path):
+    """The baseline tables with a run in them, no alembic_version: opened, upgraded, the run kept."""
+    from alembic import command
+    from alembic.config import Config
+
+    from market.store import MIGRATIONS, head
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with create_engine(url).begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        conn.execute(text("DROP TABLE alembic_version"))
+        conn.execute(text("INSERT INTO run (id, scenario, seed, config, status, started_at, episodes) "
+                          "VALUES ('old', 'relay', 0, '{}', 'finished', '2026-01-01 00:00:00', 5)"))
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head()
+        assert conn.execute(text("SELECT id, sweep FROM run")).all() == [("old", None)]
+
+
+def test_a_newer_or_foreign_schema_is_refused_and_left_alone(db_url):
+    from market.store import StoreError
+
+    make_engine(db_url).dispose()
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
+    with pytest.raises(StoreError, match="schema revision '9999_from_the_future' is unknown"):
+        make_engine(db_url)
+    with engine.connect() as conn:  # nothing was changed
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "9999_from_the_future"
+
+
+def test_an_unversioned_database_with_other_tables_is_refused(tmp_path):
+    from market.store import StoreError
+
+    url = f"sqlite:///{tmp_path / 'foreign.db'}"
+    with create_engine(url).begin() as conn:
+        conn.execute(text("CREATE TABLE run (id TEXT PRIMARY KEY, owner TEXT)"))
+    with pytest.raises(StoreError, match="incompatible schema .*'run'"):
+        make_engine(url)
+
+
+def test_a_run_moves_between_databases_whole_and_once(stored, tmp_path):
+    """export_run/import_run (how sweep workers ship runs to the SQLite driver): every row, in one transaction."""
+    from sqlalchemy.exc import IntegrityError
+
+    from market.store import MODELS, export_run, import_run
+
+    summary, engine = stored
+    rows = export_run(engine, summary["run_id"])
+    target = make_engine(f"sqlite:///{tmp_path / 'target.db'}")
+    import_run(target, rows)
+    assert export_run(target, summary["run_id"]) == rows
+    assert all(rows[m.__tablename__] for m in MODELS)
+    with pytest.raises(IntegrityError):
+        import_run(target, rows)  # a second import adds nothing
+    with target.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM transfer")).scalar() == summary["transfers"]

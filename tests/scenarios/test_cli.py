@@ -81,7 +81,7 @@ def test_unknown_key_suggests_nothing_when_nothing_is_close(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["run", "relay", "--set", "market.zzzzzz=1", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert "market.zzzzzz: unknown key" in err and "did you mean" not in err
+    assert "market.zzzzzz = 1: unknown key" in err and "did you mean" not in err
 
 
 def test_unknown_database_dialect_exits_2(tmp_path, capsys):

@@ -1,0 +1,147 @@
+"""What every LLM backend takes and returns, so policies never know which engine runs.
+
+A call is a *batch*: every prompt an agent needs in one market step, across all
+B lockstep worlds, goes to the backend at once (the engine batches it; the
+market never loops over agents calling a model). Two operations:
+
+* ``generate``: one completion per prompt, with its raw text always kept, the
+  summed log-probability of the emitted tokens where the engine reports it, and
+  how it ended (``stop``, ``length`` = hit its token cap, ``timeout``, ``error``);
+* ``score``: the wake-up question as one scoring pass, no generation: for each
+  prompt, log P(yes) - log P(no) of the assistant's first token (the spellings
+  ``yes``/``Yes``/`` yes``/`` Yes`` pooled, likewise for no).
+
+A prompt has a frozen part (``system``: role and hard constraints, never edited)
+and a trainable part (``skills``: what births rewrite), then the observation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass as config_dataclass
+
+from market.config import STRICT
+
+YES = ("yes", "Yes", " yes", " Yes")
+NO = ("no", "No", " no", " No")
+FLOOR = -30.0
+"""Log-probability assumed for a yes/no spelling the engine did not report (outside its top-k)."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    system: str
+    """Frozen part: the agent's role and hard constraints."""
+    skills: str
+    """Trainable part: the agent's skills, one per line."""
+    user: str
+    """The observation (and, for scoring, the yes/no question)."""
+    max_tokens: int = 32
+    stop: tuple[str, ...] = ("\n",)
+    """Generation ends at the first of these (not included in the text)."""
+    temperature: float = 0.0
+    """0: greedy. Above 0: sampled with ``seed``."""
+    seed: int = 0
+
+    def messages(self) -> list[dict]:
+        system = self.system if not self.skills else f"{self.system}\n\nYour skills:\n{self.skills}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": self.user}]
+
+
+@dataclass
+class Completion:
+    text: str
+    """Raw text as the engine returned it (cut at the stop string)."""
+    logprob: float | None = None
+    """Sum of the emitted tokens' log-probabilities (None where the engine does not report them)."""
+    tokens: int = 0
+    finish: Literal["stop", "length", "timeout", "error"] = "stop"
+    error: str = ""
+
+
+@dataclass
+class Stats:
+    """Work done and time spent inside the backend (benchmarks read the share outside it)."""
+
+    calls: int = 0
+    prompts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    scored: int = 0
+    seconds: float = 0.0
+    _t0: float = field(default=0.0, repr=False)
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        self.seconds += time.perf_counter() - self._t0
+        self.calls += 1
+
+
+class Backend(Protocol):
+    name: str
+    stats: Stats
+
+    def generate(self, prompts: list[Prompt]) -> list[Completion]:
+        """One completion per prompt, in order; never raises for a bad or slow completion."""
+
+    def score(self, prompts: list[Prompt]) -> np.ndarray:
+        """[n] float: log P(yes) - log P(no) for the assistant's first token."""
+
+    def close(self) -> None:
+        """Release the engine (processes, memory)."""
+
+
+@config_dataclass(config=STRICT)
+class BackendConfig:
+    """One set of keys for every backend; each reads the ones that apply to it."""
+
+    backend: Literal["hf", "vllm", "openai"] = "hf"
+    model: str = "smollm2"
+    """``smollm2`` (the embedded default, converted once and cached) or a local model folder;
+    for ``openai`` the model name the server knows."""
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    """auto: float32 on CPU (SmolLM2 is stored so), the engine's choice on GPU."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    max_batch: int = Field(64, ge=1)
+    """hf: prompts per forward pass (larger calls are split); openai: concurrent requests."""
+    threads: int = Field(0, ge=0)
+    """hf on CPU: torch threads (0: leave torch's default)."""
+    timeout: float = Field(60.0, gt=0)
+    """Seconds one call may take; completions still running then end as ``timeout``."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """openai: the server's OpenAI-compatible root."""
+    api_key: str = "EMPTY"
+    gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    """vllm: share of (GPU, or on CPU the node's) memory the engine may take."""
+    max_model_len: int = Field(2048, ge=64)
+    enforce_eager: bool | None = None
+    """vllm: skip graph compilation. None: eager on CPU (compiling costs ~100 s there), compiled on GPU."""
+    seed: int = 0
+
+
+def pooled(logprobs: dict[str, float], spellings: tuple[str, ...]) -> float:
+    """log sum_s P(s) over the spellings present, FLOOR if none is."""
+    values = [logprobs[s] for s in spellings if s in logprobs]
+    return float(np.logaddexp.reduce(values)) if values else FLOOR
+
+
+def make_backend(cfg: BackendConfig) -> Backend:
+    """The configured backend; engines are imported only here, so ``rule`` runs never load them."""
+    if cfg.backend == "hf":
+        from agents.backends.hf import HFBackend
+
+        return HFBackend(cfg)
+    if cfg.backend == "vllm":
+        from agents.backends.vllm import VLLMBackend
+
+        return VLLMBackend(cfg)
+    from agents.backends.openai import OpenAIBackend
+
+    return OpenAIBackend(cfg)

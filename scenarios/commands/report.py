@@ -1,0 +1,49 @@
+"""``catallax report RUN_ID``: PNG figures and a Markdown summary of one run, read from its database.
+
+    catallax report RUN_ID [--db URL] [--out DIR] [--json]
+
+Writes ``DIR/report-RUN_ID/summary.md`` and its figures (see scenarios/plots).
+A missing database or run is bad input: one error line, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from market.store import make_engine, run_exists
+from scenarios.commands.run import database_url, store_errors
+from scenarios.config import ConfigError
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser("report", help="plot a run: wealth, flows, lineage, skill evolution (PNG + Markdown)")
+    p.add_argument("run_id")
+    p.add_argument("--db", help="SQLAlchemy URL of the results database (default: sqlite file in --out)")
+    p.add_argument("--out", type=Path, default=Path("runs"),
+                   help="output folder; the report goes to OUT/report-RUN_ID/ (default: runs/)")
+    p.add_argument("--json", action="store_true", help="print the written paths as one JSON line last")
+    return p
+
+
+def handle(args) -> int:
+    db_url = database_url(args.db, args.out)
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).is_file():  # reading must not create an empty database
+        raise ConfigError(f"--db {db_url}: no such database file")
+    with store_errors():
+        engine = make_engine(db_url)
+    if not run_exists(engine, args.run_id):
+        raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
+    from scenarios.plots.report import write_report  # matplotlib loads only for this command
+
+    written = write_report(engine, args.run_id, args.out / f"report-{args.run_id}")
+    if args.json:
+        print(json.dumps({"run_id": args.run_id, "summary": str(written["summary"]),
+                          "figures": {k: str(v) for k, v in written["figures"].items()}}))
+    else:
+        print(f"report of run {args.run_id}: {written['summary']} ({len(written['figures'])} figures)")
+    return 0

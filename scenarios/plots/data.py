@@ -1,0 +1,228 @@
+"""A run read back from the database, and the series the plots draw, all rebuilt from its tables.
+
+Nothing here needs the model that made the run: per-agent balances over time
+come from replaying the ``transfer`` table (money moves only through it, so
+its running sum *is* every balance), births and deaths from the ``agent``
+table, success from ``episode``. That is what makes the report generic: any
+scenario that writes these tables (relay, blocks, recsys, boltzmann) gets the
+same plots.
+
+Time is binned: at most ``points`` columns, each holding the balances at the
+end of its last episode, so a run of 100,000 episodes costs the same memory as
+one of 400.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+from sqlmodel import Session, select
+
+from market import Reason, gini
+from market.ledger import HOUSE_ID
+from market.money import MICRO
+from market.store import Agent, Run, load_episodes, load_transfers
+from skills.lineage import agent_graph
+
+# Money in the ledger is int64 micro-credits; plots are in credits.
+CREDITS = 1.0 / MICRO
+# Transfers that are not earned: the house's grant to a newborn and its write-off of a bankrupt's debt.
+UNEARNED = (int(Reason.FUND), int(Reason.WRITE_OFF))
+
+
+def reason_name(code: int) -> str:
+    """``Reason`` member name, or the bare code for reasons this catallax does not know (a newer scenario's)."""
+    try:
+        return Reason(code).name.lower()
+    except ValueError:
+        return f"reason {code}"
+
+
+@dataclass
+class RunData:
+    """One run's rows, as arrays indexed by agent column (``ids[i]`` is column i's account id)."""
+
+    run: Run
+    ids: np.ndarray  # [A] agent ids, ascending
+    parent: np.ndarray  # [A] parent id, -1 for a random newcomer
+    born: np.ndarray  # [A] born_episode
+    died: np.ndarray  # [A] died_episode, -1 while alive at the end
+    skill: list[str | None]  # [A] the agent's skill text at birth
+    transfers: np.ndarray  # market.ledger.TRANSFER_DTYPE, in order
+    episodes: list[dict]
+    config: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+    agents_graph: nx.DiGraph = field(default_factory=nx.DiGraph)  # skills.lineage.agent_graph: parent -> child
+
+    @property
+    def n_episodes(self) -> int:
+        last = max((e["episode"] for e in self.episodes), default=-1)
+        if self.transfers.size:
+            last = max(last, int(self.transfers["episode"].max()))
+        return max(self.run.episodes, last + 1, 1)
+
+    def column(self, agent_ids) -> np.ndarray:
+        """Columns of account ids (-1 for the house or an id with no agent row)."""
+        agent_ids = np.asarray(agent_ids, dtype=np.int64)
+        col = np.searchsorted(self.ids, agent_ids)
+        col = np.minimum(col, max(self.ids.size - 1, 0))
+        return np.where((self.ids.size > 0) & (self.ids[col] == agent_ids), col, -1)
+
+    def roots(self) -> np.ndarray:
+        """[A] the id of each agent's lineage root (the random newcomer its family descends from)."""
+        root = {}
+        for a, p in zip(self.ids.tolist(), self.parent.tolist()):  # parents are older: ids ascend
+            root[a] = root.get(p, a) if p > 0 else a
+        return np.array([root[a] for a in self.ids.tolist()], dtype=np.int64)
+
+    def final_balance(self) -> np.ndarray:
+        """[A] every agent's balance after the last transfer (dead agents end at zero)."""
+        out = np.zeros(self.ids.size, dtype=np.int64)
+        t = self.transfers
+        for side, sign in (("src", -1), ("dst", 1)):
+            col = self.column(t[side])
+            keep = col >= 0
+            np.add.at(out, col[keep], sign * t["amount"][keep])
+        return out
+
+    def profit(self) -> np.ndarray:
+        """[A] earned money: everything received minus everything paid, grants and write-offs left out.
+
+        Under conserved payments this is the value an agent added downstream
+        (Baum): what its buyers paid it plus the world's reward, less its bids,
+        rent and fees.
+        """
+        t = self.transfers[~np.isin(self.transfers["reason"], UNEARNED)]
+        out = np.zeros(self.ids.size, dtype=np.int64)
+        for side, sign in (("src", -1), ("dst", 1)):
+            col = self.column(t[side])
+            keep = col >= 0
+            np.add.at(out, col[keep], sign * t["amount"][keep])
+        return out
+
+
+def load_run(engine, run_id: str) -> RunData:
+    """Every row of one run that the plots use; KeyError if the database has no such run."""
+    with Session(engine) as s:
+        run = s.get(Run, run_id)
+        if run is None:
+            raise KeyError(f"run {run_id}: not found")
+        agents = s.exec(select(Agent).where(Agent.run_id == run_id).order_by(Agent.agent_id)).all()
+        s.expunge(run)
+    return RunData(
+        run=run,
+        ids=np.array([a.agent_id for a in agents], dtype=np.int64),
+        parent=np.array([a.parent_id if a.parent_id is not None else -1 for a in agents], dtype=np.int64),
+        born=np.array([a.born_episode for a in agents], dtype=np.int64),
+        died=np.array([a.died_episode if a.died_episode is not None else -1 for a in agents], dtype=np.int64),
+        skill=[a.skill for a in agents],
+        transfers=load_transfers(engine, run_id),
+        episodes=load_episodes(engine, run_id),
+        config=json.loads(run.config) if run.config else {},
+        summary=json.loads(run.summary) if run.summary else {},
+        agents_graph=agent_graph(engine, run_id),
+    )
+
+
+@dataclass
+class Timeline:
+    """Balances and population per time bin, replayed from the transfer log."""
+
+    episode: np.ndarray  # [T] episodes completed at the end of each bin (the x axis)
+    wealth: np.ndarray  # [T, A] float credits; NaN where the agent is not alive
+    house: np.ndarray  # [T] the house's balance, credits
+    alive: np.ndarray  # [T, A] bool
+    births: np.ndarray  # [T] agents born in the bin (the initial population is not counted)
+    deaths: np.ndarray  # [T] agents that died in the bin
+
+    @property
+    def population(self) -> np.ndarray:
+        return self.alive.sum(1)
+
+    def gini(self) -> np.ndarray:
+        """[T] Gini of the live agents' wealth (market.gini), per bin."""
+        return np.array([gini(w[a]) for w, a in zip(np.nan_to_num(self.wealth), self.alive)])
+
+    def quantiles(self, qs=(0.1, 0.25, 0.5, 0.75, 0.9)) -> np.ndarray:
+        """[len(qs), T] wealth quantiles over the live agents (NaN for an empty population)."""
+        out = np.full((len(qs), self.episode.size), np.nan)
+        for t in range(self.episode.size):
+            w = self.wealth[t, self.alive[t]]
+            if w.size:
+                out[:, t] = np.quantile(w, qs)
+        return out
+
+
+def timeline(data: RunData, points: int = 400) -> Timeline:
+    """Replay the transfer log into per-bin balances: a scatter-add per bin, then a cumulative sum."""
+    E = data.n_episodes
+    T = min(points, E)
+    bin_of = lambda episode: np.clip(np.asarray(episode, dtype=np.int64) * T // E, 0, T - 1)  # noqa: E731
+    last = (np.arange(1, T + 1) * E + T - 1) // T - 1  # last episode of each bin
+    A = data.ids.size
+    delta = np.zeros((T, A + 1), dtype=np.int64)  # column A: the house (and any id without an agent row)
+    t = data.transfers
+    b = bin_of(t["episode"])
+    for side, sign in (("src", -1), ("dst", 1)):
+        col = data.column(t[side])
+        np.add.at(delta, (b, np.where(col >= 0, col, A)), sign * t["amount"])
+    balance = np.cumsum(delta, axis=0)
+    # an agent born with born_episode = k came after episode k-1 ended; one that died at d is gone after d
+    alive = (data.born[None, :] <= last[:, None] + 1) & ((data.died[None, :] < 0) | (data.died[None, :] > last[:, None]))
+    wealth = np.where(alive, balance[:, :A] * CREDITS, np.nan)
+    births = np.bincount(bin_of(data.born[data.born > 0] - 1), minlength=T)
+    deaths = np.bincount(bin_of(data.died[data.died >= 0]), minlength=T)
+    return Timeline(last + 1, wealth, balance[:, A] * CREDITS, alive, births, deaths)
+
+
+def role_of(skill: str | None) -> str:
+    """A default role for an agent: what its rule does (the action after ``->``), else its skill's first word.
+
+    Scenarios whose agents carry explicit roles pass their own mapping to the plots instead.
+    """
+    if not skill:
+        return "agent"
+    if "->" in skill:
+        return skill.rsplit("->", 1)[1].strip()[:24]
+    return skill.split()[0].rstrip(":,;")[:24]  # e.g. "recall bid 0.01: recall-knn" -> recall
+
+
+def rule_operator(parent: str | None, child: str | None) -> str:
+    """How a child's rule differs from its parent's: ``copy``, or for ``condition -> action`` rules a new
+    ``condition``, a new ``action`` or ``both``; other skill texts that differ are an ``edit``."""
+    if parent == child:
+        return "copy"
+    if parent and child and "->" in parent and "->" in child:
+        pc, pa = (x.strip() for x in parent.rsplit("->", 1))
+        cc, ca = (x.strip() for x in child.rsplit("->", 1))
+        return {(True, False): "action", (False, True): "condition"}.get((pc == cc, pa == ca), "both")
+    return "edit"
+
+
+def flows(data: RunData, roles: dict[int, str] | None = None, top: int = 10) -> tuple[list[str], np.ndarray, dict]:
+    """Money moved between groups of accounts: (group names, [G, G] credits payer x payee, credits by reason).
+
+    Groups are ``roles`` (agent id -> role) or :func:`role_of` the agent's skill,
+    plus ``house``; beyond the ``top`` groups by volume the rest are ``other``.
+    """
+    role = {int(a): (roles or {}).get(int(a)) or role_of(s) for a, s in zip(data.ids.tolist(), data.skill)}
+    t = data.transfers
+    src = np.array([role.get(int(a), "house" if a == HOUSE_ID else "other") for a in t["src"].tolist()], dtype=object)
+    dst = np.array([role.get(int(a), "house" if a == HOUSE_ID else "other") for a in t["dst"].tolist()], dtype=object)
+    volume: dict[str, int] = {}
+    for side in (src, dst):
+        for g, m in zip(side.tolist(), t["amount"].tolist()):
+            volume[g] = volume.get(g, 0) + m
+    names = [g for g in sorted(volume, key=lambda g: (-volume[g], g)) if g not in ("house", "other")]
+    other = len(names) > top or "other" in volume
+    groups = ["house"] + sorted(names[:top]) + (["other"] if other else [])
+    index = {g: i for i, g in enumerate(groups)}
+    fold = lambda g: index.get(g, len(groups) - 1)  # noqa: E731  (beyond the top: "other", the last)
+    matrix = np.zeros((len(groups), len(groups)))
+    np.add.at(matrix, ([fold(g) for g in src.tolist()], [fold(g) for g in dst.tolist()]), t["amount"] * CREDITS)
+    by_reason = {reason_name(int(r)): float(t["amount"][t["reason"] == r].sum() * CREDITS)
+                 for r in np.unique(t["reason"])}
+    return groups, matrix, by_reason

@@ -1,0 +1,73 @@
+"""Scenario ``recsys``: evolving the skill library of a recommendation pipeline (recall -> rank -> rerank).
+
+A team runs a recommendation workflow on user requests; each role follows the
+skills of a versioned library (rules the pipeline runs, plus the text an LLM
+would read). Group-relative skill evolution (DESIGN.md, "Skills"; GRSE) edits
+the library: G rollouts per question with stochastic skill application, team
+reward (NDCG) minus the workflow penalty, group-relative credit, diagnosis,
+edit, validation gate. ``mode = "market"`` instead lets several agents per role
+bid for each request, with bucket-brigade payments through the ledger.
+
+Modules, one job each::
+
+    synthetic.py   the generated world (known truth)     movielens.py  u.data / ratings.csv loader
+    data.py        per-user time-ordered split, groups   signals.py    popularity, co-visitation, kNN, PureSVD
+    ops.py         the operators of each role            rules.py      the skill rule format, request features
+    pipeline.py    the workflow, its checks and traces   ranking.py    NDCG@k, Recall@k, coverage
+    seeds.py       initial and planted-harmful skills    edits.py      the text of an edit (rule mutations)
+    evolve.py      one iteration of an arm               team.py       team mode (a Mesa model per run)
+    market.py      market mode (a MarketModel per run)   baselines.py  popularity, item-kNN, MF
+    world.py       data + signals + pipeline of a run    compare.py    the comparison table over seeds
+    fixture.py     writes the MovieLens-format test fixture
+
+The runner's hooks: ``Config``, ``validate(exp)``, ``make_model(exp)`` and ``metrics(model, episodes, cfg)``;
+the model's ``attach(store)`` puts the skill libraries into the run database.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scenarios.recsys.config import Config
+
+__all__ = ["Config", "make_model", "metrics", "validate"]
+
+
+def validate(exp) -> None:
+    """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse."""
+    cfg = exp.scenario
+    if exp.market.batch % cfg.group_size:
+        raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of recsys.group_size = "
+                         f"{cfg.group_size} (each question gets G rollouts)")
+    if cfg.data == "movielens":
+        from scenarios.recsys.movielens import MovieLensError, find
+        if not cfg.path:
+            raise ValueError("recsys.path: give the MovieLens u.data or ratings.csv file (recsys.data = movielens)")
+        try:
+            find(cfg.path)
+        except MovieLensError as err:
+            raise ValueError(f"recsys.path = {cfg.path!r}: {err}") from None
+    if cfg.seed_library:
+        from scenarios.recsys import rules
+        from skills import SkillError
+        from skills.skillmd import read_folder
+        try:
+            for parsed in read_folder(Path(cfg.seed_library)).values():
+                if parsed.skill.rule and parsed.skill.role in rules.ops.CATALOGUE:
+                    rules.parse(parsed.skill.rule, parsed.skill.role)
+        except (SkillError, ValueError, OSError) as err:
+            raise ValueError(f"recsys.seed_library = {cfg.seed_library!r}: {err}") from None
+
+
+def make_model(exp):
+    """The runner's hook: a :class:`~scenarios.recsys.team.RecsysTeam` or, in market mode, a RecsysMarket."""
+    if exp.scenario.mode == "market":
+        from scenarios.recsys.market import RecsysMarket
+        return RecsysMarket.from_experiment(exp)
+    from scenarios.recsys.team import RecsysTeam
+    return RecsysTeam(exp)
+
+
+def metrics(model, episodes: list[dict], cfg: Config) -> dict:
+    from scenarios.recsys.report import summary
+    return summary(model, cfg)

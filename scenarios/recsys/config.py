@@ -1,0 +1,89 @@
+"""The ``[recsys]`` section: data, pipeline, evolution. Every field documents itself.
+
+Budget: one round of the runner is one evolution iteration over ``market.batch``
+rollouts (``market.batch / group_size`` questions, G rollouts each), so
+``run.episodes`` counts rollouts and ``run.episodes / market.batch`` is the
+number of iterations.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from market.config import STRICT
+
+
+@dataclass(config=STRICT)
+class Config:
+    # ---------------------------------------------------------------- data
+    data: Literal["synthetic", "movielens"] = "synthetic"
+    """synthetic: the generated world below; movielens: the file or folder at ``path``."""
+    path: str = ""
+    """MovieLens ``u.data`` or ``ratings.csv`` (or a folder holding one), for data = movielens."""
+    min_rating: float = Field(0.0, ge=0)
+    """MovieLens: keep ratings at or above this as interactions (implicit feedback)."""
+    users: int = Field(1500, ge=10)
+    items: int = Field(400, ge=20)
+    genres: int = Field(8, ge=2, le=64)
+    mean_history: float = Field(30.0, gt=0)
+    """Synthetic: mean interactions per user."""
+    holdout: int = Field(3, ge=1)
+    """Items per user in each of the validation and test segments."""
+    min_train: int = Field(5, ge=1)
+    """Users with fewer train interactions than this are dropped."""
+    validation_users: int = Field(300, ge=1)
+    """Users the gate scores candidate libraries on."""
+    test_users: int = Field(400, ge=1)
+    """Users of the final report only."""
+    sponsored_share: float = Field(0.03, gt=0, le=1)
+    """Share of items the business promotes (the planted business rules push them)."""
+    # ---------------------------------------------------------------- signals and pipeline
+    rank: int = Field(32, ge=1)
+    """PureSVD factors."""
+    covis_window: int = Field(5, ge=1)
+    neighbours: int = Field(50, ge=1)
+    """Item-item neighbours kept per item (co-visitation, item-kNN)."""
+    candidates: int = Field(100, ge=10)
+    k: int = Field(10, ge=1)
+    """Recommendation length: NDCG@k."""
+    reward_k: int = Field(0, ge=0)
+    """Rollout reward: NDCG@reward_k of the whole reranked list (0: all candidates), a dense surrogate of NDCG@k."""
+    diversity_floor: int = Field(2, ge=0)
+    fresh_days: float = Field(60.0, gt=0)
+    # ---------------------------------------------------------------- evolution
+    mode: Literal["team", "market"] = "team"
+    """team: one agent per role runs the library; market: several agents per role bid for each request."""
+    credit: Literal["grse", "presence", "random"] = "grse"
+    """How blamed skills are found: group-relative credit, presence-based credit, or at random (same gate)."""
+    group_size: int = Field(4, ge=2)
+    """G: rollouts per question."""
+    p_use: float = Field(0.8, gt=0, le=1)
+    """Probability that an applicable skill runs in a rollout (stochastic skill application)."""
+    penalty: float = Field(0.05, ge=0)
+    """lam of the workflow penalty (skills/workflow.py)."""
+    window: int = Field(3, ge=1)
+    """Iterations of rollouts the credit is fitted on (skill versions are separate columns)."""
+    max_edits: int = Field(3, ge=1)
+    """Edits diagnosed and gated per iteration: the edit budget."""
+    min_support: int = Field(3, ge=1)
+    prune_below: float = -0.2
+    """A harmful skill with credit at or below this is pruned, else revised."""
+    gate_delta: float = Field(0.0, ge=0)
+    plant_harmful: int = Field(0, ge=0, le=3)
+    """K harmful skills planted in the initial library; > 0 also runs the grse and presence arms on the same budget."""
+    compare: bool = False
+    """Also run the random-edit arms (random: as many edits as grse gated; random-capped: max_edits each time)."""
+    seed_library: str = ""
+    """A folder of SKILL.md skills to start from instead of the built-in library."""
+    # ---------------------------------------------------------------- market mode
+    agents_per_role: int = Field(3, ge=1)
+    """market: initial agents per role, each holding a random half of the role's skills."""
+    rerank_backend: Literal["rule", "hf", "vllm", "openai"] = "rule"
+    """Who plays rerank: the rule clauses, or an LLM (agents/backends) that reads the skills' bodies."""
+    llm_model: str = "smollm2"
+    """The LLM: ``smollm2`` (embedded) or a local model folder (for openai: the served model's name)."""
+    llm_depth: int = Field(15, ge=2, le=100)
+    """Candidates the LLM sees (numbered); the rest keep the rank order."""

@@ -1,0 +1,151 @@
+"""One evolution iteration of a skill library: rollouts -> credit -> diagnosis -> edit -> gate.
+
+An :class:`Arm` is one library evolved one way (``credit``):
+
+* ``grse``      group-relative credit (skills/credit.py): the joint contrast of what each agent
+                did in the higher- and lower-advantage rollouts of the same question;
+* ``presence``  the presence-based baseline: the mean reward of the rollouts a skill ran in,
+                centred on the mean reward and divided by its std (so that the same
+                diagnosis thresholds read it);
+* ``random``    no credit: random skills get random edits.
+
+All three share everything else: the questions and rollout seeds of each
+iteration, the rule diagnoser, the edit writer (:mod:`scenarios.recsys.edits`),
+the budget (``max_edits`` gated edits per iteration) and the validation gate
+(skills/gate.py): a candidate library replaces the current one only if the
+mean NDCG@k of the validation users does not drop by more than ``gate_delta``.
+Edits are gated one at a time, so the validation NDCG of the current library
+never decreases.
+
+Credit is fitted on the rollouts of the *current* library: up to ``window``
+iterations of them, cleared whenever an edit is accepted (older rollouts ran
+another library).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from scenarios.recsys import edits, pipeline as P
+from scenarios.recsys.config import Config
+from scenarios.recsys.data import VALIDATION
+from skills import (CreditConfig, DiagnosisConfig, GateConfig, Rollout, RuleDiagnoser, SkillError, SkillLibrary,
+                    batch, cases, group_relative_credit, presence_credit, validate)
+from skills.workflow import Trace
+
+CREDITS = ("grse", "presence", "random")
+
+
+@dataclass
+class Iteration:
+    """What one iteration did (the rollouts are the main arm's episodes in the run database)."""
+
+    users: np.ndarray  # [Q*G] the question of each rollout
+    ndcg: np.ndarray  # [Q*G]
+    accepted: int = 0
+    rejected: int = 0
+    diagnoses: list = field(default_factory=list)
+
+
+class Arm:
+    def __init__(self, credit: str, library: SkillLibrary, pipe: P.Pipeline, cfg: Config, agents: dict[str, str],
+                 evaluate=None):
+        """``evaluate(skills, users) -> [B]`` scores a library for the gate (default: every applicable skill
+        runs, as in team mode; market mode passes the team its market fields)."""
+        if credit not in CREDITS:
+            raise ValueError(f"credit {credit!r}: expected one of {CREDITS}")
+        self.credit, self.library, self.pipe, self.cfg, self.agents = credit, library, pipe, cfg, agents
+        self.credit_cfg = CreditConfig(group_size=cfg.group_size, penalty=cfg.penalty)
+        self.diagnosis_cfg = DiagnosisConfig(min_support=cfg.min_support, max_cases=cfg.max_edits,
+                                             prune_below=cfg.prune_below)
+        self.gate_cfg = GateConfig(delta=cfg.gate_delta)
+        self.validation = pipe.data.users(VALIDATION)
+        self.window: list[list[tuple[int, list[Rollout]]]] = []
+        self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
+        self._scores: dict[tuple, np.ndarray] = {}
+
+    # ------------------------------------------------------------ scoring
+    def evaluate(self, skills, users, seeds=None) -> np.ndarray:
+        """[B] NDCG@k of a library on ``users``; cached by what the library runs (the gate's ``evaluate``)."""
+        users = np.asarray(users)
+        key = (P.Compiled.of(skills).key, users.tobytes(), getattr(self._evaluate, "key", lambda: None)())
+        if key not in self._scores:
+            self._scores[key] = self._evaluate(skills, users)
+        return self._scores[key]
+
+    # ------------------------------------------------------------ one iteration
+    def rollouts(self, questions: np.ndarray, seed: int) -> tuple[P.Compiled, P.Outcome, np.ndarray]:
+        lib = P.Compiled.of(self.library.current())
+        users = np.repeat(questions, self.cfg.group_size)
+        used = self.pipe.sample_use(lib, users, self.cfg.p_use, np.random.default_rng(seed))
+        return lib, self.pipe.run(lib, users, used), users
+
+    def iterate(self, questions: np.ndarray, seed: int, budget: int | None = None) -> Iteration:
+        """Team mode: G rollouts per question, then :meth:`learn` from them."""
+        lib, out, users = self.rollouts(questions, seed)
+        G = self.cfg.group_size
+        groups = [(int(q), [Rollout(float(out.reward[i * G + g]), P.trace(out, lib, i * G + g, self.agents))
+                            for g in range(G)]) for i, q in enumerate(questions)]
+        return self.learn(groups, seed, budget, Iteration(users, out.ndcg))
+
+    def learn(self, groups: list, seed: int, budget: int | None = None, it: Iteration | None = None) -> Iteration:
+        """Credit, diagnose, edit and gate at most ``budget`` edits (default ``max_edits``), one at a time."""
+        self.window = (self.window + [groups])[-self.cfg.window:]
+        rng = np.random.default_rng([seed, CREDITS.index(self.credit)])
+        it = it or Iteration(np.zeros(0, dtype=np.int64), np.zeros(0))
+        for d in self.diagnose(rng, self.cfg.max_edits if budget is None else budget):
+            edit = edits.propose(d, self.library, rng)
+            if edit is None:
+                continue
+            try:
+                result, _ = validate(self.library, [edit], self.evaluate, self.validation,
+                                     np.zeros(self.validation.size, dtype=np.int64), self.gate_cfg)
+            except SkillError:  # e.g. a merge whose name is taken: the edit is not written
+                continue
+            it.diagnoses.append(d)
+            if result.accepted:
+                it.accepted += 1
+                self.window = []  # the evidence was about the library before this edit
+            else:
+                it.rejected += 1
+        return it
+
+    def diagnose(self, rng: np.random.Generator, budget: int) -> list:
+        """The iteration's diagnoses, at most ``budget``, each target once."""
+        if budget <= 0:
+            return []
+        if self.credit == "random":
+            return edits.random_diagnoses(self.library, budget, self.agents, rng)
+        groups = [g for it in self.window for g in it]
+        b = batch(groups, self.credit_cfg)
+        if not b.keys:
+            return []
+        gc = group_relative_credit(b.rewards, b.usage, b.questions, self.credit_cfg)
+        if self.credit == "presence":
+            r = b.rewards
+            centred = (presence_credit(r, b.usage) - r.mean()) / (r.std() + self.credit_cfg.eps)
+            gc = replace(gc, credit=np.nan_to_num(centred))
+        current = {s.name for s in self.library.current()}
+        gc = replace(gc, credit=np.where([name in current for _, name in b.keys], gc.credit, 0.0))
+        out, targets = [], set()
+        for d in RuleDiagnoser(self.diagnosis_cfg).diagnose(cases(b, gc, self.library, self.diagnosis_cfg)):
+            if d is not None and d.target not in targets:
+                targets.add(d.target)
+                out.append(d)
+        return out[:budget]
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        return {"window": [[(q, [(r.reward, r.trace.state_dict()) for r in rollouts]) for q, rollouts in it]
+                           for it in self.window]}
+
+    def load_state_dict(self, state: dict) -> None:
+        def rollout(reward, trace_state):
+            t = Trace()
+            t.load_state_dict(trace_state)
+            return Rollout(reward, t)
+
+        self.window = [[(q, [rollout(*r) for r in rollouts]) for q, rollouts in it] for it in state["window"]]
+

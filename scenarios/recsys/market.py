@@ -1,0 +1,290 @@
+"""Market mode: several agents per role bid for each request; payments flow upstream; skills evolve twice.
+
+The workflow is an episode of :class:`market.MarketModel` with three steps,
+one per role. At step s the live agents of role s bid (the market's bid
+scheme), the auction clears (``softmax`` by default, so the G rollouts of a
+question meet different agents), and the winner runs *its* skills: each agent
+holds a subset of its role's skills in the shared library. Bucket brigade: the
+rank winner pays its price to the recall winner, the rerank winner to the rank
+winner, the recall winner to the house; the world's reward (NDCG@k of the
+list, times ``market.reward_scale``) goes to the rerank winner, the final
+owner. Every credit moves through :mod:`market.ledger`, so the run's money is
+exact and replayable. Rent, bankruptcy and births are the market's own.
+
+Skills evolve in two ways:
+
+* **births**: a child inherits its parent's role and skills with one change (a
+  skill of the role added or dropped); a random newcomer holds a random half
+  of its role's skills;
+* **group-relative edits**: after each round the GRSE arm (scenarios/recsys/evolve.py)
+  fits credit on the round's rollouts, with (agent, skill) columns, and edits
+  the shared library through the same diagnosis and gate as team mode. The
+  gate scores a library with the team the market would field: each role's
+  highest bidder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from market import MarketModel
+from market.population import HOUSE_ROW
+from scenarios.recsys import pipeline as P
+from scenarios.recsys import seeds
+from scenarios.recsys.data import QUESTION, TEST, VALIDATION
+from scenarios.recsys.evolve import Arm
+from scenarios.recsys.ranking import coverage
+from scenarios.recsys.team import marks_of, truncate
+from scenarios.recsys.world import World, load
+from skills import Rollout, SkillLibrary
+
+ROLES = P.ROLES
+
+
+class RolePolicy:
+    """The market's Policy: per row a role (-1: none), the names of the skills it holds, and its bid.
+
+    Bids (``market.bid_scheme = "policy"``) are the agents' own, in credits: a newcomer of role r
+    bids ``base_bid * (1 + r)`` times a log-normal factor (downstream roles pay more, so value flows
+    back up the chain), a child its parent's bid times exp(N(0, 0.1)).
+    """
+
+    def __init__(self, base_bid: float):
+        self.base_bid = base_bid
+        self.role = np.full(0, -1, dtype=np.int64)
+        self.bid = np.zeros(0)
+        self.held: list[frozenset[str]] = []
+        self.catalogue: dict[str, list[str]] = {r: [] for r in ROLES}  # current skill names per role
+        self.next_role = 0  # newcomers take the roles in turn
+
+    def set_library(self, skills) -> None:
+        """The current library; agents forget skills that left it (pruned, merged away)."""
+        self.catalogue = {r: [s.name for s in skills if s.role == r] for r in ROLES}
+        names = {n for ns in self.catalogue.values() for n in ns}
+        self.held = [h & names for h in self.held]
+
+    # --- market.protocols.Policy
+    def eligible(self, obs: np.ndarray) -> np.ndarray:
+        return self.role[None, :] == obs[:, :1]
+
+    def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
+        return winners
+
+    def bids(self, obs: np.ndarray) -> np.ndarray:
+        return self.bid
+
+    def resize(self, capacity: int) -> None:
+        old = self.role.size
+        if capacity > old:
+            self.role = np.r_[self.role, np.full(capacity - old, -1, dtype=np.int64)]
+            self.bid = np.r_[self.bid, np.zeros(capacity - old)]
+            self.held += [frozenset()] * (capacity - old)
+
+    def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
+        for row in rows.tolist():
+            role = self.next_role
+            self.next_role = (self.next_role + 1) % len(ROLES)
+            names = self.catalogue[ROLES[role]]
+            keep = [n for n in names if rng.random() < 0.5] or ([names[int(rng.integers(len(names)))]] if names else [])
+            self.role[row], self.held[row] = role, frozenset(keep)
+            self.bid[row] = self.base_bid * (1 + role) * float(np.exp(rng.normal(0, 0.2)))
+
+    def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
+        for row, parent in zip(rows.tolist(), parents.tolist()):
+            role, held = self.role[parent], set(self.held[parent])
+            missing = [n for n in self.catalogue[ROLES[role]] if n not in held]
+            if missing and (len(held) <= 1 or rng.random() < 0.5):
+                held.add(missing[int(rng.integers(len(missing)))])
+            elif len(held) > 1:
+                held.discard(sorted(held)[int(rng.integers(len(held)))])
+            self.role[row], self.held[row] = role, frozenset(held)
+            self.bid[row] = self.bid[parent] * float(np.exp(rng.normal(0, 0.1)))
+
+    def describe(self, rows: np.ndarray) -> list[str]:
+        return [f"{ROLES[self.role[r]]} bid {self.bid[r]:.4f}: {', '.join(sorted(self.held[r]))}"
+                for r in np.asarray(rows).tolist()]
+
+    def state_dict(self) -> dict:
+        return {"role": self.role.copy(), "bid": self.bid.copy(), "held": [sorted(h) for h in self.held], "catalogue": self.catalogue,
+                "next_role": self.next_role}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.role, self.bid = state["role"].copy(), state["bid"].copy()
+        self.held = [frozenset(h) for h in state["held"]]
+        self.catalogue, self.next_role = dict(state["catalogue"]), state["next_role"]
+
+
+class RecsysWorld:
+    """B = Q x G requests in lockstep: step s is role s; the pipeline runs once all three have acted."""
+
+    horizon = len(ROLES)
+
+    def __init__(self, world: World, policy: RolePolicy, group_size: int, p_use: float):
+        self.world, self.policy, self.G, self.p_use = world, policy, group_size, p_use
+        self.lib: P.Compiled | None = None
+        self.stage = 0
+        self.users = np.zeros(0, dtype=np.int64)
+
+    def reset(self, batch: int, rng: np.random.Generator) -> None:
+        pool = self.world.data.users(QUESTION)
+        questions = rng.choice(pool, size=batch // self.G, replace=batch // self.G > pool.size)
+        self.users = np.repeat(questions, self.G)
+        self.draws = rng.random((batch, max(len(self.lib.names), 1)))
+        self.winner = np.full((batch, len(ROLES)), -1, dtype=np.int64)
+        self.stage = 0
+        self.outcome: P.Outcome | None = None
+
+    def observe(self) -> np.ndarray:
+        return np.full((self.users.size, 1), self.stage, dtype=np.int64)
+
+    def step(self, actions: np.ndarray, acting: np.ndarray):
+        self.winner[:, self.stage] = np.where(acting, actions, -1)
+        self.stage += 1
+        B = self.users.size
+        if self.stage < len(ROLES):
+            return np.zeros(B), np.zeros(B, dtype=bool)
+        used = self.usage()
+        self.outcome = self.world.pipeline.run(self.lib, self.users, used)
+        return self.outcome.ndcg.copy(), np.ones(B, dtype=bool)
+
+    def usage(self) -> np.ndarray:
+        """[B, K]: a skill runs if the role's winner holds it, it applies, and its draw is under p_use."""
+        lib, B = self.lib, self.users.size
+        holds = np.zeros((B, len(lib.names)), dtype=bool)
+        for k, (name, role) in enumerate(zip(lib.names, lib.roles)):
+            winners = self.winner[:, ROLES.index(role)]
+            holds[:, k] = [w >= 0 and name in self.policy.held[w] for w in winners.tolist()]
+        applicable = self.world.pipeline.applicable(lib, self.users)
+        return holds & applicable & (self.draws[:, : len(lib.names)] < self.p_use)
+
+    @property
+    def solved(self) -> np.ndarray:
+        return self.outcome.ndcg > 0 if self.outcome is not None else np.zeros(self.users.size, dtype=bool)
+
+
+class FieldedTeam:
+    """The gate's evaluation in market mode: each role played by its richest agent, holding its skills."""
+
+    def __init__(self, model: "RecsysMarket"):
+        self.model = model
+
+    def team(self) -> dict[str, frozenset[str]]:
+        m = self.model
+        wealth, live = m.population.wealth, m.population.traders
+        out = {}
+        for r, role in enumerate(ROLES):
+            rows = np.flatnonzero(live & (m.policy.role == r))
+            out[role] = m.policy.held[rows[np.argmax(wealth[rows])]] if rows.size else frozenset()
+        return out
+
+    def key(self):
+        return tuple(sorted((r, tuple(sorted(h))) for r, h in self.team().items()))
+
+    def __call__(self, skills, users: np.ndarray) -> np.ndarray:
+        team = self.team()
+        chosen = [s for s in skills if s.role in team and s.name in team[s.role]]
+        return self.model.world_data.pipeline.evaluate(P.Compiled.of(chosen), users)
+
+
+class RecsysMarket(MarketModel):
+    """A MarketModel whose episodes are requests; after each round the GRSE arm edits the library."""
+
+    arm_names = ("grse",)
+    main = "grse"
+
+    @classmethod
+    def from_experiment(cls, exp) -> "RecsysMarket":
+        cfg = exp.scenario
+        world = load(cfg, exp.run.seed)
+        policy = RolePolicy(exp.market.base_bid)
+        env = RecsysWorld(world, policy, cfg.group_size, cfg.p_use)
+        population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
+        model = cls(env, policy, exp.market, population, seed=exp.run.seed)
+        model.world_data, model.cfg_recsys = world, cfg
+        return model
+
+    def __init__(self, *args, **kwargs):
+        self.arms: dict[str, Arm] = {}
+        self.counts = {"grse": {"accepted": 0, "rejected": 0}}
+        self.initial: dict | None = None
+        self._marks = None
+        self._arm_state = None
+        super().__init__(*args, **kwargs)
+
+    # ------------------------------------------------------------ the runner's hook
+    def attach(self, store) -> None:
+        cfg = self.cfg_recsys
+        library = SkillLibrary(store.engine, store.run_id)
+        truncate(library, *(self._marks or (0, 0)))
+        fresh = not library.versions()
+        if fresh:
+            seeds.seed(library, cfg.plant_harmful)
+        self.fielded = FieldedTeam(self)
+        agents = {r: r for r in ROLES}
+        self.arms["grse"] = arm = Arm("grse", library, self.world_data.pipeline, cfg, agents, evaluate=self.fielded)
+        if self._arm_state is not None:
+            arm.load_state_dict(self._arm_state)
+        self._sync()
+        if fresh and self.episodes_done == 0:
+            first = np.flatnonzero(self.population.traders)
+            self.policy.spawn(first, self.rng)  # the initial agents' skills: the library exists only now
+            self._pending_births = [dict(b, skill=s) for b, s in zip(self._pending_births, self.policy.describe(first))]
+        if self.initial is None:
+            self.initial = self.final("grse")
+
+    def _sync(self) -> None:
+        current = self.arms["grse"].library.current()
+        self.policy.set_library(current)
+        self.world.lib = P.Compiled.of(current)
+
+    # ------------------------------------------------------------ one round
+    def step(self) -> None:
+        super().step()
+        env, G = self.world, self.cfg_recsys.group_size
+        out, lib = env.outcome, env.lib
+        ids = self.population.ids
+        groups = []
+        for i in range(env.users.size // G):
+            rollouts = []
+            for b in range(i * G, (i + 1) * G):
+                agents = {role: (f"agent-{ids[w]}" if w >= 0 else f"{role}-nobody")
+                          for role, w in zip(ROLES, env.winner[b])}
+                rollouts.append(Rollout(float(out.reward[b]), P.trace(out, lib, b, agents)))
+            groups.append((int(env.users[i * G]), rollouts))
+        it = self.arms["grse"].learn(groups, int(self.rng.integers(2**62)))
+        self.counts["grse"]["accepted"] += it.accepted
+        self.counts["grse"]["rejected"] += it.rejected
+        self._sync()
+
+    # ------------------------------------------------------------ scores
+    def final(self, arm: str) -> dict:
+        skills = self.arms[arm].library.current()
+        team = self.fielded.team()
+        chosen = [s for s in skills if s.role in team and s.name in team[s.role]]
+        pipe, data = self.world_data.pipeline, self.world_data.data
+        out = pipe.run(P.Compiled.of(chosen), data.users(TEST))
+        return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
+                "coverage": coverage(out.final, data.n_items),
+                "validation_ndcg": float(pipe.evaluate(P.Compiled.of(chosen), data.users(VALIDATION)).mean())}
+
+    def extra_metrics(self) -> dict:
+        pop = self.population
+        live = np.flatnonzero(pop.traders)
+        return {"population": int(live.size),
+                "agents_per_role": {role: int((self.policy.role[live] == r).sum()) for r, role in enumerate(ROLES)},
+                "fielded_team": {r: sorted(h) for r, h in self.fielded.team().items()},
+                "house_wealth": int(pop.wealth[HOUSE_ROW])}
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"recsys": {"counts": self.counts, "initial": self.initial,
+                                                  "marks": marks_of(self.arms["grse"].library),
+                                                  "arm": self.arms["grse"].state_dict()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        extra = state["recsys"]
+        self.counts, self.initial, self._marks, self._arm_state = (extra["counts"], extra["initial"], extra["marks"],
+                                                                    extra["arm"])

@@ -1,0 +1,184 @@
+"""``RecsysTeam``: the team mode as a Mesa model; one ``step()`` is one evolution iteration.
+
+One agent per role (recall, rank, rerank) runs the library. Each step samples
+Q = ``market.batch / group_size`` question users and every arm
+(:mod:`scenarios.recsys.evolve`) runs the same G rollouts per question, then
+diagnoses, edits and gates its own library. No money moves in this mode: the
+ledger stays empty (its hash is the empty log's), and the episode rows of the
+run database hold the main arm's rollouts with ``reward`` = NDCG@k x 10^6.
+
+Arms: the configured ``credit`` is the main arm (its library is named by the
+run id); ``plant_harmful > 0`` adds the ``grse`` and ``presence`` arms, and
+``compare`` adds ``random`` and ``random-capped``. Their libraries are
+``<run id>-<arm>``. The budget is gated edits: beside a ``grse`` arm, the
+``presence`` and ``random`` arms gate at most as many edits per iteration as
+it did (the same number of validation runs and rewrites); ``random-capped``
+gates ``max_edits`` every iteration, as does an arm without a grse arm beside it.
+
+Skill libraries live in the run database, so the runner hands the model its
+store (:meth:`attach`); a resumed run first removes the library rows written
+after its checkpoint, so it ends as the uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import mesa
+import numpy as np
+from sqlmodel import Session, delete, func, select
+
+from market.agent import Trader
+from market.ledger import Ledger
+from market.model import RoundLog
+from market.population import Population
+from scenarios.recsys import seeds
+from scenarios.recsys.data import TEST, VALIDATION
+from scenarios.recsys.evolve import Arm
+from scenarios.recsys.ranking import coverage
+from scenarios.recsys.pipeline import ROLES, Compiled
+from scenarios.recsys.world import load
+from skills import SkillLibrary, import_library
+from skills.library import Skill, SkillEdit
+
+ARMS = ("grse", "presence", "random", "random-capped")
+MATCHED = ("presence", "random")  # with a grse arm beside them, they gate as many edits as it did
+
+
+def arm_names(cfg) -> list[str]:
+    names = [cfg.credit if cfg.credit != "random" else "random-capped"]
+    if cfg.plant_harmful:
+        names += ["grse", "presence"]
+    if cfg.compare:
+        names += list(ARMS)
+    names = list(dict.fromkeys(names))
+    if "random" in names and "grse" not in names:
+        names[names.index("random")] = "random-capped"
+    return list(dict.fromkeys(names))
+
+
+class RecsysTeam(mesa.Model):
+    def __init__(self, exp):
+        super().__init__(rng=exp.run.seed)
+        self.exp, self.cfg = exp, exp.scenario
+        self.world_data = load(self.cfg, exp.run.seed)
+        self.questions_per_step = exp.market.batch // self.cfg.group_size
+        self.population = Population(capacity=len(ROLES) + 1)
+        self.ledger = Ledger(self.population)
+        rows = self.population.allocate(len(ROLES))
+        self.population.ids[rows] = rows
+        self.population.alive[rows] = True
+        self.traders = {int(r): Trader(self, int(r), int(r)) for r in rows}
+        self.role_agents = {role: f"{role}-agent" for role in ROLES}
+        self._births = [{"agent_id": int(r), "parent_id": -1, "born_episode": 0, "skill": role}
+                        for r, role in zip(rows, ROLES)]
+        self.arm_names = arm_names(self.cfg)
+        self.arms: dict[str, Arm] = {}
+        self.counts = {name: {"accepted": 0, "rejected": 0} for name in self.arm_names}
+        self.initial: dict | None = None
+        self.episodes_done = 0
+        self.last_round: RoundLog | None = None
+        self._marks: dict[str, tuple[int, int]] | None = None
+        self._arm_states: dict[str, dict] = {}
+        self.datacollector = mesa.DataCollector(model_reporters={
+            "validation_ndcg": lambda m: m.score(m.main, VALIDATION) if m.arms else float("nan")})
+
+    @property
+    def main(self) -> str:
+        return self.arm_names[0]
+
+    # ------------------------------------------------------------ the runner's hook
+    def attach(self, store) -> None:
+        """Open (or seed) every arm's library in the run database; on resume, drop rows past the checkpoint."""
+        for name in self.arm_names:
+            library = SkillLibrary(store.engine, store.run_id if name == self.main else f"{store.run_id}-{name}")
+            truncate(library, *(self._marks or {}).get(name, (0, 0)))
+            if not library.versions():
+                self._write_seed_library(library)
+            credit = "random" if name.startswith("random") else name
+            self.arms[name] = Arm(credit, library, self.world_data.pipeline, self.cfg, self.role_agents)
+            if name in self._arm_states:
+                self.arms[name].load_state_dict(self._arm_states[name])
+        if self.initial is None:
+            skills = self.arms[self.main].library.current()
+            self.initial = self.report(skills)
+
+    def _write_seed_library(self, library: SkillLibrary) -> None:
+        if self.cfg.seed_library:
+            import_library(library, self.cfg.seed_library)
+            for name, role, description, rule in seeds.HARMFUL[: self.cfg.plant_harmful]:
+                library.add(name, description, seeds.rules.body(seeds.rules.parse(rule, role), role), rule, role)
+        else:
+            seeds.seed(library, self.cfg.plant_harmful)
+
+    # ------------------------------------------------------------ one iteration
+    def step(self) -> None:
+        questions = self.rng.choice(self.world_data.data.users(0), size=self.questions_per_step,
+                                    replace=self.questions_per_step > self.world_data.data.users(0).size)
+        seed = int(self.rng.integers(2**62))
+        iterations = {}
+        for name in sorted(self.arm_names, key=lambda n: n != "grse"):  # grse first: the others match its budget
+            budget = self.cfg.max_edits
+            if name in MATCHED and "grse" in iterations:
+                budget = iterations["grse"].accepted + iterations["grse"].rejected
+            iterations[name] = it = self.arms[name].iterate(questions, seed, budget)
+            self.counts[name]["accepted"] += it.accepted
+            self.counts[name]["rejected"] += it.rejected
+        main = iterations[self.main]
+        ids = self.episodes_done + np.arange(main.users.size)
+        episodes = [{"episode": int(e), "success": bool(n > 0), "steps": len(ROLES), "reward": int(round(n * 1e6)),
+                     "population": len(ROLES)} for e, n in zip(ids, main.ndcg)]
+        self.episodes_done += main.users.size
+        self.last_round = RoundLog(self.ledger.flush(), episodes, self._births, [])
+        self._births = []
+        self.datacollector.collect(self)
+
+    # ------------------------------------------------------------ scores
+    def score(self, arm: str, group: int) -> float:
+        users = self.world_data.data.users(group)
+        return float(self.arms[arm].evaluate(self.arms[arm].library.current(), users).mean())
+
+    def final(self, arm: str) -> dict:
+        return self.report(self.arms[arm].library.current())
+
+    def report(self, skills) -> dict:
+        """NDCG@k, Recall@50 and coverage of a library on the test users (and NDCG@k on validation)."""
+        pipe, data = self.world_data.pipeline, self.world_data.data
+        out = pipe.run(Compiled.of(skills), data.users(TEST))
+        return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
+                "coverage": coverage(out.final, data.n_items),
+                "validation_ndcg": float(pipe.evaluate(Compiled.of(skills), data.users(VALIDATION)).mean())}
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict:
+        marks = {name: marks_of(arm.library) for name, arm in self.arms.items()}
+        return {"rng": self.rng.bit_generator.state, "random": self.random.getstate(),
+                "episodes_done": self.episodes_done, "steps": self.steps, "counts": self.counts,
+                "initial": self.initial, "marks": marks, "population": self.population.state_dict(),
+                "arms": {name: arm.state_dict() for name, arm in self.arms.items()},
+                "validation_ndcg": list(self.datacollector.model_vars["validation_ndcg"])}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore before :meth:`attach` (which then trims the libraries to the checkpoint's marks)."""
+        self.rng.bit_generator.state = state["rng"]
+        self.random.setstate(state["random"])
+        self.episodes_done, self.steps = state["episodes_done"], state["steps"]
+        self.counts, self.initial, self._marks = state["counts"], state["initial"], state["marks"]
+        self.population.load_state_dict(state["population"])
+        self._arm_states = state["arms"]
+        self.datacollector.model_vars["validation_ndcg"] = list(state["validation_ndcg"])
+        self._births = []
+
+
+def marks_of(library: SkillLibrary) -> tuple[int, int]:
+    """(largest skill id, largest edit id) of a library: what a checkpoint has seen."""
+    with Session(library.engine) as s:
+        skill = s.exec(select(func.max(Skill.id)).where(Skill.library == library.name)).one()
+        edit = s.exec(select(func.max(SkillEdit.id)).where(SkillEdit.library == library.name)).one()
+    return int(skill or 0), int(edit or 0)
+
+
+def truncate(library: SkillLibrary, skill_id: int, edit_id: int) -> None:
+    """Remove a library's rows written after a checkpoint (a round that was cut off)."""
+    with Session(library.engine) as s:
+        s.execute(delete(Skill).where(Skill.library == library.name, Skill.id > skill_id))
+        s.execute(delete(SkillEdit).where(SkillEdit.library == library.name, SkillEdit.id > edit_id))
+        s.commit()

@@ -1,0 +1,55 @@
+"""The data, fitted signals and pipeline of a run, built once per (config, seed) and cached per process.
+
+The synthetic world and its split are seeded by the run's seed, so a seed is a
+new world as well as new rollouts; a MovieLens file keeps its interactions
+and the seed only deals the users into groups.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from scenarios.recsys import movielens, synthetic
+from scenarios.recsys.config import Config
+from scenarios.recsys.data import Split, split
+from scenarios.recsys.pipeline import Pipeline, PipelineConfig
+from scenarios.recsys.signals import Signals, fit
+
+DATA_KEYS = ("data", "path", "min_rating", "users", "items", "genres", "mean_history", "holdout", "min_train",
+             "validation_users", "test_users", "sponsored_share", "rank", "covis_window", "neighbours")
+PIPELINE_KEYS = ("candidates", "k", "reward_k", "diversity_floor", "fresh_days")
+
+
+@dataclass
+class World:
+    data: Split
+    signals: Signals
+    pipeline: Pipeline
+
+
+def load(cfg: Config, seed: int) -> World:
+    """The run's world; the heavy part (data, signals) is shared by runs with the same data keys and seed."""
+    data, signals = _data(tuple((k, getattr(cfg, k)) for k in DATA_KEYS), seed)
+    reranker = None
+    if cfg.rerank_backend != "rule":
+        from agents.backends import BackendConfig
+        from scenarios.recsys.llm_rerank import LLMRerank, backend
+        reranker = LLMRerank(backend(BackendConfig(backend=cfg.rerank_backend, model=cfg.llm_model, seed=seed)),
+                             k=cfg.k, depth=cfg.llm_depth)
+    pipe = Pipeline(data, signals, PipelineConfig(**{k: getattr(cfg, k) for k in PIPELINE_KEYS}), reranker)
+    return World(data, signals, pipe)
+
+
+@functools.lru_cache(maxsize=4)
+def _data(keys: tuple, seed: int) -> tuple[Split, Signals]:
+    c = dict(keys)
+    if c["data"] == "synthetic":
+        world = synthetic.WorldConfig(users=c["users"], items=c["items"], genres=c["genres"],
+                                      mean_history=c["mean_history"])
+        log, _ = synthetic.generate(world, seed)
+    else:
+        log = movielens.load(c["path"], min_rating=c["min_rating"])
+    data = split(log, c["holdout"], c["min_train"], c["validation_users"], c["test_users"], c["sponsored_share"],
+                 seed)
+    return data, fit(data, c["rank"], c["covis_window"], c["neighbours"], seed)

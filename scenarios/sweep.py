@@ -1,0 +1,221 @@
+"""Sweeps: every (grid point, seed) of a scenario is one Ray task; every run lands in one database.
+
+Ray because a sweep is many independent runs: ``ray.init()`` fills the cores
+of one machine, and the same code joins a cluster (``--address``).
+
+Where the rows are written. SQLite is one file with one writer at a time, on
+one machine, while Ray workers may sit on other machines: each worker runs
+into a private SQLite file in its own temp folder and ships the finished run's
+rows back (:func:`market.store.export_run`); the driver inserts each run in one
+transaction (:func:`market.store.import_run`). A server database (PostgreSQL)
+takes the workers' writes directly. Either way a run lands whole and once: the
+driver names every run before it starts, and a task that Ray retries after
+its worker died resumes that run on the server, or starts it over in a fresh
+private file.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy.engine import make_url
+from tqdm import tqdm
+
+from market.store import export_run, import_run, make_engine, new_run_id, run_exists
+from scenarios.config import ConfigError, from_dict, load
+from scenarios.runner import resume_experiment, run_experiment
+
+
+@dataclass
+class Task:
+    """One run of the sweep: its grid point (the raw ``key=value`` strings), seed, validated config and id."""
+
+    point: dict[str, str]
+    seed: int
+    config: dict
+    run_id: str = field(default_factory=new_run_id)
+
+
+@dataclass
+class Outcome:
+    task: Task
+    summary: dict | None = None
+    error: str | None = None
+
+
+def parse_grid(items: list[str]) -> dict[str, list[str]]:
+    """``["market.rent=0.01,0.05", ...]`` -> ``{"market.rent": ["0.01", "0.05"], ...}`` (values stay TOML text)."""
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        values = [v.strip() for v in raw.split(",")]
+        if not sep or not key.strip() or not all(values):
+            raise ConfigError(f"--grid {item}: expected KEY=V1,V2,..., e.g. market.rent=0.01,0.05")
+        key = key.strip()
+        if key in grid:
+            raise ConfigError(f"--grid {item}: {key} is already on the grid")
+        if key == "run.seed":
+            raise ConfigError(f"--grid {item}: seeds come from --seeds N")
+        grid[key] = values
+    return grid
+
+
+def plan(scenario: str, overrides: list[str], grid: dict[str, list[str]], seeds: int) -> list[Task]:
+    """Every (grid point, seed), each config validated now: a bad value stops the sweep before any run.
+
+    Seeds are ``run.seed`` (0 unless overridden) + 0 .. seeds-1.
+    """
+    if seeds < 1:
+        raise ConfigError(f"--seeds {seeds}: need at least 1")
+    base = load(scenario, overrides).run.seed
+    tasks = []
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values))
+        for seed in range(base, base + seeds):
+            sets = [*overrides, *(f"{k}={v}" for k, v in point.items())]
+            try:
+                exp = load(scenario, sets, seed=seed)
+            except ConfigError as err:
+                raise ConfigError(f"--grid {_label(point)}: {err}") from None
+            tasks.append(Task(point, seed, exp.to_dict()))
+    return tasks
+
+
+def run_task(task: Task, sweep: str, db_url: str | None) -> tuple[dict, dict | None]:
+    """One run, in a Ray worker. ``db_url`` None: into a private SQLite file, whose rows come back."""
+    exp = from_dict(task.config, source=f"sweep {sweep}")
+    if db_url is not None:
+        engine = make_engine(db_url)
+        retried = run_exists(engine, task.run_id)  # Ray retried us after our worker died: continue that run
+        engine.dispose()
+        if retried:
+            return resume_experiment(task.run_id, db_url, progress=False), None
+        return run_experiment(exp, db_url, progress=False, run_id=task.run_id, sweep=sweep), None
+    folder = tempfile.mkdtemp(prefix="catallax-run-")
+    try:
+        url = f"sqlite:///{Path(folder) / 'run.db'}"
+        summary = run_experiment(exp, url, progress=False, run_id=task.run_id, sweep=sweep)
+        engine = make_engine(url)
+        rows = export_run(engine, task.run_id)
+        engine.dispose()
+        return summary, rows
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep(tasks: list[Task], sweep_id: str, db_url: str, address: str | None = None,
+          progress: bool = True, on_failure=None) -> list[Outcome]:
+    """Run every task on Ray; a failed run is reported (``on_failure``) and the others go on."""
+    import ray
+
+    engine = make_engine(db_url)  # a bad database fails here, before Ray starts
+    ship = make_url(db_url).get_backend_name() == "sqlite"
+    started, temp_dir = _connect(address)
+    try:
+        remote = ray.remote(num_cpus=1)(run_task)
+        pending = {remote.remote(t, sweep_id, None if ship else db_url): t for t in tasks}
+        outcomes = []
+        with tqdm(total=len(tasks), desc=f"sweep {sweep_id}", unit="run", disable=not progress, file=sys.stderr) as bar:
+            while pending:
+                [ref], _ = ray.wait(list(pending), num_returns=1)
+                task = pending.pop(ref)
+                try:
+                    summary, rows = ray.get(ref)
+                    if rows is not None:
+                        import_run(engine, rows)
+                    outcomes.append(Outcome(task, summary=summary))
+                except Exception as err:  # noqa: BLE001 (the run raised in its worker, the worker died, the import failed)
+                    cause = getattr(err, "cause", None) or err
+                    outcomes.append(Outcome(task, error=f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"))
+                    if on_failure:
+                        on_failure(outcomes[-1])
+                bar.update()
+        return outcomes
+    finally:
+        engine.dispose()
+        if started:
+            ray.shutdown()
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _connect(address: str | None) -> tuple[bool, str | None]:
+    """Join ``address``, or start a local Ray sized to this machine; reuse a Ray this process already runs."""
+    import ray
+
+    if ray.is_initialized():
+        return False, None
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    if address:
+        ray.init(address=address, log_to_driver=False)
+        return True, None
+    temp_dir = tempfile.mkdtemp(prefix="catallax-ray-")
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False)
+    return True, temp_dir
+
+
+def table(grid: dict[str, list[str]], outcomes: list[Outcome]) -> list[dict]:
+    """Per grid point: runs, failures, and the mean and spread (sample std) of every numeric metric."""
+    rows = []
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values))
+        mine = [o for o in outcomes if o.task.point == point]
+        done = [o.summary for o in mine if o.summary is not None]
+        row = {**point, "runs": len(done), "failed": len(mine) - len(done)}
+        for key in _metrics(done):
+            xs = np.array([float(s[key]) for s in done if key in s])
+            row[f"{key}_mean"] = float(xs.mean()) if xs.size else math.nan
+            row[f"{key}_std"] = float(xs.std(ddof=1)) if xs.size > 1 else math.nan
+        rows.append(row)
+    return rows
+
+
+def _metrics(summaries: list[dict]) -> list[str]:
+    """Numeric scalar keys of the summaries, in order (booleans count: their mean is a share)."""
+    keys = {}
+    for s in summaries:
+        for key, value in s.items():
+            if key != "seed" and isinstance(value, (int, float)):
+                keys[key] = None
+    return list(keys)
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows({k: ("" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows)
+
+
+def format_table(rows: list[dict]) -> str:
+    """The summary as aligned text columns (``mean ± std`` per metric)."""
+    if not rows:
+        return ""
+    heads = [k for k in rows[0] if not k.endswith(("_mean", "_std"))]
+    metrics = [k[:-5] for k in rows[0] if k.endswith("_mean")]
+    cells = [heads + metrics]
+    for r in rows:
+        cells.append([str(r[k]) for k in heads] + [_pm(r.get(f"{m}_mean"), r.get(f"{m}_std")) for m in metrics])
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+
+
+def _pm(mean, std) -> str:
+    if mean is None or math.isnan(mean):
+        return "-"
+    return f"{mean:.4g}" + ("" if std is None or math.isnan(std) else f" ± {std:.2g}")
+
+
+def _label(point: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in point.items())
+

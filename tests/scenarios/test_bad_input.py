@@ -1,0 +1,84 @@
+"""Bad input, end to end through the CLI: malformed scenario files and unusable databases each give one
+error line that names the file (or URL), the key and the value; exit code 2; nothing written."""
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from scenarios.cli import main
+
+HEAD = '[run]\nscenario = "relay"\nepisodes = 5\n'
+CONFIGS = [  # (file body, what the error line must name besides the file)
+    (HEAD + '[market]\nclearng = "first_price"\n', ["market.clearng", "'first_price'", "did you mean 'clearing'"]),
+    ('[run]\nscenario = "relay"\nepisodes = "ten"\n', ["run.episodes", "'ten'"]),
+    (HEAD + "[market]\nbatch = true\n", ["market.batch", "True", "integer"]),
+    (HEAD + "[market]\nbatch = 2.5\n", ["market.batch", "2.5"]),
+    (HEAD + '[market]\nrent = "0.05"\n', ["market.rent", "'0.05'", "number"]),
+    (HEAD + "[market]\nconserve = 1\n", ["market.conserve", "1", "true or false"]),
+    (HEAD + '[market]\npayment = "gift"\n', ["market.payment", "'gift'"]),
+    (HEAD + "[market]\nbatch = {x = 1}\n", ["market.batch", "{'x': 1}"]),
+    (HEAD + "[relay]\nstages = 100\n", ["relay.stages", "100"]),
+    (HEAD + "[population]\nmin_agents = 10\nmax_agents = 5\n", ["population", "'min_agents': 10", "max_agents"]),
+    ("market = 3\n" + HEAD, ["market = 3"]),
+    (HEAD + "[markt]\nbatch = 2\n", ["[markt]", "did you mean 'market'"]),
+    (HEAD + "[market\nbatch = 2\n", ["not valid TOML", "line 4"]),
+    ('[run]\nscenario = "nosuch"\n', ["run.scenario", "'nosuch'"]),
+]
+
+
+def one_error_line(capsys, argv) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "", captured
+    return lines[0]
+
+
+@pytest.mark.parametrize("body, named", CONFIGS)
+def test_malformed_scenario_file(tmp_path, capsys, body, named):
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    out = tmp_path / "out"
+    line = one_error_line(capsys, ["run", str(path), "--out", str(out)])
+    assert str(path) in line and all(n in line for n in named), line
+    assert not out.exists()
+
+
+def test_unreachable_database(tmp_path, capsys):
+    line = one_error_line(capsys, ["run", "relay", "--db", "postgresql://ann:secret@127.0.0.1:1/x", "--out", str(tmp_path)])
+    assert "postgresql://ann:***@127.0.0.1:1/x: cannot open the database" in line and "secret" not in line
+
+
+def test_a_file_that_is_not_a_database(tmp_path, capsys):
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"not a database, just bytes " * 200)
+    line = one_error_line(capsys, ["run", "relay", "--db", f"sqlite:///{path}"])
+    assert str(path) in line and "file is not a database" in line
+
+
+def test_resume_of_a_run_that_does_not_exist(tmp_path, capsys):
+    db = tmp_path / "runs.db"
+    assert main(["run", "relay", "--set", "run.episodes=2", "--db", f"sqlite:///{db}"]) == 0
+    capsys.readouterr()
+    line = one_error_line(capsys, ["resume", "nosuchrun", "--db", f"sqlite:///{db}"])
+    assert "run nosuchrun: not found" in line and str(db) in line
+    missing = tmp_path / "missing.db"
+    line = one_error_line(capsys, ["resume", "nosuchrun", "--db", f"sqlite:///{missing}"])
+    assert "no such database file" in line and not missing.exists()
+
+
+@pytest.mark.parametrize("command", [["run", "relay"], ["resume", "somerun"],
+                                     ["sweep", "relay", "--grid", "market.rent=0.01,0.02"]])
+def test_a_database_from_a_newer_schema(db_url, capsys, tmp_path, command):
+    from market.store import make_engine
+
+    make_engine(db_url).dispose()
+    engine = create_engine(db_url)
+    with engine.begin() as c:
+        c.execute(text("UPDATE alembic_version SET version_num = 'f00d_newer'"))
+    line = one_error_line(capsys, [*command, "--db", db_url, "--out", str(tmp_path / "out")])
+    assert "schema revision 'f00d_newer' is unknown" in line and not (tmp_path / "out").exists()
+    with engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM run")).scalar() == 0  # nothing written
+    engine.dispose()

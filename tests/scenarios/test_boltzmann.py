@@ -1,0 +1,129 @@
+"""The boltzmann scenario: Mesa's grid, Mesa's random-order schedule replayed step by step, the ledger's books."""
+
+import json
+import pickle
+import random
+
+import numpy as np
+import pytest
+from mesa.discrete_space import OrthogonalMooreGrid
+
+from market.ledger import Reason
+from market.store import RunStore
+from scenarios import boltzmann
+from scenarios.boltzmann import BoltzmannModel, Config, cellmates, moore_table
+from scenarios.cli import main
+from scenarios.config import load
+from scenarios.runner import build_model, resume_experiment, run_experiment
+from tests.helpers import Books
+
+
+@pytest.mark.parametrize("torus", [False, True])
+def test_moore_table_is_mesas_neighbourhood(torus):
+    width, height = 5, 4
+    table, count = moore_table(width, height, torus)
+    grid = OrthogonalMooreGrid((width, height), torus=torus, random=random.Random(0))
+    for cell in grid.all_cells:
+        x, y = cell.coordinate
+        ours = set(table[x * height + y, : count[x * height + y]].tolist())
+        assert ours == {i * height + j for i, j in (c.coordinate for c in cell.neighborhood)}
+    assert count.min() == (8 if torus else 3)
+
+
+def brute_cellmates(old, new, order, u):
+    """Literally: at j's turn, the others in j's new cell (earlier ones moved in, later ones not yet moved)."""
+    rank = np.argsort(order)
+    mates = []
+    for j in range(len(order)):
+        there = [k for k in order if k != j and (new[k] if rank[k] < rank[j] else old[k]) == new[j]]
+        mates.append(there[int(u[j] * len(there))] if there else -1)
+    return np.array(mates)
+
+
+def test_cellmates_match_the_literal_definition():
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n, cells = int(rng.integers(1, 40)), int(rng.integers(1, 12))
+        old, new, order, u = rng.integers(cells, size=n), rng.integers(cells, size=n), rng.permutation(n), rng.random(n)
+        assert cellmates(old, new, order, u, cells).tolist() == brute_cellmates(old, new, order, u).tolist()
+
+
+def sequential_step(model: BoltzmannModel, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Mesa's MoneyAgent.step, one agent at a time in shuffled order, drawing what the model draws."""
+    n = model.rows.size
+    order = rng.permutation(n)
+    where = model.cell.copy()
+    new = model.neighbours[where, (rng.random(n) * model.degree[where]).astype(np.int64)]
+    u = rng.random(n)
+    wealth = (model.wealth // model.gift).tolist()
+    gifts = []
+    for j in order.tolist():
+        where[j] = new[j]  # move
+        mates = [k for k in order.tolist() if k != j and where[k] == where[j]]  # cell.agents, in turn order
+        if wealth[j] > 0 and mates:  # give one unit to a random cellmate
+            other = mates[int(u[j] * len(mates))]
+            wealth[j], wealth[other] = wealth[j] - 1, wealth[other] + 1
+            gifts.append((j, other))
+    return np.array(wealth), gifts
+
+
+def test_vectorized_step_is_mesas_sequential_step():
+    model = BoltzmannModel(Config(agents=60, width=5, height=4, initial_units=2), seed=3)
+    for _ in range(15):
+        rng = np.random.default_rng()
+        rng.bit_generator.state = model.rng.bit_generator.state
+        wealth, gifts = sequential_step(model, rng)
+        model.step()
+        assert (model.wealth // model.gift).tolist() == wealth.tolist()
+        log = model.last_round.transfers
+        log = log[log["reason"] == Reason.GIFT]  # the first round also carries the house's funding
+        assert list(zip((log["src"] - 1).tolist(), (log["dst"] - 1).tolist())) == gifts  # ids are rows 1..N
+
+
+def test_books_balance_and_every_move_is_to_a_neighbour(books: Books):
+    model = BoltzmannModel(Config(agents=300, width=12, height=9), seed=1)
+    books.add(model.ledger.flush(), [])  # the house's funding of every first unit
+    for _ in range(30):
+        before = model.cell.copy()
+        model.step()
+        books.add(model.last_round.transfers, [])
+        books.check(model.population)
+        assert (model.wealth >= 0).all() and int(model.wealth.sum()) == 300 * model.gift
+        givers = model.last_round.transfers["src"]
+        assert np.unique(givers).size == givers.size  # one gift per agent per step at most
+        for old, new in zip(before.tolist(), model.cell.tolist()):
+            assert new in model.neighbours[old, : model.degree[old]]
+
+
+def test_run_boltzmann_json(tmp_path, capsys):
+    assert main(["run", "boltzmann", "--json", "--set", "run.episodes=30", "--set", "boltzmann.agents=200",
+                 "--out", str(tmp_path / "out")]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["scenario"] == "boltzmann" and summary["episodes"] == 30 and summary["conservation_ok"] is True
+    assert summary["agents"] == 200 and summary["grid"] == [14, 14] and summary["mean_units"] == 1.0
+    assert 0.3 < summary["gini"] < 0.9 and summary["house"] == -200 * 1_000_000
+
+
+def test_auction_sections_are_rejected_before_anything_is_written(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "boltzmann", "--set", "market.batch=4", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "market.batch" in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_killed_run_resumes_to_the_same_ledger_hash(tmp_path):
+    exp = load("boltzmann", ["run.episodes=20", "run.checkpoint_every=5", "boltzmann.agents=150"], seed=4)
+    whole = run_experiment(exp, f"sqlite:///{tmp_path / 'a.db'}", progress=False)
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    store = RunStore.create(url, "boltzmann", 4, exp.to_dict())
+    model = build_model(exp)
+    assert isinstance(model, boltzmann.BoltzmannModel)
+    for r in range(13):  # killed after round 13; its last checkpoint is round 10
+        model.step()
+        state = pickle.dumps(model.state_dict()) if (r + 1) % 5 == 0 else None
+        store.write_round(model.last_round, state, model.episodes_done)
+    resumed = resume_experiment(store.run_id, url, progress=False)
+    for key in ("ledger_hash", "conservation_ok", "gini", "gini_tail_mean", "transfers", "max_units"):
+        assert resumed[key] == whole[key], key
