@@ -143,9 +143,9 @@ def SuccessRate(model: LiveMarket):
     fig = figure(6, 3.0)
     ax = fig.subplots()
     if success.size:
-        kernel = np.ones(min(RECENT, success.size))
-        rolling = np.convolve(success, kernel, mode="full")[: success.size] / np.convolve(np.ones_like(success),
-                                                                                             kernel, "full")[: success.size]
+        end = np.arange(1, success.size + 1)
+        total = np.concatenate([[0.0], np.cumsum(success)])
+        rolling = (total[end] - total[np.maximum(end - RECENT, 0)]) / np.minimum(end, RECENT)
         ax.plot(np.arange(1, success.size + 1), rolling, color="black", label=f"mean of last {RECENT} rounds")
         ax.legend(fontsize=8, loc="lower right")
     ax.set_ylim(-0.02, 1.02)
@@ -162,7 +162,8 @@ def page_for(scenario: str):
         "seed": {"type": "SliderInt", "value": 0, "min": 0, "max": 99, "step": 1, "label": "seed"},
         "batch": {"type": "SliderInt", "value": 1, "min": 1, "max": 16, "step": 1, "label": "episodes per round (B)"},
     }
-    components = [WealthBars, AuctionView, make_plot_component({"population": "black"}), SuccessRate]
+    population = make_plot_component({"population": "black"}, post_process=lambda ax: ax.set_ylabel("live agents"))
+    components = [WealthBars, AuctionView, population, SuccessRate]
     return SolaraViz(model, components=components, model_params=params, name=f"Catallax market: {scenario}")
 
 

@@ -67,9 +67,11 @@ class RunData:
     def column(self, agent_ids) -> np.ndarray:
         """Columns of account ids (-1 for the house or an id with no agent row)."""
         agent_ids = np.asarray(agent_ids, dtype=np.int64)
+        if self.ids.size == 0:
+            return np.full(agent_ids.shape, -1, dtype=np.int64)
         col = np.searchsorted(self.ids, agent_ids)
-        col = np.minimum(col, max(self.ids.size - 1, 0))
-        return np.where((self.ids.size > 0) & (self.ids[col] == agent_ids), col, -1)
+        col = np.minimum(col, self.ids.size - 1)
+        return np.where(self.ids[col] == agent_ids, col, -1)
 
     def roots(self) -> np.ndarray:
         """[A] the id of each agent's lineage root (the random newcomer its family descends from)."""

@@ -81,14 +81,15 @@ def skill_evolution_figure(library, credit: dict[str, float] | None = None, base
         ax.scatter(it[ok], after[ok], marker="^", s=60, color=ACCEPTED, zorder=3, label="accepted candidate")
         ax.scatter(it[~ok], after[~ok], marker="X", s=60, color=REJECTED, zorder=3, label="rejected candidate")
         if len(history) <= 20:
+            upright = len(history) > 8  # many decisions: vertical labels, one column each, never overlap
             for h, y, kept in zip(history, after, ok):  # accepted above their marker, rejected below: off the line
                 ax.annotate(short(h["edits"], 26), (h["iteration"], y), xytext=(0, 8 if kept else -8),
                             textcoords="offset points", fontsize=6.5, ha="center", va="bottom" if kept else "top",
-                            rotation=20)
+                            rotation=90 if upright else 20)
         if it.size <= 20:
             ax.set_xticks(np.concatenate([[0], it]), ["start"] + [str(i) for i in it])
         ax.set_xlim(-0.3, it[-1] + 0.9)  # room for the last candidate's label
-        ax.margins(y=0.25)
+        ax.margins(y=0.25 if len(history) <= 8 else 0.6)
         ax.legend(fontsize=8, loc="best")
     else:
         ax.text(0.5, 0.5, "no gated edits in this library", ha="center", va="center", transform=ax.transAxes)
