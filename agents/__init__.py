@@ -1,6 +1,19 @@
-"""Agents: policy backends (rule now; hf, vllm, openai to come), bid heads and the learner."""
+"""Agents: policy backends (rule, hf, vllm, openai), bid heads and the learner.
 
+``LearnedPolicy`` (agents/learned.py: bid heads + the torch learner) is imported on first use, so
+``import agents`` does not load torch for runs that do not learn.
+"""
+
+from agents.config import AgentsConfig
 from agents.rule_policy import RulePolicy
 from agents.rules import RuleSpace, RuleSyntaxError
 
-__all__ = ["RulePolicy", "RuleSpace", "RuleSyntaxError"]
+__all__ = ["AgentsConfig", "LearnedPolicy", "RulePolicy", "RuleSpace", "RuleSyntaxError"]
+
+
+def __getattr__(name):
+    if name == "LearnedPolicy":
+        from agents.learned import LearnedPolicy
+
+        return LearnedPolicy
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")

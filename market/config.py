@@ -26,10 +26,12 @@ class MarketConfig:
     """Clearing rule; see market/auction.py."""
     temperature: float = Field(0.05, gt=0)
     """Softmax clearing temperature, in credits."""
-    bid_scheme: Literal["fixed", "fixed_with_eps", "holland", "policy"] = "fixed"
+    bid_scheme: Literal["fixed", "fixed_with_eps", "holland", "policy", "learned"] = "fixed"
     """fixed: every agent bids base_bid; fixed_with_eps: a newborn bids max(others)+bid_eps, then
     keeps it; holland: bid = max(base_bid, holland_c x wealth); policy: the policy's
-    ``bids(obs)`` ([N] or [B, N] credits: evolved or feature-conditioned bids)."""
+    ``bids(obs)`` ([N] or [B, N] credits: evolved or feature-conditioned bids); learned: the same
+    hook, the policy being a trained bid head (agents/learner.py; the runner wraps the scenario's
+    policy in ``agents.LearnedPolicy``; it needs ``clearing = "softmax"``, the rule it is trained under)."""
     base_bid: float = Field(0.05, ge=0)
     """Bid of the fixed scheme, and the floor of the holland scheme, in credits."""
     bid_eps: float = Field(0.01, ge=0)
@@ -53,6 +55,8 @@ class MarketConfig:
     rent: float = Field(0.02, ge=0)
     """Rent each live agent pays the house every rent_interval episodes, in credits."""
     rent_interval: int = Field(1, ge=1)
+    wealth_tax: float = Field(0.0, ge=0, lt=1)
+    """Share of its (positive) wealth each agent pays the house with each rent (Holland's tax)."""
     action_fee: float = Field(0.0, ge=0)
     """Credits the winner pays the house for each action it takes (a tax on computation)."""
 
@@ -74,6 +78,9 @@ class PopulationConfig:
     """Floor: random newcomers fill the population up to this size."""
     max_agents: int = Field(64, ge=1)
     """Ceiling: births stop at this size."""
+    child_share: float = Field(0.0, ge=0, lt=1)
+    """0: the house funds every newborn with initial_wealth. Above 0 (Hayek): an exploit child is
+    endowed by its parent with this share of the parent's wealth instead, so wealth turns into offspring."""
     births: bool = True
     """False (ablation): no births of any kind, floor included; the population only shrinks."""
 

@@ -83,12 +83,17 @@ class Ledger:
                               np.full(n, step)))
         self.count += n
 
-    def flush(self) -> np.ndarray:
-        """Return the transfers since the last flush (in order) and fold them into the hash."""
+    def pending(self) -> np.ndarray:
+        """The transfers since the last flush, in order, without flushing (a learner reads its round's)."""
         rows = np.empty(sum(len(p[0]) for p in self._pending), dtype=TRANSFER_DTYPE)
         if self._pending:
             for name, column in zip(TRANSFER_DTYPE.names, zip(*self._pending)):
                 rows[name] = np.concatenate(column)
+        return rows
+
+    def flush(self) -> np.ndarray:
+        """Return the transfers since the last flush (in order) and fold them into the hash."""
+        rows = self.pending()
         self._pending.clear()
         self._sha.update(rows.tobytes())
         return rows

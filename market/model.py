@@ -26,7 +26,7 @@ import numpy as np
 
 from market.agent import Trader
 from market.auction import clear
-from market.births import EXPLORE, RANDOM_NEWCOMER, plan_births
+from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.config import MarketConfig, PopulationConfig
 from market.ledger import Ledger, Reason
 from market.money import MICRO, to_micro
@@ -46,11 +46,19 @@ class RoundLog:
 
 @dataclass
 class Trace:
-    """Who acted where in the last training round: explore births revise a rule from its failure."""
+    """Who acted where in the last training round: explore births revise a rule from its failure;
+    a policy with ``learn(model)`` also gets the auctions in full (the optional fields)."""
 
     path: np.ndarray  # [T, B] winner row per step (-1: nobody acted)
     obs: np.ndarray  # [T, B, F] the observation each winner acted on
     solved: np.ndarray  # [B]
+    # the auctions in full, recorded only for a policy that learns from them (one with ``learn``):
+    eligible: np.ndarray | None = None  # [T, B, N] bool: who could win each auction
+    wealth: np.ndarray | None = None  # [T, N] micro-credits at the step's start (bids are capped by it)
+    winner: np.ndarray | None = None  # [T, B] the auction's winner (-1: none), before an invalid action forfeits
+    price: np.ndarray | None = None  # [T, B] clearing price (micro-credits; 0 where nobody won)
+    reward: np.ndarray | None = None  # [T, B] the world's reward (world units; 0 where inactive)
+    done: np.ndarray | None = None  # [T, B] the episode ended at this step
 
     def failures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each row, the observation of its last action in a failed episode -> (obs [k, F], found [k])."""
@@ -112,7 +120,7 @@ class MarketModel(mesa.Model):
     def current_bids(self, obs: np.ndarray | None = None) -> np.ndarray:
         """[N] bids of every row under the configured scheme ([B, N] for ``policy``), capped at wealth."""
         pop = self.population
-        if self.cfg.bid_scheme == "policy":  # the agents' own bids, in credits, e.g. evolved or feature-conditioned
+        if self.cfg.bid_scheme in ("policy", "learned"):  # the agents' own bids in credits: evolved, or a bid head
             raw = np.rint(np.asarray(self.policy.bids(obs), dtype=np.float64) * MICRO).astype(np.int64)
         elif self.cfg.bid_scheme == "holland":
             c_ppm = round(self.cfg.holland_c * 1_000_000)
@@ -148,6 +156,7 @@ class MarketModel(mesa.Model):
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
         seen = []  # observations per step, for the trace
+        record = [] if hasattr(self.policy, "learn") else None  # the auctions in full, for a learning policy
 
         for t in range(world.horizon):
             obs = world.observe()
@@ -155,7 +164,11 @@ class MarketModel(mesa.Model):
             eligible = self.policy.eligible(obs) & pop.traders[None, :] & active[:, None]
             bids = self.current_bids(obs)
             winner, price = clear(bids if bids.ndim == 2 else bids[None, :], eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)
-            won = winner >= 0
+            if record is not None:  # the auction as cleared, and the wealth that capped its bids
+                record.append([eligible, pop.wealth.copy(), winner, price])
+            actions = self.policy.act(obs, winner)
+            won = (winner >= 0) & (actions >= 0)  # action -1 from a winner: invalid, it forfeits (pays and earns nothing)
+            winner = np.where(won, winner, -1)
 
             payee = owner if cfg.payment == "bucket_brigade" else np.full(B, -1)
             payee = np.where(payee >= 0, payee, HOUSE_ROW)
@@ -165,13 +178,15 @@ class MarketModel(mesa.Model):
             if self._money["fee"]:  # a tax on each action (Baum: agents pay for the computation they use)
                 transfer(winner[won], HOUSE_ROW, self._money["fee"], Reason.FEE, episode_ids[won], t)
 
-            reward, done = world.step(self.policy.act(obs, winner), won)
+            reward, done = world.step(actions, won)
             owner = np.where(won, winner, owner)
             path[t] = np.where(won, winner, -1)
             steps += active
             done &= active
             reward_micro = np.where(active, np.rint(np.asarray(reward) * self._money["reward"]), 0).astype(np.int64)
             earned += reward_micro
+            if record is not None:
+                record[-1] += [np.where(active, reward, 0.0), done.copy()]
 
             step_paid = won & ~done
             transfer(np.full(step_paid.sum(), HOUSE_ROW), winner[step_paid], reward_micro[step_paid],
@@ -184,7 +199,11 @@ class MarketModel(mesa.Model):
         solved = np.asarray(world.solved)
         if settle:
             self.last_success_rate = float(solved.mean())
-            self.trace = Trace(path[: len(seen)], np.stack(seen), solved.copy())
+            T = len(seen)
+            self.trace = Trace(path[:T], np.stack(seen), solved.copy())
+            if record:
+                (self.trace.eligible, self.trace.wealth, self.trace.winner, self.trace.price, self.trace.reward,
+                 self.trace.done) = (np.stack(column) for column in zip(*record))
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
@@ -207,6 +226,8 @@ class MarketModel(mesa.Model):
         """One round: B episodes, then rent, bankruptcy and births."""
         before = self.episodes_done
         episodes = self.run_episodes()
+        if hasattr(self.policy, "learn"):  # a trained policy updates its weights from this round (agents/learner.py)
+            self.policy.learn(self)
         self.episodes_done += self.cfg.batch
         after = self.episodes_done
         self._charge_rent(before, after)
@@ -226,6 +247,11 @@ class MarketModel(mesa.Model):
         if charges and self._money["rent"]:
             payers = np.flatnonzero(self.population.traders)
             self.ledger.transfer(payers, HOUSE_ROW, charges * self._money["rent"], Reason.RENT, after - 1, -1)
+        if charges and self.cfg.wealth_tax:  # Holland's c_tax x S: old fortunes fade unless renewed
+            payers = np.flatnonzero(self.population.traders)
+            keep = round((1 - self.cfg.wealth_tax) ** charges * 1_000_000)
+            wealth = np.maximum(self.population.wealth[payers], 0)
+            self.ledger.transfer(payers, HOUSE_ROW, wealth - wealth * keep // 1_000_000, Reason.RENT, after - 1, -1)
 
     def _bankruptcies(self) -> np.ndarray:
         """Rows whose wealth fell below zero: the house absorbs the debt, then they die."""
@@ -272,8 +298,12 @@ class MarketModel(mesa.Model):
                 self.policy.revise(rows[revised], parents[revised], *self.trace.failures(parents[revised]), self.rng)
         self.policy.spawn(rows[~mutants], self.rng)
         self.policy.inherit(rows[mutants & ~revised], parents[mutants & ~revised], self.rng)
-        self.ledger.transfer(np.full(rows.size, HOUSE_ROW), rows, self._money["initial_wealth"], Reason.FUND,
-                             max(self.episodes_done - 1, 0), -1)
+        funder, grant = np.full(rows.size, HOUSE_ROW), np.full(rows.size, self._money["initial_wealth"])
+        if self.pop_cfg.child_share > 0 and kinds is not None:  # Hayek: a rich agent endows its child itself
+            endowed = kinds == EXPLOIT
+            funder[endowed] = parents[endowed]
+            grant[endowed] = pop.wealth[parents[endowed]] * round(self.pop_cfg.child_share * 1_000_000) // 1_000_000
+        self.ledger.transfer(funder, rows, grant, Reason.FUND, max(self.episodes_done - 1, 0), -1)
         self._pending_births += [
             {"agent_id": int(pop.ids[r]), "parent_id": int(pop.parent[r]), "born_episode": self.episodes_done,
              "skill": skill}

@@ -53,6 +53,7 @@ from pydantic.dataclasses import dataclass
 from agents import RulePolicy, RuleSpace
 from agents.rules import ALWAYS, OPS
 from market.config import STRICT
+from market.money import MICRO
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
@@ -102,6 +103,9 @@ class Config:
     parent's times (1 + bid_sigma x N(0, 1))."""
     slope_max: float = Field(0.5, ge=0)
     bid_sigma: float = Field(0.1, ge=0)
+    bid_lr: float = Field(0.1, ge=0, le=1)
+    """After each round every agent moves the bid it paid for a world toward what that world earned it
+    (the next owner's payment, the reward, or nothing): TD(0) on its own (a, c). 0: bids only evolve."""
 
     @field_validator("features")
     @classmethod
@@ -301,6 +305,36 @@ class BlocksPolicy(RulePolicy):
         """[B, N] bids a + c x progress / PROGRESS: an agent may value the world by how far along it is."""
         progress = obs[:, self.progress] / PROGRESS if self.progress is not None else np.zeros(len(obs))
         return self.bid[None, :, 0] + progress[:, None] * self.bid[None, :, 1]
+
+    def learn(self, model) -> None:
+        """TD(0) bids, after each round: for each holding (an agent buys the world, acts, and sells it
+        or holds it to the end), move its bid at the state it bought toward what the holding earned it:
+        the next owner's payment (bucket brigade), the reward if it held the world when it was solved."""
+        trace, cfg = model.trace, model.cfg
+        if self.cfg.bid_lr == 0 or trace is None or trace.price is None:
+            return
+        rows, states, income = [], [], []
+        for b in range(trace.path.shape[1]):
+            steps = np.flatnonzero(trace.path[:, b] >= 0)
+            who = trace.path[steps, b]
+            starts = steps[np.r_[True, who[1:] != who[:-1]]] if steps.size else steps
+            if starts.size == 0:
+                continue
+            sold = trace.price[starts[1:], b] if cfg.payment == "bucket_brigade" else np.zeros(starts.size - 1)
+            reward = trace.reward[:, b].sum() * cfg.reward_scale * MICRO if trace.solved[b] else 0
+            if cfg.terminal == "path":
+                reward /= np.unique(who).size
+            rows.append(trace.path[starts, b])
+            states.append(trace.obs[starts, b])
+            income.append(np.r_[sold, reward] / MICRO)
+        if not rows:
+            return
+        rows, states, income = np.concatenate(rows), np.concatenate(states), np.concatenate(income)
+        progress = states[:, self.progress] / PROGRESS if self.progress is not None else np.zeros(len(rows))
+        step = self.cfg.bid_lr * (income - (self.bid[rows, 0] + progress * self.bid[rows, 1]))
+        np.add.at(self.bid, (rows, 0), step)
+        np.add.at(self.bid, (rows, 1), step * progress)
+        np.maximum(self.bid, 0, out=self.bid)
 
     def resize(self, capacity: int) -> None:
         super().resize(capacity)

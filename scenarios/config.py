@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 from pydantic.dataclasses import dataclass
 
+from agents.config import AgentsConfig
 from market.config import STRICT, MarketConfig, PopulationConfig
 from scenarios.registry import SCENARIO_DIR, get_scenario
 
@@ -44,12 +45,14 @@ class Experiment:
     population: PopulationConfig
     scenario: object  # the scenario's own config dataclass
     source: str  # the file it came from
+    agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)  # bid heads and the learner
 
     def to_dict(self) -> dict:
         return {
             "run": dataclasses.asdict(self.run),
             "market": dataclasses.asdict(self.market),
             "population": dataclasses.asdict(self.population),
+            "agents": dataclasses.asdict(self.agents),
             self.run.scenario: dataclasses.asdict(self.scenario),
         }
 
@@ -107,7 +110,8 @@ def from_dict(data: dict, source: str) -> Experiment:
         module = get_scenario(run.scenario)
     except KeyError as err:
         raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err.args[0]}") from None
-    sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, run.scenario: module.Config}
+    sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
+                run.scenario: module.Config}
     for name in data:
         if name not in sections:
             raise ConfigError(f"{path}: [{name}]: unknown section{_did_you_mean(name, sections)}")
@@ -117,13 +121,47 @@ def from_dict(data: dict, source: str) -> Experiment:
         population=_section(path, data, "population", PopulationConfig),
         scenario=_section(path, data, run.scenario, module.Config),
         source=source,
+        agents=_section(path, data, "agents", AgentsConfig),
     )
+    _learned_bids(path, data, exp)
     if hasattr(module, "validate"):  # a scenario may check how the sections fit together
         try:
             module.validate(exp)
         except ValueError as err:
             raise ConfigError(f"{path}: {err}") from None
     return exp
+
+
+def _learned_bids(path: str, data: dict, exp: Experiment) -> None:
+    """``agents.bids`` is the user-facing name of ``market.bid_scheme`` and overrides it (so ``--set
+    agents.bids=learned`` works on a scenario file that sets a scheme); learned bids are trained under
+    softmax clearing, so ``agents.bids = "learned"`` brings it along unless market.clearing is set."""
+    agents, market = exp.agents, exp.market
+    if agents.bids != "market":
+        market.bid_scheme = agents.bids
+        if agents.bids == "learned" and "clearing" not in data.get("market", {}):
+            market.clearing = "softmax"
+    if market.bid_scheme == "learned" and market.clearing != "softmax":
+        raise ConfigError(f"{path}: market.clearing = {market.clearing!r}: learned bids are trained on the softmax "
+                          f"auction's probabilities; set market.clearing = \"softmax\"")
+    if agents.group and market.batch % agents.group:
+        raise ConfigError(f"{path}: agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple")
+    learning = market.bid_scheme == "learned" and agents.advantage == "global" or agents.actions == "grpo"
+    if agents.credit != "grpo":  # the world must provide the estimator's signals (agents/credit)
+        from agents.credit import MissingSignals, require
+        from agents.credit.learner import ROUND
+
+        signals = {*getattr(get_scenario(exp.run.scenario), "CREDIT_SIGNALS", ()), *ROUND, "logp"}
+        if agents.actions != "grpo":
+            raise ConfigError(f"{path}: agents.credit = {agents.credit!r}: credit shapes the action advantages; "
+                              f"set agents.actions = \"grpo\"")
+        try:
+            require(agents.credit, signals, f"scenario {exp.run.scenario!r}")
+        except MissingSignals as err:
+            raise ConfigError(f"{path}: agents.credit = {agents.credit!r}: {err}") from None
+    if learning and (agents.group or market.batch) < 2:
+        raise ConfigError(f"{path}: agents.group = {agents.group}: a group-relative advantage needs at least 2 "
+                          f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
 
 
 SCALARS = {"int": (int, "an integer"), "float": ((int, float), "a number"), "bool": (bool, "true or false")}

@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 
 SCENARIO_DIR = Path(__file__).parent
-SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann", "recsys": "scenarios.recsys"}
+SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann", "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath"}
 
 
 def get_scenario(name: str):

@@ -22,6 +22,7 @@ from pydantic.dataclasses import dataclass
 from agents import RulePolicy, RuleSpace
 from agents.rules import OPS
 from market.config import STRICT
+from scenarios import credit_signals
 
 
 @dataclass(config=STRICT)
@@ -64,6 +65,12 @@ class RelayWorld:
     def solved(self) -> np.ndarray:
         return self.stage == self.stages
 
+    credit_provides = credit_signals.RELAY  # what this world tells the credit estimators (agents/credit)
+
+    def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b=None, steps=None) -> dict:
+        """One trajectory's signals (scenarios/credit_signals.py) from its observations [T+1, 1] and actions [T]."""
+        return credit_signals.relay(self.stages, self.space.actions)(obs, actions)
+
 
 def build(cfg: Config):
     world = RelayWorld(cfg)
@@ -78,6 +85,9 @@ def build(cfg: Config):
         rules.action[rows] = np.where(rng.random(rows.size) < cfg.p_specialist, stage, useless)
 
     return world, RulePolicy(world.space, newcomer=newcomer)
+
+
+CREDIT_SIGNALS = credit_signals.RELAY  # checked against agents.credit when the config is loaded
 
 
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:

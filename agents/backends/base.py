@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
+from agents.parse import example
 from market.config import STRICT
 
 YES = ("yes", "Yes", " yes", " Yes")
@@ -49,8 +50,18 @@ class Prompt:
     seed: int = 0
 
     def messages(self) -> list[dict]:
-        system = self.system if not self.skills else f"{self.system}\n\nYour skills:\n{self.skills}"
-        return [{"role": "system", "content": system}, {"role": "user", "content": self.user}]
+        """Chat messages: the frozen part and the skill lines as the system message; skill lines
+        ``example: <input> => <output>`` become demonstration turns (small models follow shown
+        examples far better than described ones)."""
+        rules, turns = [], []
+        for line in self.skills.splitlines():
+            shown = example(line)
+            if shown:
+                turns += [{"role": "user", "content": shown[0]}, {"role": "assistant", "content": shown[1]}]
+            elif line.strip():
+                rules.append(f"- {line.strip()}")
+        system = self.system + ("\n\nYour skills:\n" + "\n".join(rules) if rules else "")
+        return [{"role": "system", "content": system}, *turns, {"role": "user", "content": self.user}]
 
 
 @dataclass
@@ -113,7 +124,7 @@ class BackendConfig:
     """hf: prompts per forward pass (larger calls are split); openai: concurrent requests."""
     threads: int = Field(0, ge=0)
     """hf on CPU: torch threads (0: leave torch's default)."""
-    timeout: float = Field(60.0, gt=0)
+    timeout: float = Field(600.0, gt=0)
     """Seconds one call may take; completions still running then end as ``timeout``."""
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's OpenAI-compatible root."""
@@ -130,6 +141,19 @@ def pooled(logprobs: dict[str, float], spellings: tuple[str, ...]) -> float:
     """log sum_s P(s) over the spellings present, FLOOR if none is."""
     values = [logprobs[s] for s in spellings if s in logprobs]
     return float(np.logaddexp.reduce(values)) if values else FLOOR
+
+
+_SHARED: dict[str, Backend] = {}
+
+
+def shared_backend(cfg: BackendConfig) -> Backend:
+    """One engine per distinct config per process (loading vLLM costs tens of seconds; runs and
+    tests in one process reuse it). Its stats are reset for the new user."""
+    key = repr(cfg)
+    if key not in _SHARED:
+        _SHARED[key] = make_backend(cfg)
+    _SHARED[key].stats = Stats()
+    return _SHARED[key]
 
 
 def make_backend(cfg: BackendConfig) -> Backend:

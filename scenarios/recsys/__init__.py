@@ -10,15 +10,16 @@ bid for each request, with bucket-brigade payments through the ledger.
 
 Modules, one job each::
 
+    config.py      the [recsys] section                  world.py      data + signals + pipeline of a run
     synthetic.py   the generated world (known truth)     movielens.py  u.data / ratings.csv loader
     data.py        per-user time-ordered split, groups   signals.py    popularity, co-visitation, kNN, PureSVD
     ops.py         the operators of each role            rules.py      the skill rule format, request features
     pipeline.py    the workflow, its checks and traces   ranking.py    NDCG@k, Recall@k, coverage
     seeds.py       initial and planted-harmful skills    edits.py      the text of an edit (rule mutations)
     evolve.py      one iteration of an arm               team.py       team mode (a Mesa model per run)
-    market.py      market mode (a MarketModel per run)   baselines.py  popularity, item-kNN, MF
-    world.py       data + signals + pipeline of a run    compare.py    the comparison table over seeds
-    fixture.py     writes the MovieLens-format test fixture
+    market.py      market mode (a MarketModel per run)   llm_rerank.py the rerank role played by an LLM
+    baselines.py   popularity, item-kNN, MF              report.py     the run summary
+    compare.py     the comparison table over seeds       fixture.py    writes the MovieLens-format test fixture
 
 The runner's hooks: ``Config``, ``validate(exp)``, ``make_model(exp)`` and ``metrics(model, episodes, cfg)``;
 the model's ``attach(store)`` puts the skill libraries into the run database.

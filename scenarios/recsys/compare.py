@@ -52,7 +52,8 @@ def table(results: dict[int, dict], k: int = 10) -> str:
         acc = sum(s["arms"][a]["edits_accepted"] for s in results.values())
         rej = sum(s["arms"][a]["edits_rejected"] for s in results.values())
         pruned = sum(s.get(f"harmful_pruned_{a.replace('-', '_')}", 0) for s in results.values())
-        lines.append(f"| {name} | {acc} | {acc + rej} | {pruned} of {sum(s['harmful_planted'] for s in results.values())} |")
+        planted = sum(s["harmful_planted"] for s in results.values())
+        lines.append(f"| {name} | {acc} | {acc + rej} | {pruned} of {planted} |")
     return "\n".join(lines)
 
 

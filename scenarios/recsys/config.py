@@ -87,3 +87,5 @@ class Config:
     """The LLM: ``smollm2`` (embedded) or a local model folder (for openai: the served model's name)."""
     llm_depth: int = Field(15, ge=2, le=100)
     """Candidates the LLM sees (numbered); the rest keep the rank order."""
+    llm_max_tokens: int = Field(32, ge=1)
+    """Tokens the LLM may write per answer."""

@@ -67,7 +67,8 @@ def add(d: Diagnosis, current: dict, rng: np.random.Generator) -> Edit:
                    rule=rules.render([clause]))
 
 
-def random_diagnoses(library: SkillLibrary, n: int, agents: dict[str, str], rng: np.random.Generator) -> list[Diagnosis]:
+def random_diagnoses(library: SkillLibrary, n: int, agents: dict[str, str],
+                     rng: np.random.Generator) -> list[Diagnosis]:
     """``n`` random (skill, action) pairs: revise 1/2, prune 1/4, add to the skill's role 1/4."""
     current = [s for s in library.current() if s.role in ops.CATALOGUE]
     out = []

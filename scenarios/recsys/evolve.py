@@ -53,7 +53,8 @@ class Arm:
     def __init__(self, credit: str, library: SkillLibrary, pipe: P.Pipeline, cfg: Config, agents: dict[str, str],
                  evaluate=None):
         """``evaluate(skills, users) -> [B]`` scores a library for the gate (default: every applicable skill
-        runs, as in team mode; market mode passes the team its market fields)."""
+        runs, as in team mode; market mode passes the team its market fields, with a ``key()`` that names
+        that team, so that cached scores are reused only for the same team)."""
         if credit not in CREDITS:
             raise ValueError(f"credit {credit!r}: expected one of {CREDITS}")
         self.credit, self.library, self.pipe, self.cfg, self.agents = credit, library, pipe, cfg, agents

@@ -107,8 +107,8 @@ class RolePolicy:
                 for r in np.asarray(rows).tolist()]
 
     def state_dict(self) -> dict:
-        return {"role": self.role.copy(), "bid": self.bid.copy(), "held": [sorted(h) for h in self.held], "catalogue": self.catalogue,
-                "next_role": self.next_role}
+        return {"role": self.role.copy(), "bid": self.bid.copy(), "held": [sorted(h) for h in self.held],
+                "catalogue": self.catalogue, "next_role": self.next_role}
 
     def load_state_dict(self, state: dict) -> None:
         self.role, self.bid = state["role"].copy(), state["bid"].copy()

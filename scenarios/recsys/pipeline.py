@@ -67,7 +67,6 @@ class Compiled:
     """A library ready to run: one entry per skill, its clauses grouped by role."""
 
     names: list[str]  # [K]
-    labels: list[str]  # [K] name@version (the name where a skill has no version)
     bodies: list[str]  # [K] what an LLM playing the role reads
     roles: list[str]  # [K]
     clauses: dict[str, list[tuple[int, rules.Clause]]]  # role -> [(skill index, clause)] in library order
@@ -76,18 +75,17 @@ class Compiled:
     @classmethod
     def of(cls, skills) -> "Compiled":
         """Skills without a recsys role or a rule are not part of the workflow and are left out."""
-        names, labels, bodies, roles, clauses = [], [], [], [], {r: [] for r in ROLES}
+        names, bodies, roles, clauses = [], [], [], {r: [] for r in ROLES}
         for s in skills:
             if s.role not in ROLES or not s.rule:
                 continue
             k = len(names)
             names.append(s.name)
-            labels.append(getattr(s, "label", s.name))
             bodies.append(getattr(s, "body", "") or "")
             roles.append(s.role)
             clauses[s.role] += [(k, c) for c in rules.parse(s.rule, s.role)]
         key = tuple((role, tuple((names[k], c.text()) for k, c in clauses[role])) for role in ROLES)
-        return cls(names, labels, bodies, roles, clauses, key)
+        return cls(names, bodies, roles, clauses, key)
 
 
 class Requests:

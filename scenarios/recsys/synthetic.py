@@ -95,7 +95,8 @@ def generate(cfg: WorldConfig, seed: int) -> tuple[Interactions, Truth]:
     favourites = np.stack([rng.choice(G, size=min(cfg.favourites, G), replace=False, p=genre_share)
                            for _ in range(cfg.users)])
     base = _unit(centroid[favourites].mean(1) + 0.5 * _unit(rng.standard_normal((cfg.users, d))))
-    phase_genre = favourites[np.arange(cfg.users)[:, None], rng.integers(favourites.shape[1], size=(cfg.users, cfg.phases))]
+    pick = rng.integers(favourites.shape[1], size=(cfg.users, cfg.phases))
+    phase_genre = favourites[np.arange(cfg.users)[:, None], pick]  # each phase leans towards one favourite
     taste = _unit(0.5 * base[:, None, :] + 0.5 * centroid[phase_genre])  # [U, P, d]
 
     weight = np.exp(log_pop)

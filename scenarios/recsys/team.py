@@ -30,8 +30,8 @@ from market.agent import Trader
 from market.ledger import Ledger
 from market.model import RoundLog
 from market.population import Population
-from scenarios.recsys import seeds
-from scenarios.recsys.data import TEST, VALIDATION
+from scenarios.recsys import rules, seeds
+from scenarios.recsys.data import QUESTION, TEST, VALIDATION
 from scenarios.recsys.evolve import Arm
 from scenarios.recsys.ranking import coverage
 from scenarios.recsys.pipeline import ROLES, Compiled
@@ -44,14 +44,12 @@ MATCHED = ("presence", "random")  # with a grse arm beside them, they gate as ma
 
 
 def arm_names(cfg) -> list[str]:
+    """The main arm first (a random main arm has no grse budget to match: it is random-capped)."""
     names = [cfg.credit if cfg.credit != "random" else "random-capped"]
     if cfg.plant_harmful:
         names += ["grse", "presence"]
     if cfg.compare:
         names += list(ARMS)
-    names = list(dict.fromkeys(names))
-    if "random" in names and "grse" not in names:
-        names[names.index("random")] = "random-capped"
     return list(dict.fromkeys(names))
 
 
@@ -105,14 +103,14 @@ class RecsysTeam(mesa.Model):
         if self.cfg.seed_library:
             import_library(library, self.cfg.seed_library)
             for name, role, description, rule in seeds.HARMFUL[: self.cfg.plant_harmful]:
-                library.add(name, description, seeds.rules.body(seeds.rules.parse(rule, role), role), rule, role)
+                library.add(name, description, rules.body(rules.parse(rule, role), role), rule, role)
         else:
             seeds.seed(library, self.cfg.plant_harmful)
 
     # ------------------------------------------------------------ one iteration
     def step(self) -> None:
-        questions = self.rng.choice(self.world_data.data.users(0), size=self.questions_per_step,
-                                    replace=self.questions_per_step > self.world_data.data.users(0).size)
+        pool = self.world_data.data.users(QUESTION)
+        questions = self.rng.choice(pool, size=self.questions_per_step, replace=self.questions_per_step > pool.size)
         seed = int(self.rng.integers(2**62))
         iterations = {}
         for name in sorted(self.arm_names, key=lambda n: n != "grse"):  # grse first: the others match its budget

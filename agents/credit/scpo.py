@@ -1,0 +1,42 @@
+r"""``scpo``: a failed step that resembles a successful sibling's step is not blamed (SCPO).
+
+Successful rollouts: A_g > 0 (grpo advantage). For a step of any other rollout, with unit
+embeddings e (MiniLM; scenarios/credit_signals.py ``Embedder``) and the successful steps S::
+
+    sim_{g,t} = max_{s in S} e_{g,t} . e_s
+    A_{g,t}   = sim_{g,t} mean_{g' successful} A_{g'}     if sim_{g,t} >= tau        (tau = 0.9)
+              = A_g                                       otherwise
+
+Successful rollouts keep A_g at every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.credit.base import EPS, Credit, group_advantage
+
+NEEDS = frozenset({"outcome", "embedding"})
+
+
+@dataclass
+class Config:
+    tau: float = 0.9
+    eps: float = EPS
+
+
+def estimate(group, cfg: Config) -> Credit:
+    A = group_advantage(group, cfg.eps)
+    good = [np.asarray(t.embedding, dtype=np.float64).reshape(len(t), -1) for t, a in zip(group, A) if a > 0 and len(t)]
+    out = [np.full(len(t), a) for t, a in zip(group, A)]
+    if not good or sum(len(e) for e in good) == 0:
+        return Credit(out)
+    S, credit = np.concatenate(good), float(A[A > 0].mean())
+    for i, (t, a) in enumerate(zip(group, A)):
+        if a > 0 or len(t) == 0:
+            continue
+        sim = (np.asarray(t.embedding, dtype=np.float64).reshape(len(t), -1) @ S.T).max(1)
+        out[i] = np.where(sim >= cfg.tau, sim * credit, a)
+    return Credit(out)

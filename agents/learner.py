@@ -1,0 +1,268 @@
+"""The torch learner: bid heads by REINFORCE on the softmax auction, policies by group-relative PG.
+
+Training alternates (DESIGN.md, "Learner"): one market round collects B = (tasks x G) rollouts in
+lockstep, then one update, then the next round. The three objectives, each a small function:
+
+**Bids** (:func:`bid_objective`). Under softmax clearing the winner of auction s is drawn with
+P_s(i) = softmax_{i eligible}(bid_i / temperature), bid_i = min(head bid, wealth cap). REINFORCE::
+
+    L_bid = - mean_s A_s log P_s(winner_s) - entropy x mean_s H(P_s)
+
+with A_s either ``global``: the episode's outcome (its summed world reward) minus the mean over its
+group of G rollouts of the same task; or ``local``: the winner's bucket-brigade profit from that
+step, the market's own credit signal (:func:`bucket_brigade_profit`), divided by its std over the
+round (sign kept: profitable wins are reinforced). An agent whose bid sits at its wealth cap gets
+no gradient there: the cap, not the head, set its bid.
+
+**Actions** (:func:`grpo_objective`). Group-relative, step-level PPO clipping (GRPO without a
+critic): A_b = (r_b - mean_g r) / (std_g r + eps) over the G rollouts of a task, broadcast to the
+episode's steps; ratio_s = pi(a_s) / pi_old(a_s) once per market step (for an LM: over the whole
+completion, length-normalised); optional KL(pi || reference). ``rule`` policies: per-agent action
+logits theta[i] over the world's actions, added to ``rule_logit`` on the rule's own action (the
+reference policy is the rule alone, so the KL keeps an agent near its rule). ``hf`` policies: the
+LM's weights, LoRA through ``peft`` or full (:class:`HFGRPO`).
+
+**The update** (:meth:`Learner.step`): zero grads, backward, clip the global grad norm, Adam step.
+Device: ``cuda`` when available with bf16 autocast for the forward passes, else CPU; the same
+code path. Parameters whose rows grow with the population keep their Adam moments (padded), and a
+recycled row's moments are zeroed when a newborn takes it.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from market.money import to_micro
+from market.population import HOUSE_ROW
+
+EPS = 1e-6
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on cuda (the matmuls), nothing on CPU: one code path for both."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+
+
+# --------------------------------------------------------------------------------- advantages
+def group_advantage(outcome: np.ndarray, group: int, normalize: bool) -> np.ndarray:
+    """[B] outcomes -> [B] advantages relative to their group of G consecutive rollouts (0: the whole round).
+
+    ``normalize``: (r - mean) / (std + eps) (GRPO); otherwise r - mean (the bid baseline).
+    Groups whose rollouts all scored the same get zero advantage: nothing to contrast.
+    """
+    r = np.asarray(outcome, dtype=np.float64)
+    g = r.reshape(-1, group or r.size)
+    centred = g - g.mean(axis=1, keepdims=True)
+    if normalize:
+        centred = centred / (g.std(axis=1, keepdims=True) + EPS)
+    return centred.reshape(-1)
+
+
+def bucket_brigade_profit(trace, market) -> np.ndarray:
+    """[T, B] micro-credits each step's winner made from that step, replaying the market's payment rules.
+
+    A *holding* is a run of wins by one agent in one world with nobody else winning in between;
+    everything it brings (the price paid to buy the item, fees, rewards while holding, what the next
+    owner pays for it) is credited to the step that bought it; later steps of the holding get 0.
+    Summed per agent this is exactly that agent's BID + FEE + REWARD flows in the round's ledger (tested).
+    """
+    path, price, done = trace.path, trace.price, trace.done
+    T, B = path.shape
+    reward = np.rint(trace.reward * to_micro(market.reward_scale)).astype(np.int64)
+    fee = to_micro(market.action_fee)
+    profit = np.zeros((T, B), dtype=np.int64)
+    owner, bought = np.full(B, -1), np.full(B, -1)  # the item's owner per world, and the step it bought at
+    bought_at = np.full((T, B), -1)  # for each winning step: the purchase step of its holding
+    cols = np.arange(B)
+    for t in range(T):  # a loop over steps (<= horizon), each vectorized over the B worlds
+        w = path[t]
+        won = w >= 0
+        payee = np.where((market.payment == "bucket_brigade") & (owner >= 0), owner, HOUSE_ROW)
+        payer = w if market.conserve else np.full(B, HOUSE_ROW)
+        pays = won & (payee != w) & (payer != payee)
+        sold = pays & (payee != HOUSE_ROW)  # the previous owner's holding ends: the price is its income
+        profit[bought[sold], cols[sold]] += price[t, sold]
+        bought = np.where(won & (w != owner), t, bought)
+        owner = np.where(won, w, owner)
+        bought_at[t] = np.where(won, bought, -1)
+        if market.conserve:
+            profit[t, pays] -= price[t, pays]
+        profit[bought[won], cols[won]] -= fee
+        step_paid = won & ~done[t]
+        profit[bought[step_paid], cols[step_paid]] += reward[t, step_paid]
+        final = done[t] & (reward[t] > 0) & (owner >= 0)
+        if market.terminal == "owner":
+            profit[bought[final], cols[final]] += reward[t, final]
+        else:  # EoM: equal integer shares to the path's unique authors, each at its last holding's purchase
+            for b in np.flatnonzero(final):
+                authors = np.unique(path[: t + 1, b][path[: t + 1, b] >= 0])
+                for author in authors:
+                    last = np.flatnonzero(path[: t + 1, b] == author)[-1]
+                    profit[bought_at[last, b], b] += reward[t, b] // authors.size
+    return profit
+
+
+# ----------------------------------------------------------------------------------- objectives
+def bid_objective(bids: torch.Tensor, eligible: torch.Tensor, winner: torch.Tensor, advantage: torch.Tensor,
+                  temperature: float, entropy: float) -> tuple[torch.Tensor, dict]:
+    """REINFORCE on the softmax clearing: bids [M, N] credits (capped), eligible [M, N], winner [M], A [M]."""
+    bids = bids.to(torch.promote_types(bids.dtype, torch.float32))  # bf16 from autocast -> float32; float64 stays
+    logits = (bids / temperature).masked_fill(~eligible, float("-inf"))
+    logp = F.log_softmax(logits, dim=-1)
+    chosen = logp.gather(1, winner[:, None])[:, 0]
+    H = -(logp.exp() * logp.masked_fill(~eligible, 0.0)).sum(-1)
+    loss = -(advantage * chosen).mean() - entropy * H.mean()
+    return loss, {"bid_loss": float(loss.detach()), "clearing_entropy": float(H.detach().mean())}
+
+
+def grpo_objective(logp: torch.Tensor, old_logp: torch.Tensor, advantage: torch.Tensor, clip: float,
+                   kl: torch.Tensor | None = None, kl_coef: float = 0.0) -> tuple[torch.Tensor, dict]:
+    """Clipped step-level surrogate: -mean min(rho A, clip(rho, 1 +- clip) A) + kl_coef x mean KL."""
+    ratio = torch.exp(logp - old_logp)
+    surrogate = torch.minimum(ratio * advantage, ratio.clamp(1 - clip, 1 + clip) * advantage)
+    loss = -surrogate.mean()
+    if kl is not None and kl_coef:
+        loss = loss + kl_coef * kl.mean()
+    return loss, {"policy_loss": float(loss.detach()), "ratio": float(ratio.mean().detach()),
+                  "kl": float(kl.detach().mean()) if kl is not None else 0.0}
+
+
+# ------------------------------------------------------------------------------------ the update
+class Learner:
+    """Adam over a list of parameters, with gradient clipping and row-aware moment bookkeeping."""
+
+    def __init__(self, params: list[nn.Parameter], lr: float, max_grad_norm: float):
+        self.params, self.max_grad_norm = params, max_grad_norm
+        self.opt = torch.optim.Adam(params, lr=lr)
+
+    def step(self, loss: torch.Tensor) -> float:
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
+        self.opt.step()
+        return float(norm)
+
+    @torch.no_grad()
+    def sync_rows(self, fresh: np.ndarray | None = None) -> None:
+        """After the population grew or recycled rows: pad Adam's moments to the parameters' new row
+        count, and zero the moments of ``fresh`` rows (a newborn does not inherit a dead agent's momentum)."""
+        for p in self.params:
+            state = self.opt.state.get(p)
+            if not state:
+                continue
+            for key in ("exp_avg", "exp_avg_sq"):
+                m = state[key]
+                if m.shape != p.shape:
+                    grown = m.new_zeros(p.shape)
+                    grown[: m.shape[0]] = m
+                    state[key] = m = grown
+                if fresh is not None and fresh.size and p.dim() >= 1 and p.shape[0] > int(fresh.max()):
+                    m[torch.as_tensor(fresh, device=m.device)] = 0
+
+    def state_dict(self) -> dict:
+        return to_cpu(self.opt.state_dict())
+
+    def load_state_dict(self, state: dict) -> None:
+        self.opt.load_state_dict(state)
+
+
+def to_cpu(obj):
+    """A state dict with every tensor moved to CPU (a checkpoint written on a GPU loads anywhere)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu().clone()
+    if isinstance(obj, dict):
+        return {k: to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu(v) for v in obj)
+    return obj
+
+
+# ----------------------------------------------------------------------------------- hf policies
+class HFGRPO:
+    """GRPO on a causal LM (the hf backend's SmolLM2): LoRA adapters through ``peft``, or full fine-tuning.
+
+    One market step of an LLM agent is one completion; its importance ratio is step-level and
+    length-normalised, rho = exp(mean over its tokens of (log pi - log pi_old)), so a long
+    completion does not explode the ratio. The reference for the KL is the model without adapters
+    (LoRA) or a frozen copy (full), estimated per token by k3 = exp(d) - d - 1, d = log pi_ref - log pi.
+    """
+
+    def __init__(self, model, tokenizer, lr: float = 1e-4, clip: float = 0.2, kl: float = 0.0,
+                 lora_rank: int = 8, max_grad_norm: float = 1.0):
+        import copy
+
+        self.tokenizer, self.clip, self.kl = tokenizer, clip, kl
+        self.device = next(model.parameters()).device
+        self.reference = None
+        if lora_rank:
+            from peft import LoraConfig, get_peft_model
+
+            model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
+                                                      target_modules=["q_proj", "v_proj"]))
+        elif kl:
+            self.reference = copy.deepcopy(model).eval().requires_grad_(False)
+        self.model = model.train()
+        self.learner = Learner([p for p in model.parameters() if p.requires_grad], lr, max_grad_norm)
+
+    def encode(self, prompts: list[list[dict]], completions: list[str]) -> list[tuple[list[int], list[int]]]:
+        """Chat messages and completion texts -> (prompt ids, completion ids) pairs."""
+        pairs = []
+        for messages, text in zip(prompts, completions):
+            prefix = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            pairs.append((self.tokenizer(prefix, add_special_tokens=False)["input_ids"],
+                          self.tokenizer(text, add_special_tokens=False)["input_ids"]))
+        return pairs
+
+    def token_logprobs(self, pairs, model=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per completion token log-probabilities [n, L] and their mask [n, L] (right-padded)."""
+        model = model or self.model
+        seqs = [p + c for p, c in pairs]
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+        attention = torch.zeros_like(ids)
+        target = torch.zeros_like(ids, dtype=torch.bool)
+        for i, ((p, c), s) in enumerate(zip(pairs, seqs)):
+            ids[i, : len(s)], attention[i, : len(s)] = torch.tensor(s), 1
+            target[i, len(p) : len(s)] = True
+        ids, attention, target = ids.to(self.device), attention.to(self.device), target.to(self.device)
+        with autocast(self.device):
+            logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1].float()
+        logp = torch.log_softmax(logits, -1).gather(2, ids[:, 1:, None])[..., 0]  # token t+1 given the prefix
+        return logp, target[:, 1:]
+
+    def sequence_logprob(self, pairs) -> torch.Tensor:
+        """[n] mean log-probability per completion token (the step-level unit of the ratio)."""
+        with torch.no_grad():
+            logp, mask = self.token_logprobs(pairs)
+        return (logp * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+    def update(self, pairs, rewards: np.ndarray, group: int, old_logp: torch.Tensor | None = None) -> dict:
+        """One GRPO step on completions ``pairs`` (G consecutive ones per prompt) with their rewards."""
+        advantage = torch.as_tensor(group_advantage(rewards, group, normalize=True), dtype=torch.float32,
+                                    device=self.device)
+        logp, mask = self.token_logprobs(pairs)
+        per_step = (logp * mask).sum(1) / mask.sum(1).clamp(min=1)
+        old = per_step.detach() if old_logp is None else old_logp.to(self.device)
+        kl = None
+        if self.kl:
+            with torch.no_grad():
+                if self.reference is None:
+                    with self.model.disable_adapter():
+                        ref, _ = self.token_logprobs(pairs)
+                else:
+                    ref, _ = self.token_logprobs(pairs, self.reference)
+            d = ref - logp
+            kl = ((torch.exp(d) - d - 1) * mask).sum(1) / mask.sum(1).clamp(min=1)
+        loss, stats = grpo_objective(per_step, old, advantage, self.clip, kl, self.kl)
+        stats["grad_norm"] = self.learner.step(loss)
+        stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
+        return stats

@@ -1,0 +1,364 @@
+"""LLM agents: prompts over one shared frozen model, driven by the market's Policy protocol.
+
+After Economy of Minds: every agent is (role, skills, wake threshold). The role is
+the *frozen* part of its prompt (what it is, its hard constraints, its yes/no
+wake-up question): births never touch it. The skills are the *trainable* part:
+text lines (a line ``example: <input> => <output>`` is shown to the model as a
+worked example). Tool agents (e.g. a calculator) have a role but no LLM: the
+task computes their action exactly.
+
+Lockstep: each market step makes at most two backend calls, each one batch over
+all B worlds and all agents that need it: the wake-up scoring pass (only the
+(agent, state-summary) pairs not seen before; scores are cached, since an
+agent's prompt changes only when it is reborn) and one generation for all
+winners. ``lockstep = False`` sends the same prompts one by one: the benchmark's
+sequential baseline, nothing else.
+
+Robustness: a completion that is empty, over-long (hit its token cap), timed out,
+an engine error, or that the task's parser refuses (unparsable or illegal) is an
+*invalid action*: recorded with its raw text, and ``act`` returns -1 for that
+world, which the market treats as a forfeit (the winner pays nothing and is paid
+nothing).
+
+Births rewrite skills with the same LLM: exploit (``inherit``) asks the model for
+one more general skill for a rich agent; explore (``revise``) shows a failed
+agent's task, its output and the correct output, and asks for a worked example.
+A malformed rewrite is recorded and discarded (the child keeps its parent's
+skills). Every accepted rewrite is a new version with its parent version.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass as config_dataclass
+
+from agents import parse
+from agents.backends.base import Backend, Completion, Prompt
+from market.config import STRICT
+
+REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
+                  "no preamble.")
+EXPLOIT_ASK = "Role: {role} Current skills: {skills} Write one more general skill that would help in this role."
+EXPLORE_ASK = "Task: {given} | Wrote: {wrote} | Correct: {correct} | Write a worked example."
+EXPLORE_DEMO = ("example: Task: Joe has 3 cups and buys 2 more. | Wrote: 3 - 2 | Correct: 3 + 2 | Write a worked "
+                "example. => example: Joe has 3 cups and buys 2 more. => 3 + 2")
+"""A worked example of the explore rewrite itself: a weak model copies a shown format far more
+reliably than it follows a described one."""
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    frozen: str
+    """System prompt: what the agent is and its hard constraints. Never edited."""
+    wake: str = "Should you act now?"
+    """The yes/no wake-up question, asked about a short summary of the state."""
+    max_tokens: int = 16
+    """Token cap of one action (a constrained agent); hitting it makes the action invalid."""
+    tool: bool = False
+    """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call."""
+
+
+class TextTask(Protocol):
+    """What a scenario provides so LLM agents can read its states and act on them."""
+
+    all_summaries: tuple[str, ...]
+    """Every state summary there is (few: wake-up scores are cached per agent and summary)."""
+
+    def summaries(self, obs: np.ndarray) -> list[str]:
+        """[B] the state summary the wake-up question is asked about; the observation must name
+        its episode (an agent that forfeited sleeps on the same observation until it changes)."""
+
+    def context(self, obs_row: np.ndarray, role: str) -> str:
+        """What an acting agent of this role reads."""
+
+    def parse(self, role: str, text: str, obs_row: np.ndarray) -> tuple[str | None, str]:
+        """Raw completion -> (payload, "") or (None, reason) when it is unparsable or illegal."""
+
+    def tool(self, role: str, obs_row: np.ndarray) -> tuple[str | None, str]:
+        """A tool agent's action -> (payload, "") or (None, reason)."""
+
+    def tool_wake(self, role: str, obs: np.ndarray) -> np.ndarray:
+        """[B] bool: when a tool agent of this role wakes."""
+
+    def deliver(self, payloads: list[str | None]) -> None:
+        """This step's payloads, one per world (None where nobody acted validly)."""
+
+    def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
+        """(what the agent was given, the correct output) at a state: material for explore births."""
+
+
+@config_dataclass(config=STRICT)
+class PolicyConfig:
+    lockstep: bool = True
+    """False: one backend call per prompt (the benchmark's sequential baseline only)."""
+    temperature: float = Field(0.0, ge=0)
+    """Acting temperature (0: greedy, deterministic)."""
+    rewrite_temperature: float = Field(0.7, ge=0)
+    """Temperature of skill rewrites at births (seeded from the model's RNG)."""
+    rewrite_tokens: int = Field(48, ge=8)
+    max_skills: int = Field(8, ge=1)
+    """Skill lines an agent keeps; an added line beyond this drops the oldest."""
+    theta_low: float = -0.3
+    theta_high: float = 0.3
+    """Newcomers' wake thresholds are uniform in [theta_low, theta_high): an agent wakes where its
+    yes-vs-no log-odds exceed its threshold."""
+    theta_sigma: float = Field(0.1, ge=0)
+    """Children's thresholds: the parent's plus Normal(0, theta_sigma)."""
+    memo: int = Field(4096, ge=0)
+    """Greedy completions remembered (identical prompt, identical answer: not asked twice)."""
+    max_records: int = Field(10_000, ge=1)
+    """Invalid actions and malformed rewrites kept (the oldest are dropped; counts are kept in full)."""
+
+
+class LLMPolicy:
+    def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[str]],
+                 weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=()):
+        """``pool[role]``: skill lines a random newcomer of that role draws from; ``weights``: how often
+        each role is drawn for newcomers; ``seed_agents``: (role, skills, theta) given to the first
+        newborns, in order (None: drawn at random as for any newcomer)."""
+        self.backend, self.task, self.roles, self.cfg = backend, task, list(roles), cfg
+        self.role_index = {r.name: i for i, r in enumerate(self.roles)}
+        self.pool = pool
+        w = np.asarray(weights if weights is not None else np.ones(len(roles)), dtype=float)
+        self.weights = w / w.sum()
+        self.role = np.zeros(0, dtype=np.int64)  # -1: an empty row
+        self.theta = np.zeros(0)
+        self.version = np.zeros(0, dtype=np.int64)
+        self.skills: list[tuple[str, ...]] = []
+        self.versions: list[dict] = []  # every skill set ever held: id, parent, role, skills, edit
+        self.memo: dict[Prompt, Completion] = {}  # greedy prompt -> its completion (bounded, oldest out)
+        self.scores: dict[tuple[int, str, str], float] = {}  # (role, skill rules, summary) -> log-odds
+        self.recent: dict[int, tuple[tuple, str]] = {}  # row -> (observation, raw text) of its last action
+        self.records: collections.deque = collections.deque(maxlen=cfg.max_records)
+        self.counts = collections.Counter()
+        self.bench: dict[tuple, set[int]] = {}  # observation -> rows that forfeited on it
+        self.only: np.ndarray | None = None  # solo evaluation: world b is played by row only[b] alone
+        self._seed_agents = list(seed_agents)
+
+    # --- backend calls, batched (lockstep) or one by one (baseline) ----------
+    def _generate(self, prompts: list[Prompt]) -> list[Completion]:
+        """Greedy prompts seen before are answered from the memo (the engine would repeat itself:
+        a forfeiting agent facing the same state again); the rest go to the backend."""
+        fresh = [p for p in dict.fromkeys(prompts) if p.temperature > 0 or p not in self.memo]
+        if fresh and self.cfg.lockstep:
+            done = self.backend.generate(fresh)
+        else:
+            done = [self.backend.generate([p])[0] for p in fresh]
+        answers = dict(zip(fresh, done))
+        for p, c in answers.items():
+            if p.temperature == 0 and c.finish != "timeout" and c.finish != "error":
+                self.memo[p] = c
+                if len(self.memo) > self.cfg.memo:
+                    self.memo.pop(next(iter(self.memo)))
+        return [answers[p] if p in answers else self.memo[p] for p in prompts]
+
+    def _score(self, prompts: list[Prompt]) -> np.ndarray:
+        if not prompts:
+            return np.zeros(0)
+        if self.cfg.lockstep:
+            return self.backend.score(prompts)
+        return np.concatenate([self.backend.score([p]) for p in prompts])
+
+    def _skills(self, row: int, wake: bool) -> str:
+        """The skill lines a prompt carries: general lines always; worked examples whose output is
+        yes/no only in the wake-up prompt, the other worked examples only when acting."""
+        lines = []
+        for line in self.skills[row]:
+            shown = parse.example(line)
+            if shown is None or (shown[1].strip().lower() in ("yes", "no")) == wake:
+                lines.append(line)
+        return "\n".join(lines)
+
+    def _wake_prompt(self, role: int, skills: str, summary: str) -> Prompt:
+        r = self.roles[role]
+        return Prompt(f"{r.frozen} Answer yes or no.", skills, f"{summary} {r.wake}", max_tokens=1)
+
+    # --- the market's Policy protocol ----------------------------------------
+    def eligible(self, obs: np.ndarray) -> np.ndarray:
+        """[B, N] wake-up. LLM agents: one batched scoring pass over the (agent, state summary)
+        pairs not scored before; an agent wakes where its yes-vs-no log-odds, centred on its own
+        mean over all of the task's summaries (a weak model's yes-bias differs per prompt), exceed
+        its threshold. Tool agents wake by the task's rule. An agent that forfeited on an
+        observation stays asleep on that same observation."""
+        B, N = len(obs), self.role.size
+        wake = np.zeros((B, N), dtype=bool)
+        if self.only is not None:
+            wake[np.arange(B), self.only] = True  # alone, an agent acts at every step
+        else:
+            for i, role in enumerate(self.roles):
+                rows = np.flatnonzero(self.role == i)
+                if role.tool and rows.size:
+                    wake[:, rows] = self.task.tool_wake(role.name, obs)[:, None]
+            llm = [r for r in np.flatnonzero(self.role >= 0).tolist() if not self.roles[self.role[r]].tool]
+            if llm:
+                summaries, every = self.task.summaries(obs), list(self.task.all_summaries)
+                keys = {r: (int(self.role[r]), self._skills(r, wake=True)) for r in llm}
+                missing = sorted({(*keys[r], s) for r in llm for s in every} - self.scores.keys())
+                self.scores.update(zip(missing, self._score([self._wake_prompt(*k) for k in missing]).tolist()))
+                table = np.array([[self.scores[(*keys[r], s)] for s in every] for r in llm])  # [n, S]
+                centred = table - table.mean(axis=1, keepdims=True)
+                column = {s: i for i, s in enumerate(every)}
+                wake[:, llm] = centred[:, [column[s] for s in summaries]].T > self.theta[llm][None, :]
+        for b in range(B):
+            for row in self.bench.get(tuple(obs[b].tolist()), ()):
+                wake[b, row] = False
+        return wake
+
+    def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
+        B = len(winners)
+        actions = np.full(B, -1, dtype=np.int64)
+        payloads: list[str | None] = [None] * B
+        calls: list[tuple[int, int, Prompt]] = []
+        for b in np.flatnonzero(winners >= 0).tolist():
+            row = int(winners[b])
+            role = self.roles[self.role[row]]
+            if role.tool:
+                payload, reason = self.task.tool(role.name, obs[b])
+                self._settle(b, row, obs[b], Completion(""), payload, reason, actions, payloads)
+                continue
+            user = self.task.context(obs[b], role.name)
+            calls.append((b, row, Prompt(role.frozen, self._skills(row, wake=False), user, max_tokens=role.max_tokens,
+                                         temperature=self.cfg.temperature, seed=int(self.counts["actions"]) + b)))
+        for (b, row, _), done in zip(calls, self._generate([p for _, _, p in calls])):
+            role = self.roles[self.role[row]]
+            payload, reason = self._check(done)
+            if payload is not None:
+                payload, reason = self.task.parse(role.name, done.text, obs[b])
+            self._settle(b, row, obs[b], done, payload, reason, actions, payloads)
+        self.task.deliver(payloads)
+        return actions
+
+    @staticmethod
+    def _check(done: Completion) -> tuple[str | None, str]:
+        """Engine-level failures, before the task's parser sees the text."""
+        if done.finish in ("timeout", "error"):
+            return None, done.finish + (f": {done.error}" if done.error else "")
+        if done.finish == "length":
+            return None, "over-long (hit the token cap)"
+        if not done.text.strip():
+            return None, "empty"
+        return done.text, ""
+
+    def _settle(self, b, row, obs_row, done, payload, reason, actions, payloads) -> None:
+        self.counts["actions"] += 1
+        self.recent[row] = (tuple(np.asarray(obs_row).tolist()), done.text)
+        if payload is None:
+            self.bench.setdefault(self.recent[row][0], set()).add(row)
+            if len(self.bench) > 100_000:  # keys name the episode, so old ones never match again
+                self.bench.clear()
+            self.counts["invalid"] += 1
+            self.records.append({"kind": "invalid_action", "row": row, "role": self.roles[self.role[row]].name,
+                                 "raw": done.text, "reason": reason, "logprob": done.logprob})
+            return
+        actions[b] = self.role[row]
+        payloads[b] = payload
+
+    # --- population -----------------------------------------------------------
+    def resize(self, capacity: int) -> None:
+        old = self.role.size
+        if capacity <= old:
+            return
+        grow = capacity - old
+        self.role = np.concatenate([self.role, np.full(grow, -1, dtype=np.int64)])
+        self.theta = np.concatenate([self.theta, np.zeros(grow)])
+        self.version = np.concatenate([self.version, np.full(grow, -1, dtype=np.int64)])
+        self.skills += [()] * grow
+
+    def _new_version(self, row: int, skills: tuple[str, ...], parent: int, edit: str) -> None:
+        self.skills[row] = skills
+        self.version[row] = len(self.versions)
+        self.versions.append({"id": len(self.versions), "parent": parent, "role": self.roles[self.role[row]].name,
+                              "skills": list(skills), "edit": edit})
+
+    def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
+        """Seed agents first (in order), then random newcomers: a random role, a random subset of
+        its skill pool, a random wake threshold."""
+        for row in rows.tolist():
+            name, skills, theta = self._seed_agents.pop(0) if self._seed_agents else (None, None, None)
+            self.role[row] = self.role_index[name] if name else rng.choice(len(self.roles), p=self.weights)
+            if skills is None:
+                options = self.pool.get(self.roles[self.role[row]].name, [])
+                k = rng.integers(0, min(len(options), self.cfg.max_skills) + 1) if options else 0
+                skills = [options[i] for i in sorted(rng.choice(len(options), size=k, replace=False))] if k else []
+            self.theta[row] = rng.uniform(self.cfg.theta_low, self.cfg.theta_high) if theta is None else theta
+            self._new_version(row, tuple(skills), -1, "newcomer")
+
+    def _copy(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
+        self.role[rows] = self.role[parents]
+        self.theta[rows] = self.theta[parents] + rng.normal(0.0, self.cfg.theta_sigma, size=rows.size)
+        for row, parent in zip(rows.tolist(), parents.tolist()):
+            self.skills[row] = self.skills[parent]
+            self.version[row] = self.version[parent]
+
+    def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
+        """Exploit: the child of a rich agent is its copy plus one general skill written by the LLM."""
+        self._copy(rows, parents, rng)
+        asks = []
+        for row in rows.tolist():
+            if not self.roles[self.role[row]].tool:
+                skills = " | ".join(self.skills[row]) or "(none)"
+                asks.append((row, EXPLOIT_ASK.format(role=self.roles[self.role[row]].frozen, skills=skills), ""))
+        self._rewrite(asks, "exploit: add a general skill", rng)
+
+    def revise(self, rows: np.ndarray, parents: np.ndarray, obs: np.ndarray, found: np.ndarray,
+               rng: np.random.Generator) -> None:
+        """Explore: the child of a failed agent gets a worked example written by the LLM from the
+        parent's failure (its task, what it wrote, the correct output)."""
+        self._copy(rows, parents, rng)
+        asks = []
+        for row, parent, seen, ok in zip(rows.tolist(), parents.tolist(), obs, found):
+            role = self.roles[self.role[row]]
+            if role.tool or not ok:
+                continue
+            given, correct = self.task.lesson(seen, role.name)
+            last_obs, raw = self.recent.get(parent, ((), ""))
+            wrote = raw if last_obs == tuple(np.asarray(seen).tolist()) else "(nothing)"
+            asks.append((row, EXPLORE_ASK.format(given=given, wrote=wrote.strip() or "(empty)", correct=correct),
+                         EXPLORE_DEMO))
+        self._rewrite(asks, "explore: revise from a failure", rng)
+
+    def _rewrite(self, asks: list[tuple[int, str, str]], edit: str, rng: np.random.Generator) -> None:
+        """One batched generation for all rewrites; a malformed one is recorded and discarded."""
+        seeds = rng.integers(2**31, size=len(asks))
+        prompts = [Prompt(REWRITE_SYSTEM, demo, ask, max_tokens=self.cfg.rewrite_tokens,
+                          temperature=self.cfg.rewrite_temperature, seed=int(s)) for (_, ask, demo), s in zip(asks, seeds)]
+        for (row, _, _), done in zip(asks, self._generate(prompts)):
+            line = parse.skill(done.text) if done.finish == "stop" or done.finish == "length" else None
+            if line is None or line in self.skills[row]:
+                self.counts["malformed_rewrites"] += 1
+                self.records.append({"kind": "malformed_rewrite", "row": row, "edit": edit, "raw": done.text,
+                                     "reason": "duplicate" if line else (done.error or "malformed")})
+                continue
+            self.counts["rewrites"] += 1
+            skills = (*self.skills[row], line)[-self.cfg.max_skills:]
+            self._new_version(row, skills, int(self.version[row]), edit)
+
+    def describe(self, rows: np.ndarray) -> list[str]:
+        out = []
+        for row in np.asarray(rows).tolist():
+            role = self.roles[self.role[row]].name if self.role[row] >= 0 else "-"
+            skills = " | ".join(self.skills[row]) or "(no skills)"
+            out.append(f"{role} v{self.version[row]} theta={self.theta[row]:.2f}: {skills}")
+        return out
+
+    # --- checkpointing ---------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"role": self.role.copy(), "theta": self.theta.copy(), "version": self.version.copy(),
+                "skills": list(self.skills), "versions": [dict(v) for v in self.versions],
+                "scores": dict(self.scores), "memo": dict(self.memo), "bench": {k: set(v) for k, v in self.bench.items()},
+                "recent": dict(self.recent), "counts": dict(self.counts),
+                "seed_agents": list(self._seed_agents)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.role, self.theta, self.version = state["role"].copy(), state["theta"].copy(), state["version"].copy()
+        self.skills, self.versions = list(state["skills"]), [dict(v) for v in state["versions"]]
+        self.scores, self.memo, self.recent = dict(state["scores"]), dict(state["memo"]), dict(state["recent"])
+        self.bench = {k: set(v) for k, v in state["bench"].items()}
+        self.counts = collections.Counter(state["counts"])
+        self._seed_agents = list(state["seed_agents"])

@@ -1,0 +1,138 @@
+"""Learner throughput: bid-head updates per second at N = 1k / 10k agents, and GRPO tokens per second.
+
+Usage::
+
+    python benchmarks/learner.py            # N = 1k, 10k; GRPO on SmolLM2 (batch 8)
+    python benchmarks/learner.py --json     # ... and one final JSON line
+    python benchmarks/learner.py --quick    # smoke run: fewer repeats, GRPO batch 2
+    python benchmarks/learner.py --threads 1   # CPU: torch threads (on a busy shared machine 1 is much faster)
+
+Device: ``cuda`` when available (bf16 autocast), else CPU, exactly as the learner picks it.
+
+What is timed. *Bid-head update*: one :func:`agents.learner.bid_objective` step as
+``LearnedPolicy.learn`` runs it after a round: M = T x B = 10 x 32 = 320 auctions, each over all N
+agents' rows (about 20% eligible), bids = min(head bids, wealth cap), REINFORCE loss with the
+entropy bonus, backward, gradient clipping, Adam step. Two feature sources: ``numeric`` (one-hot,
+F = 16, rows of 16) and ``text`` (384-d MiniLM-sized embeddings through a shared projection to 32).
+The features are precomputed (they are cached per distinct observation in a run). Reported: updates
+per second (median over repeats after one warm-up) and agent-auction rows per second (M x N x
+updates/s). *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
+on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from agents.bid_head import BidHead  # noqa: E402
+from agents.config import AgentsConfig  # noqa: E402
+from agents.learner import HFGRPO, Learner, autocast, bid_objective, pick_device  # noqa: E402
+
+
+def sync(device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bid_updates(n: int, in_dim: int, dim: int, repeats: int, device, M: int = 320) -> float:
+    """Median updates/s of the bid head for N = n agents on M auctions."""
+    g = torch.Generator().manual_seed(0)
+    head = BidHead(in_dim, AgentsConfig(dim=dim), capacity=n).to(device)
+    with torch.no_grad():
+        head.row.normal_(0, 0.5, generator=g) if device.type == "cpu" else head.row.normal_(0, 0.5)
+    learner = Learner(list(head.parameters()), lr=0.01, max_grad_norm=1.0)
+    phi = torch.rand(M, in_dim, generator=g).to(device)
+    eligible = (torch.rand(M, n, generator=g) < 0.2).to(device)
+    eligible[:, 0] = True
+    winner = eligible.float().multinomial(1, generator=None).squeeze(1) if device.type == "cuda" else \
+        eligible.float().multinomial(1, generator=g).squeeze(1)
+    cap = torch.full((M, n), 1.0, device=device)
+    advantage = torch.randn(M, generator=g).to(device)
+
+    def update():
+        with autocast(device):
+            bids = torch.minimum(head.bids(phi), cap)
+            loss, _ = bid_objective(bids, eligible, winner, advantage, temperature=0.05, entropy=0.01)
+        learner.step(loss)
+
+    update()
+    sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        update()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return 1.0 / statistics.median(times)
+
+
+def grpo_tokens(batch: int, repeats: int, device) -> tuple[float, int]:
+    """Tokens per second of one GRPO update of SmolLM2 with LoRA; returns (tokens/s, tokens per update)."""
+    from agents.backends import BackendConfig, make_backend
+
+    backend = make_backend(BackendConfig(backend="hf", device=device.type))
+    torch.manual_seed(0)
+    grpo = HFGRPO(backend.model, backend.tokenizer, lr=1e-4, lora_rank=8)
+    questions = [f"What is {a} + {b}? Answer with a number." for a, b in zip(range(3, 40, 3), range(5, 60, 4))]
+    prompts, completions = [], []
+    for q in questions[: max(batch // 2, 1)]:
+        prompts += [[{"role": "user", "content": q}]] * 2
+        completions += ["The answer is 12, because adding the two numbers gives twelve.", "I think it is 7."]
+    pairs = grpo.encode(prompts, completions)
+    rewards = np.tile([1.0, 0.0], len(pairs) // 2)
+    grpo.update(pairs, rewards, group=2)  # warm-up
+    sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        stats = grpo.update(pairs, rewards, group=2)
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return stats["tokens"] / statistics.median(times), stats["tokens"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-grpo", action="store_true", help="skip the SmolLM2 GRPO measurement")
+    parser.add_argument("--threads", type=int, default=0, help="CPU: torch threads (0: torch's default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device("auto")
+    repeats = 3 if args.quick else 15
+    name = torch.cuda.get_device_name(0) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+    print(f"device: {name}; bid head: M = 320 auctions per update")
+    result = {"device": device.type}
+    print(f"{'N':>8} {'features':>9} {'updates/s':>10} {'rows/s':>14}")
+    for n in (1_000, 10_000):
+        for label, in_dim, dim in (("numeric", 16, 0), ("text", 384, 32)):
+            ups = bid_updates(n, in_dim, dim, repeats, device)
+            result[f"bid_updates_per_s_{n // 1000}k_{label}"] = round(ups, 2)
+            print(f"{n:>8,} {label:>9} {ups:>10.1f} {ups * 320 * n:>14,.0f}")
+    if not args.no_grpo:
+        batch = 2 if args.quick else 8
+        tps, tokens = grpo_tokens(batch, 1 if args.quick else 3, device)
+        result["grpo_tokens_per_s"], result["grpo_batch"], result["grpo_tokens_per_update"] = round(tps, 1), batch, tokens
+        print(f"GRPO SmolLM2-135M LoRA r=8: batch {batch} ({tokens} tokens/update): {tps:,.0f} tokens/s")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

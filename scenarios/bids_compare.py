@@ -1,0 +1,247 @@
+"""Learned bids against EoM's fixed schemes, and a learned market's pool scaling and dropout.
+
+    python -m scenarios.bids_compare                      # both tables, 5 seeds (~5 min on 2 cores)
+    python -m scenarios.bids_compare --seeds 5 --workers 2 --out runs/bids_compare.md
+    python -m scenarios.bids_compare --quick              # toy sizes, seconds (what the test runs)
+
+**Comparison** (``agents.bids`` = learned | fixed | fixed_with_eps | holland) on ``relay`` and
+``blocks``, same economy per scenario, several seeds. Each scheme clears under its own rule:
+the EoM schemes first-price (as in EoM), learned bids softmax (the rule they are trained on, the
+market's ``temperature`` set to a quarter of ``agents.bid_scale``). ``learned`` runs twice: with
+the ``global`` advantage (episode outcome minus its round's mean; relay's tasks are all alike,
+blocks' are random, so there it is a batch-mean baseline) and the ``local`` one (bucket-brigade
+profit). Per run: ``success`` = training success over the last 20% of episodes; ``episodes to
+target`` = the first episode at which the success over the trailing ``window`` episodes reaches
+the scenario's target (relay 0.9, blocks 0.2; "-" = never); ``gini`` = Gini of the live agents'
+wealth at the end (wealth concentration); blocks also reports held-out success (frozen, n = 4).
+
+**Pool scaling and dropout** (relay, learned bids, holland as the reference): the same economy
+with pools of different sizes (initial = max agents, floor a third of it); after training, the
+population is evaluated frozen (no money moves) on ``eval_episodes`` episodes with every agent,
+and again with a random 20% of the live agents removed (they never wake; mean of 3 draws).
+
+Weak spots, said plainly: a few seeds, short runs; the economies' settings (rent, batch) are
+the repository's with rent lowered so that short-lived agents can learn at all (see the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from market.model import gini
+from scenarios.registry import SCENARIO_DIR
+
+SCHEMES = ("learned/global", "learned/local", "fixed", "fixed_with_eps", "holland")
+TARGET = {"relay": 0.9, "blocks": 0.2}
+
+
+@dataclass
+class Setup:
+    seeds: int = 5
+    relay_episodes: int = 1000
+    blocks_episodes: int = 3000
+    window: int = 200
+    pools: tuple[int, ...] = (15, 30, 60, 120)
+    eval_episodes: int = 400
+    bid_scale: float = 0.02
+
+
+def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None = None) -> dict:
+    """The experiment as a config dict (the same keys ``catallax run --set`` takes)."""
+    if scenario == "relay":  # scenarios/relay.toml, in lockstep batches of 8, rent lowered
+        data = tomllib.loads((SCENARIO_DIR / "relay.toml").read_text())
+        data["run"]["episodes"] = setup.relay_episodes
+        data["market"].update(batch=8, rent=0.001)
+    else:
+        data = {"run": {"scenario": "blocks", "episodes": setup.blocks_episodes},
+                "market": {"batch": 8, "rent": 0.002, "bid_scheme": "holland"},
+                "blocks": {"train_sizes": [4], "heldout_sizes": [4], "heldout_count": 50}}
+    data["run"]["seed"] = seed
+    data.setdefault("population", {})
+    if pool:
+        data["population"].update(initial_agents=pool, max_agents=pool, min_agents=pool // 3)
+    bids, _, advantage = scheme.partition("/")
+    data["agents"] = {"bids": bids}
+    if bids == "learned":
+        data["agents"].update(advantage=advantage, bid_scale=setup.bid_scale)
+        data["market"]["temperature"] = setup.bid_scale / 4
+    return data
+
+
+def build(data: dict):
+    from scenarios.config import from_dict
+    from scenarios.runner import build_model
+
+    exp = from_dict(data, source="bids_compare")
+    return exp, build_model(exp)
+
+
+def train(data: dict) -> tuple[object, object, np.ndarray]:
+    exp, model = build(data)
+    success = []
+    while model.episodes_done < exp.run.episodes:
+        model.step()
+        success += [e["success"] for e in model.last_round.episodes]
+    return exp, model, np.asarray(success, dtype=float)
+
+
+def episodes_to(success: np.ndarray, target: float, window: int) -> int | None:
+    """First episode at which the trailing-window success reaches ``target`` (None: never)."""
+    if success.size < window:
+        return None
+    trailing = np.convolve(success, np.ones(window) / window, mode="valid")
+    hit = np.flatnonzero(trailing >= target - 1e-12)
+    return int(hit[0] + window) if hit.size else None
+
+
+def compare_run(job: tuple) -> dict:
+    scenario, scheme, seed, setup = job
+    _threads()
+    start = time.perf_counter()
+    exp, model, success = train(config(scenario, scheme, seed, setup))
+    pop = model.population
+    out = {
+        "scenario": scenario, "scheme": scheme, "seed": seed,
+        "success": float(success[-max(1, success.size // 5):].mean()),
+        "episodes_to_target": episodes_to(success, TARGET[scenario], setup.window),
+        "gini": gini(pop.wealth[pop.traders]),
+        "population": pop.size,
+        "seconds": time.perf_counter() - start,
+    }
+    if scenario == "blocks":
+        from scenarios import blocks
+
+        out["heldout"] = blocks.evaluate(model, exp.scenario)["4"]
+    return out
+
+
+class Without:
+    """The policy with some rows removed: they never wake (evaluation-time dropout)."""
+
+    def __init__(self, policy, rows: np.ndarray):
+        self.policy, self.rows = policy, rows
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def eligible(self, obs):
+        awake = self.policy.eligible(obs).copy()
+        awake[:, self.rows] = False
+        return awake
+
+
+def frozen_success(model, episodes: int, drop: np.ndarray | None = None) -> float:
+    policy = model.policy
+    if drop is not None:
+        model.policy = Without(policy, drop)
+    try:
+        return float(np.mean([e["success"] for e in model.run_episodes(batch=episodes, settle=False)]))
+    finally:
+        model.policy = policy
+
+
+def pool_run(job: tuple) -> dict:
+    scheme, pool, seed, setup = job
+    _threads()
+    exp, model, success = train(config("relay", scheme, seed, setup, pool=pool))
+    live = np.flatnonzero(model.population.traders)
+    rng = np.random.default_rng([seed, pool])
+    drops = [rng.choice(live, size=max(1, round(0.2 * live.size)), replace=False) for _ in range(3)]
+    return {
+        "scheme": scheme, "pool": pool, "seed": seed, "live": int(live.size),
+        "train_success": float(success[-max(1, success.size // 5):].mean()),
+        "eval_full": frozen_success(model, setup.eval_episodes),
+        "eval_dropout": float(np.mean([frozen_success(model, setup.eval_episodes, d) for d in drops])),
+    }
+
+
+def _threads() -> None:
+    """One torch thread per worker: the learner's ops are small, and workers already fill the cores."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------------------ tables
+def fmt(values, digits=2) -> str:
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
+
+
+def compare_table(rows: list[dict]) -> str:
+    lines = ["| scenario | bids | success | episodes to target (seeds reaching) | gini | held-out |",
+             "|---|---|---|---|---|---|"]
+    for scenario in ("relay", "blocks"):
+        for scheme in SCHEMES:
+            runs = [r for r in rows if r["scenario"] == scenario and r["scheme"] == scheme]
+            if not runs:
+                continue
+            reached = [r["episodes_to_target"] for r in runs if r["episodes_to_target"] is not None]
+            to = f"{int(np.median(reached))} ({len(reached)}/{len(runs)})" if reached else f"- (0/{len(runs)})"
+            held = fmt([r.get("heldout") for r in runs]) if scenario == "blocks" else ""
+            lines.append(f"| {scenario} (target {TARGET[scenario]}) | {scheme} | {fmt([r['success'] for r in runs])} | "
+                         f"{to} | {fmt([r['gini'] for r in runs])} | {held} |")
+    return "\n".join(lines)
+
+
+def pool_table(rows: list[dict]) -> str:
+    lines = ["| bids | pool (max agents) | live at end | train success | frozen eval | eval, 20% removed | drop |",
+             "|---|---|---|---|---|---|---|"]
+    for scheme in ("learned/global", "holland"):
+        for pool in sorted({r["pool"] for r in rows}):
+            runs = [r for r in rows if r["scheme"] == scheme and r["pool"] == pool]
+            if not runs:
+                continue
+            drop = [r["eval_full"] - r["eval_dropout"] for r in runs]
+            lines.append(f"| {scheme} | {pool} | {fmt([r['live'] for r in runs], 0)} | "
+                         f"{fmt([r['train_success'] for r in runs])} | {fmt([r['eval_full'] for r in runs])} | "
+                         f"{fmt([r['eval_dropout'] for r in runs])} | {fmt(drop)} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("runs/bids_compare.md"))
+    parser.add_argument("--quick", action="store_true", help="toy sizes (seconds): a smoke run")
+    args = parser.parse_args(argv)
+    setup = Setup(seeds=args.seeds)
+    if args.quick:
+        setup = Setup(seeds=1, relay_episodes=64, blocks_episodes=64, window=16, pools=(10,), eval_episodes=16)
+    compare_jobs = [(s, scheme, seed, setup) for s in ("relay", "blocks") for scheme in SCHEMES
+                    for seed in range(setup.seeds)]
+    pool_jobs = [(scheme, pool, seed, setup) for scheme in ("learned/global", "holland") for pool in setup.pools
+                 for seed in range(setup.seeds)]
+    start = time.perf_counter()
+    if args.workers > 1:
+        with multiprocessing.get_context("fork").Pool(args.workers) as workers:
+            compared = workers.map(compare_run, compare_jobs, chunksize=1)
+            pooled = workers.map(pool_run, pool_jobs, chunksize=1)
+    else:
+        compared, pooled = list(map(compare_run, compare_jobs)), list(map(pool_run, pool_jobs))
+    report = (f"## Bids: learned vs fixed schemes ({setup.seeds} seeds, mean ± std)\n\n{compare_table(compared)}\n\n"
+              f"## Pool scaling and dropout (relay, {setup.seeds} seeds)\n\n{pool_table(pooled)}\n")
+    print(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report)
+    args.out.with_suffix(".json").write_text(json.dumps({"compare": compared, "pools": pooled}, indent=1))
+    print(f"wrote {args.out} and {args.out.with_suffix('.json')} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Scenario ``wordmath``: weak LLM agents in a market beat the best of them alone.
+
+The world: short two-step arithmetic word problems, generated locally with exact
+answers (``problem``; five templates, numbers drawn per problem). Held-out
+problems come from their own seed stream (``heldout_seed``), which training never
+draws from. An episode's state goes text -> expression -> value; it ends when an
+agent gives a final answer (reward 1 if it is exactly right) or at the horizon.
+
+The agents (agents/llm_policy.py), all on one frozen SmolLM2-135M by default:
+
+* ``extractor`` (LLM, 16 tokens): writes the problem as one expression, using
+  only the problem's numbers; illegal once an expression exists;
+* ``calculator`` (a tool, no LLM): evaluates the expression exactly (fractions);
+  wakes only when an expression waits for its value;
+* ``answerer`` (LLM, 10 tokens): reads problem, expression and value, states the answer;
+* ``generalist`` (LLM, 10 tokens): answers from whatever it sees, at any stage.
+
+None of them can do the task alone: a 135M model answers two-step problems
+directly about 5% of the time, and the tool cannot read text. Newcomers draw a
+random role, a random subset of their role's skill pool (worked examples, some of
+them wrong on purpose, and general lines) and a random wake threshold; the
+market (bucket brigade, EoM path payment) and births (LLM rewrites) sort out
+who acts where.
+
+Metrics, measured in the same run on the same held-out problems:
+``heldout_accuracy`` (the trained market, frozen) and ``single_agent_accuracy``
+(the best single live agent, each playing every step of each problem alone,
+its wake-up bypassed; only agents whose role can give an answer are run, since
+a world ends only with an answer: the others score 0 alone by construction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass as plain_dataclass
+from fractions import Fraction
+
+import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agents import parse
+from agents.backends import BackendConfig, shared_backend
+from agents.llm_policy import LLMPolicy, PolicyConfig, Role
+from market.config import STRICT
+
+NAMES = ("Ann", "Tom", "Mia", "Sam", "Lea", "Ben", "Ivy", "Max")
+ITEMS = ("apples", "pens", "cards", "stickers", "coins", "books", "shells", "marbles")
+STAGES = ("text", "expression", "value")
+SUMMARIES = ("The problem has no expression yet.", "The expression needs computing.", "The value needs reporting.")
+"""What the wake-up question sees, per stage: short and distinct, so even a 135M model's yes/no
+can follow an agent's wake examples (and the scores are cached per agent and summary)."""
+WAKE = "Act?"
+
+ROLES = (
+    Role("extractor", "You are an extractor. Rewrite the word problem as one arithmetic expression, using only the "
+         "numbers in it and + - * / ( ). Reply with the expression only; never compute it.", wake=WAKE, max_tokens=16),
+    Role("calculator", "A calculator tool: evaluates the written expression exactly.", tool=True),
+    Role("answerer", "You are an answerer. Read the computed value and reply with the final answer as: "
+         "Answer: <number>", wake=WAKE, max_tokens=10),
+    Role("generalist", "You solve word problems. Reply with the final answer only, as: Answer: <number>",
+         wake=WAKE, max_tokens=10),
+)
+
+
+def wake_examples() -> list[str]:
+    """Every (state, yes/no) wake-up example: newcomers draw random subsets, the market selects."""
+    return [f"example: {s} {WAKE} => {a}" for s in SUMMARIES for a in ("yes", "no")]
+
+
+POOL = {
+    "extractor": [
+        "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 - 2",
+        "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 * 6 - 7",
+        "example: Ava splits 12 eggs into 3 equal groups, keeps one group and then finds 4 more. How many eggs does "
+        "Ava have? => 12 / 3 + 4",
+        "example: A farm has 50 cows. It sells 10 in the morning and 5 in the afternoon. How many cows are left? "
+        "=> 50 - 10 - 5",
+        "example: Max reads 3 pages a day for 4 days and then 6 more pages. How many pages did Max read? => 3 * 4 + 6",
+        # wrong on purpose: an agent holding these fails, and the market should learn to route around it
+        "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 + 2",
+        "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 + 6 - 7",
+        "Use every number of the problem exactly once.",
+        "Write the operations in the order the story tells them.",
+        *wake_examples(),
+    ],
+    "answerer": [
+        "Copy the computed value exactly.",
+        "example: Problem: Ann has 5 pens and buys 3 more. Expression: 5 + 3. Value: 8. => Answer: 8",
+        "If the value is missing, give your best guess.",
+        *wake_examples(),
+    ],
+    "generalist": [
+        "Think of the numbers in the problem and combine them.",
+        "example: Problem: Ann has 5 pens and buys 3 more. Expression: none. Value: none. => Answer: 8",
+        "Answer with a whole number.",
+        *wake_examples(),
+    ],
+}
+
+
+@dataclass(config=STRICT)
+class Config:
+    llm: BackendConfig = Field(default_factory=BackendConfig)
+    """The shared frozen model (hf / vllm / openai keys; see agents/backends/base.py)."""
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    horizon: int = Field(4, ge=1)
+    """Steps per episode (a full chain needs 3)."""
+    heldout: int = Field(64, ge=1)
+    """Held-out problems for heldout_accuracy and single_agent_accuracy."""
+    heldout_seed: int = 10_000
+    """Seed stream of the held-out problems; training problems use the run's seed stream."""
+    role_weights: tuple[float, float, float, float] = (0.35, 0.15, 0.25, 0.25)
+    """How often a random newcomer is an extractor, calculator, answerer, generalist."""
+    initial_roles: tuple[str, ...] = ("calculator", "extractor", "answerer", "generalist")
+    """Roles of the first newborns, in order (the rest of the population is drawn at random)."""
+
+
+@plain_dataclass(frozen=True)
+class Problem:
+    text: str
+    expression: str
+    answer: int
+
+    @property
+    def numbers(self) -> set[str]:
+        return set(parse._NUMBER.findall(self.expression))
+
+
+def problem(seed: int, pid: int) -> Problem:
+    """Problem ``pid`` of stream ``seed``: a pure function, so a state can name its problem by two integers."""
+    rng = np.random.default_rng([seed, pid])
+    kind, name, item = rng.integers(5), NAMES[rng.integers(len(NAMES))], ITEMS[rng.integers(len(ITEMS))]
+    if kind == 0:
+        a, b = rng.integers(5, 40), rng.integers(2, 20)
+        c = rng.integers(1, a + b)
+        text, expr = f"{name} has {a} {item}. {name} buys {b} more and then gives away {c}. How many {item} does {name} have now?", f"{a} + {b} - {c}"
+    elif kind == 1:
+        a, b = rng.integers(2, 10), rng.integers(2, 10)
+        c = rng.integers(1, a * b)
+        text, expr = f"{name} buys {a} bags with {b} {item} in each bag and loses {c} {item}. How many {item} are left?", f"{a} * {b} - {c}"
+    elif kind == 2:
+        b = rng.integers(2, 6)
+        a, c = b * rng.integers(2, 10), rng.integers(1, 20)
+        text, expr = f"{name} splits {a} {item} into {b} equal groups, keeps one group and then finds {c} more. How many {item} does {name} have?", f"{a} / {b} + {c}"
+    elif kind == 3:
+        a = rng.integers(20, 90)
+        b = rng.integers(1, a // 2)
+        c = rng.integers(1, a - b)
+        text, expr = f"A shop has {a} {item}. It sells {b} in the morning and {c} in the afternoon. How many {item} are left?", f"{a} - {b} - {c}"
+    else:
+        a, b, c = rng.integers(2, 10), rng.integers(2, 10), rng.integers(1, 30)
+        text, expr = f"{name} reads {a} pages a day for {b} days and then {c} more pages. How many pages did {name} read?", f"{a} * {b} + {c}"
+    return Problem(text, expr, int(parse.evaluate(expr)))
+
+
+class WordmathWorld:
+    """B problems in lockstep. Observation row: (stream seed, problem id, stage, world index, episode
+    serial): enough to name the problem, the state and the episode."""
+
+    def __init__(self, cfg: Config, board: "Board", seed: int, fixed: np.ndarray | None = None):
+        self.horizon, self.board, self.seed = cfg.horizon, board, seed
+        self.fixed = fixed  # held-out: these problem ids, in order; training: fresh ids from the model's RNG
+        self.serial = 0
+        self.reset(1, np.random.default_rng(0))
+
+    def reset(self, batch: int, rng: np.random.Generator) -> None:
+        self.pid = np.resize(self.fixed, batch) if self.fixed is not None else rng.integers(2**31, size=batch)
+        self.problems = [problem(self.seed, int(p)) for p in self.pid]
+        self.stage = np.zeros(batch, dtype=np.int64)
+        self.expr: list[str | None] = [None] * batch
+        self.value: list[Fraction | None] = [None] * batch
+        self.correct = np.zeros(batch, dtype=bool)
+        self.serial += 1
+
+    def observe(self) -> np.ndarray:
+        self.board.current = self
+        B = self.stage.size
+        return np.stack([np.full(B, self.seed), self.pid, self.stage, np.arange(B), np.full(B, self.serial)], axis=1)
+
+    def step(self, actions: np.ndarray, acting: np.ndarray):
+        done = np.zeros(self.stage.size, dtype=bool)
+        for b in np.flatnonzero(acting & (actions >= 0)).tolist():
+            role, payload = ROLES[actions[b]].name, self.board.payloads[b]
+            if role == "extractor":
+                self.expr[b], self.stage[b] = payload, 1
+            elif role == "calculator":
+                self.value[b], self.stage[b] = Fraction(payload), 2
+            else:
+                self.correct[b] = int(payload) == self.problems[b].answer
+                done[b] = True
+        return (done & self.correct).astype(np.float64), done
+
+    @property
+    def solved(self) -> np.ndarray:
+        return self.correct.copy()
+
+    def state_dict(self) -> dict:
+        return {"serial": self.serial}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.serial = state["serial"]
+
+
+class Board:
+    """What the LLM policy reads and writes (agents/llm_policy.py's TextTask): the world last
+    observed is ``current``; payloads flow back through ``payloads``."""
+
+    all_summaries = SUMMARIES
+
+    def __init__(self):
+        self.current: WordmathWorld | None = None
+        self.payloads: list[str | None] = []
+
+    def summaries(self, obs: np.ndarray) -> list[str]:
+        return [SUMMARIES[s] for s in obs[:, 2]]
+
+    def context(self, obs_row: np.ndarray, role: str) -> str:
+        w, b = self.current, int(obs_row[3])
+        if role == "extractor":
+            return w.problems[b].text
+        value = "none" if w.value[b] is None else str(w.value[b])
+        return f"Problem: {w.problems[b].text} Expression: {w.expr[b] or 'none'}. Value: {value}."
+
+    def parse(self, role: str, text: str, obs_row: np.ndarray) -> tuple[str | None, str]:
+        w, b = self.current, int(obs_row[3])
+        if role == "extractor":
+            if w.stage[b] > 0:
+                return None, "illegal: an expression already exists"
+            expr = parse.expression(text, allowed=w.problems[b].numbers)
+            return (expr, "") if expr else (None, "unparsable or uses numbers not in the problem")
+        value = parse.answer(text)
+        return (str(value), "") if value is not None else (None, "unparsable answer")
+
+    def tool(self, role: str, obs_row: np.ndarray) -> tuple[str | None, str]:
+        w, b = self.current, int(obs_row[3])
+        if w.stage[b] != 1:
+            return None, "illegal: no expression waits for a value"
+        value = parse.evaluate(w.expr[b])
+        return (str(value), "") if value is not None else (None, "illegal: division by zero")
+
+    def tool_wake(self, role: str, obs: np.ndarray) -> np.ndarray:
+        return obs[:, 2] == 1
+
+    def deliver(self, payloads: list[str | None]) -> None:
+        self.payloads = payloads
+
+    def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
+        p = problem(int(obs_row[0]), int(obs_row[1]))
+        if role == "extractor":
+            return p.text, p.expression
+        return f"Problem: {p.text}", f"Answer: {p.answer}"
+
+
+def build(cfg: Config, seed: int = 0):
+    board = Board()
+    world = WordmathWorld(cfg, board, seed=seed)
+    world.heldout = WordmathWorld(cfg, board, seed=cfg.heldout_seed, fixed=np.arange(cfg.heldout))
+    seeds = [(name, None, None) for name in cfg.initial_roles]
+    policy = LLMPolicy(shared_backend(cfg.llm), board, list(ROLES), POOL, list(cfg.role_weights), cfg.policy, seeds)
+    return world, policy
+
+
+def solo_accuracy(model, rows: np.ndarray, world: WordmathWorld) -> np.ndarray:
+    """Each row alone on every problem of ``world`` (one lockstep batch of rows x problems), frozen."""
+    if rows.size == 0:
+        return np.zeros(0)
+    n = world.fixed.size
+    model.policy.only = np.repeat(rows, n)
+    try:
+        episodes = model.run_episodes(world=world, batch=rows.size * n, settle=False)
+    finally:
+        model.policy.only = None
+    return np.array([e["success"] for e in episodes], dtype=float).reshape(rows.size, n).mean(axis=1)
+
+
+def metrics(model, episodes: list[dict], cfg: Config) -> dict:
+    policy, heldout = model.policy, model.world.heldout
+    market = model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
+    live = np.flatnonzero(model.population.traders)
+    roles = np.array([policy.roles[r].name for r in policy.role[live]])
+    answering = live[np.isin(roles, ["answerer", "generalist"])]
+    solo = solo_accuracy(model, answering, heldout)
+    best = int(np.argmax(solo)) if solo.size else -1
+    tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
+    stats = policy.backend.stats
+    return {
+        "heldout_accuracy": float(np.mean([e["success"] for e in market])),
+        "single_agent_accuracy": float(solo.max()) if solo.size else 0.0,
+        "single_agent": policy.describe(answering[best:best + 1])[0] if solo.size else None,
+        "heldout_problems": cfg.heldout,
+        "heldout_seed": cfg.heldout_seed,
+        "train_success_rate": float(np.mean([e["success"] for e in tail])),
+        "population": int(live.size),
+        "roles": {r: int((roles == r).sum()) for r in sorted(set(roles))},
+        "invalid_actions": int(policy.counts["invalid"]),
+        "actions": int(policy.counts["actions"]),
+        "rewrites": int(policy.counts["rewrites"]),
+        "malformed_rewrites": int(policy.counts["malformed_rewrites"]),
+        "backend": policy.backend.name,
+        "backend_seconds": round(stats.seconds, 2),
+        "completion_tokens": stats.completion_tokens,
+    }

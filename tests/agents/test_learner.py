@@ -1,0 +1,127 @@
+"""The learner: bucket-brigade credit replays the ledger, GRPO moves what it should, resume is exact."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from agents import RulePolicy
+from agents.config import AgentsConfig
+from agents.learned import LearnedPolicy
+from agents.learner import HFGRPO, bucket_brigade_profit, group_advantage, pick_device
+from market import MarketConfig, MarketModel, PopulationConfig
+from market.ledger import Reason
+from scenarios.config import load
+from scenarios.runner import build_model
+from tests.agents.test_bid_head import RoutingWorld
+
+
+def relay_learned(*overrides):
+    exp = load("relay", ["agents.bids=learned", "market.batch=8", "population.initial_agents=12", *overrides])
+    return build_model(exp)
+
+
+@pytest.mark.parametrize("overrides", [
+    [],
+    ["market.terminal=path", "market.action_fee=0.003"],
+    ["market.conserve=false", "agents.advantage=local"],
+    ["market.payment=final_only"],
+])
+def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
+    model = relay_learned(*overrides)
+    checked = 0
+    for _ in range(8):
+        model.step()
+        trace, transfers = model.trace, model.last_round.transfers
+        profit = bucket_brigade_profit(trace, model.cfg)
+        trading = np.isin(transfers["reason"], [Reason.BID, Reason.FEE, Reason.REWARD])
+        for row in np.unique(trace.path[trace.path >= 0]):
+            account = model.population.ids[row]
+            flows = transfers[trading]
+            net = flows["amount"][flows["dst"] == account].sum() - flows["amount"][flows["src"] == account].sum()
+            assert profit[trace.path == row].sum() == net, (row, overrides)
+            checked += 1
+    assert checked >= 20
+
+
+def test_group_advantage():
+    a = group_advantage(np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0]), group=2, normalize=False)
+    assert a.tolist() == [0.5, -0.5, 0.0, 0.0, 0.0, 0.0]  # equal groups: nothing to contrast
+    z = group_advantage(np.array([3.0, 1.0, 2.0, 2.0]), group=0, normalize=True)
+    assert z.sum() == pytest.approx(0) and z[0] == pytest.approx(1 / 0.7071, rel=1e-4)
+
+
+def test_grpo_teaches_rule_agents_the_right_action():
+    """Agent k wakes in region k but its rule does the wrong thing (solve_{k+1}); GRPO on its action
+    logits must find solve_k, from the episode outcome alone (bids fixed, so only actions learn)."""
+    world = RoutingWorld(3)
+    inner = RulePolicy(world.space, [f"region == {k} -> solve_{(k + 1) % 3}" for k in range(3)])
+    policy = LearnedPolicy(inner, AgentsConfig(actions="grpo", lr=0.2, rule_logit=2.0), seed=1)
+    market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
+    population = PopulationConfig(initial_agents=3, initial_wealth=1000.0, min_agents=0, max_agents=3, births=False)
+    model = MarketModel(world, policy, market, population, seed=1)
+    success = []
+    for _ in range(40):
+        model.step()
+        success.append(model.last_success_rate)
+    rows = np.flatnonzero(model.population.traders)
+    best = policy.theta.detach().numpy()[rows].argmax(axis=1)
+    wakes = policy.eligible(np.arange(3)[:, None])[:, rows].argmax(axis=0)  # the region each agent wakes in
+    assert (best == wakes).all()
+    assert success[0] < 0.3 and np.mean(success[-5:]) > 0.9, success
+
+
+def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
+    """Weights, Adam's moments and every RNG go into the checkpoint: stopping after 4 rounds and
+    continuing in a fresh model gives the uninterrupted run's ledger, bit for bit."""
+    overrides = ("agents.actions=grpo", "agents.advantage=local", "agents.lr=0.1")
+    straight = relay_learned(*overrides)
+    for _ in range(8):
+        straight.step()
+
+    first = relay_learned(*overrides)
+    log = []
+    for _ in range(4):
+        first.step()
+        log.append(first.last_round.transfers)
+    state = pickle.loads(pickle.dumps(first.state_dict()))
+    halfway = first.policy.head.row.detach().clone()
+    resumed = relay_learned(*overrides)
+    resumed.load_state_dict(state)
+    resumed.ledger.restore(np.concatenate(log))
+    for _ in range(4):
+        resumed.step()
+
+    assert resumed.ledger.hash == straight.ledger.hash
+    assert torch.equal(resumed.policy.head.row, straight.policy.head.row)
+    assert not torch.equal(resumed.policy.head.row[: halfway.shape[0]], halfway)  # it kept learning after the resume
+    steps = [m.policy.learner.opt.state_dict()["state"][0]["step"] for m in (first, resumed, straight)]
+    assert steps[0] < steps[1] == steps[2]  # Adam's state came along, and went on counting
+
+
+def test_device_is_cuda_only_when_present():
+    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert pick_device("cpu").type == "cpu"
+
+
+def test_one_grpo_update_of_smollm2_moves_the_chosen_log_probs_the_right_way():
+    """SmolLM2-135M (the hf backend's model) with LoRA: two prompts x two completions, one rewarded per
+    group; after one update the rewarded completion gains log-probability relative to its sibling."""
+    from agents.backends import BackendConfig, make_backend
+
+    backend = make_backend(BackendConfig(backend="hf", device="cpu"))
+    torch.manual_seed(0)  # the LoRA adapters' random init
+    grpo = HFGRPO(backend.model, backend.tokenizer, lr=2e-3, lora_rank=4, kl=0.05)
+    ids = lambda text: backend.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    pairs = [(ids("2+2="), ids("4")), (ids("2+2="), ids("5")), (ids("Sky is"), ids(" blue")), (ids("Sky is"), ids(" green"))]
+    rewards = np.array([1.0, 0.0, 0.0, 1.0])  # group 2 rewards the unlikely " green": the move is learned, not prior
+    before = grpo.sequence_logprob(pairs)
+    stats = grpo.update(pairs, rewards, group=2)
+    after = grpo.sequence_logprob(pairs)
+    delta = (after - before).numpy()
+    advantage = group_advantage(rewards, 2, normalize=True)
+    # group-relative: within each group the rewarded completion gains on its sibling (the advantages sum to
+    # zero, so shared weights may lift or lower both); and the step ascends the surrogate: sum A x delta > 0
+    assert delta[0] > delta[1] and delta[3] > delta[2] and (advantage * delta).sum() > 0, delta
+    assert stats["tokens"] == sum(len(p) + len(c) for p, c in pairs)
