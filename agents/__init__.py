@@ -8,7 +8,7 @@ from agents.config import AgentsConfig
 from agents.rule_policy import RulePolicy
 from agents.rules import RuleSpace, RuleSyntaxError
 
-__all__ = ["AgentsConfig", "LearnedPolicy", "RulePolicy", "RuleSpace", "RuleSyntaxError"]
+__all__ = ["AgentsConfig", "LLMPolicy", "LearnedPolicy", "RulePolicy", "RuleSpace", "RuleSyntaxError"]
 
 
 def __getattr__(name):
@@ -16,4 +16,8 @@ def __getattr__(name):
         from agents.learned import LearnedPolicy
 
         return LearnedPolicy
+    if name == "LLMPolicy":  # LLM agents (agents/llm_policy.py); engines load only when a backend is made
+        from agents.llm_policy import LLMPolicy
+
+        return LLMPolicy
     raise AttributeError(f"module 'agents' has no attribute {name!r}")

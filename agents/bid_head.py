@@ -41,7 +41,8 @@ from agents.config import AgentsConfig
 
 # ---------------------------------------------------------------------------------- features
 class OneHotFeatures:
-    """phi(obs) = concatenated one-hot codes of each integer feature, clipped to [low, high]."""
+    """phi(obs) = concatenated one-hot codes of each integer feature, clipped to [low, high]. Only the
+    first F columns are features; a world may append columns for the market's own use (blocks does)."""
 
     def __init__(self, low, high):
         self.low, self.high = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
@@ -50,7 +51,7 @@ class OneHotFeatures:
         self.size = int(widths.sum())
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, dtype=np.int64)
+        obs = np.asarray(obs, dtype=np.int64)[:, : self.low.size]
         index = np.clip(obs, self.low, self.high) - self.low + self.offset  # [M, F] columns to set
         phi = np.zeros((obs.shape[0], self.size), dtype=np.float32)
         np.put_along_axis(phi, index, 1.0, axis=1)
@@ -68,7 +69,7 @@ class TextFeatures:
         return ", ".join(f"{name} = {int(v)}" for name, v in zip(self.names, row))
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.ascontiguousarray(obs, dtype=np.int64)
+        obs = np.ascontiguousarray(np.asarray(obs)[:, : len(self.names)], dtype=np.int64)  # the features only
         distinct, inverse = np.unique(obs, axis=0, return_inverse=True)
         keys = [row.tobytes() for row in distinct]
         missing = [i for i, k in enumerate(keys) if k not in self.cache]

@@ -7,18 +7,28 @@ text lines (a line ``example: <input> => <output>`` is shown to the model as a
 worked example). Tool agents (e.g. a calculator) have a role but no LLM: the
 task computes their action exactly.
 
+Wake-up: the LLM is asked the role's yes/no question about a short summary of
+the state, with the agent's skills (its yes/no worked examples included) in the
+prompt; the score is log P(yes) - log P(no) of the first token, centred on the
+agent's own mean over all of the task's summaries (a weak model's yes-bias
+differs from prompt to prompt far more than between states), and the agent wakes
+where it exceeds its threshold. The threshold is inherited with noise, so the
+market selects it along with the skills.
+
 Lockstep: each market step makes at most two backend calls, each one batch over
 all B worlds and all agents that need it: the wake-up scoring pass (only the
 (agent, state-summary) pairs not seen before; scores are cached, since an
 agent's prompt changes only when it is reborn) and one generation for all
 winners. ``lockstep = False`` sends the same prompts one by one: the benchmark's
-sequential baseline, nothing else.
+sequential baseline, nothing else. Greedy prompts seen before are answered from
+a bounded memo.
 
 Robustness: a completion that is empty, over-long (hit its token cap), timed out,
 an engine error, or that the task's parser refuses (unparsable or illegal) is an
 *invalid action*: recorded with its raw text, and ``act`` returns -1 for that
 world, which the market treats as a forfeit (the winner pays nothing and is paid
-nothing).
+nothing). The forfeiting agent then sleeps on that same observation, so the next
+bidder gets the state (greedy decoding would only repeat the failure).
 
 Births rewrite skills with the same LLM: exploit (``inherit``) asks the model for
 one more general skill for a rich agent; explore (``revise``) shows a failed
@@ -77,6 +87,10 @@ class TextTask(Protocol):
     def context(self, obs_row: np.ndarray, role: str) -> str:
         """What an acting agent of this role reads."""
 
+    def illegal(self, role: str, obs_row: np.ndarray) -> str:
+        """Why no action of this role could be legal in this state ("" if one could): checked before
+        generating, so a forfeit that is certain costs no model call."""
+
     def parse(self, role: str, text: str, obs_row: np.ndarray) -> tuple[str | None, str]:
         """Raw completion -> (payload, "") or (None, reason) when it is unparsable or illegal."""
 
@@ -102,9 +116,9 @@ class PolicyConfig:
     rewrite_temperature: float = Field(0.7, ge=0)
     """Temperature of skill rewrites at births (seeded from the model's RNG)."""
     rewrite_tokens: int = Field(48, ge=8)
-    max_skills: int = Field(8, ge=1)
+    max_skills: int = Field(10, ge=1)
     """Skill lines an agent keeps; an added line beyond this drops the oldest."""
-    theta_low: float = -0.3
+    theta_low: float = -1.0
     theta_high: float = 0.3
     """Newcomers' wake thresholds are uniform in [theta_low, theta_high): an agent wakes where its
     yes-vs-no log-odds exceed its threshold."""
@@ -117,9 +131,10 @@ class PolicyConfig:
 
 
 class LLMPolicy:
-    def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[str]],
+    def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[tuple[float, list[str]]]],
                  weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=()):
-        """``pool[role]``: skill lines a random newcomer of that role draws from; ``weights``: how often
+        """``pool[role]``: groups (p, skill lines); a random newcomer of that role holds each line of a
+        group with probability p, independently, in order; ``weights``: how often
         each role is drawn for newcomers; ``seed_agents``: (role, skills, theta) given to the first
         newborns, in order (None: drawn at random as for any newcomer)."""
         self.backend, self.task, self.roles, self.cfg = backend, task, list(roles), cfg
@@ -222,6 +237,10 @@ class LLMPolicy:
                 payload, reason = self.task.tool(role.name, obs[b])
                 self._settle(b, row, obs[b], Completion(""), payload, reason, actions, payloads)
                 continue
+            illegal = self.task.illegal(role.name, obs[b])
+            if illegal:  # no output could be legal here: forfeit without spending a generation
+                self._settle(b, row, obs[b], Completion(""), None, illegal, actions, payloads)
+                continue
             user = self.task.context(obs[b], role.name)
             calls.append((b, row, Prompt(role.frozen, self._skills(row, wake=False), user, max_tokens=role.max_tokens,
                                          temperature=self.cfg.temperature, seed=int(self.counts["actions"]) + b)))
@@ -277,15 +296,16 @@ class LLMPolicy:
                               "skills": list(skills), "edit": edit})
 
     def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """Seed agents first (in order), then random newcomers: a random role, a random subset of
+        """Seed agents first (in order), then random newcomers: a random role, a random draw from
         its skill pool, a random wake threshold."""
         for row in rows.tolist():
             name, skills, theta = self._seed_agents.pop(0) if self._seed_agents else (None, None, None)
             self.role[row] = self.role_index[name] if name else rng.choice(len(self.roles), p=self.weights)
             if skills is None:
-                options = self.pool.get(self.roles[self.role[row]].name, [])
-                k = rng.integers(0, min(len(options), self.cfg.max_skills) + 1) if options else 0
-                skills = [options[i] for i in sorted(rng.choice(len(options), size=k, replace=False))] if k else []
+                skills = []
+                for p, group in self.pool.get(self.roles[self.role[row]].name, []):
+                    skills += [line for line, keep in zip(group, rng.random(len(group)) < p) if keep]
+                skills = skills[: self.cfg.max_skills]
             self.theta[row] = rng.uniform(self.cfg.theta_low, self.cfg.theta_high) if theta is None else theta
             self._new_version(row, tuple(skills), -1, "newcomer")
 

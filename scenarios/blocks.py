@@ -6,8 +6,11 @@ hold the same multiset of blocks in random order. One step moves the top block
 of one of stacks 1..3 onto another of them (6 actions, ``1to2`` ... ``3to2``);
 moving from an empty stack is an *invalid action*: the world is unchanged, the
 step is spent, and it is counted. The task is to make stack 1 equal the goal,
-bottom to top. The world pays 1 only then (no reward on the way), and an
-episode that has not finished after ``horizon_factor x n`` steps has failed.
+bottom to top. The world pays only then (no reward on the way): n credits, one
+per goal block (``reward = "size"``, the default: a solved instance then covers
+the moves and rent it costs at every size, so unlocking a larger size cannot
+bankrupt a working economy), or 1 (``reward = "unit"``). An episode that has
+not finished after ``horizon_factor x n`` steps has failed.
 
 Observation features (what a Hayek user hands its agents; small bounded
 integers, so a rule's condition ``feature OP int`` means the same at every n):
@@ -45,6 +48,7 @@ training (the model's RNG) never draws from.
 from __future__ import annotations
 
 from dataclasses import dataclass as plain_dataclass
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -53,11 +57,13 @@ from pydantic.dataclasses import dataclass
 from agents import RulePolicy, RuleSpace
 from agents.rules import ALWAYS, OPS
 from market.config import STRICT
-from market.money import MICRO
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
 FEATURES = ("wrong1", "prefix", "progress", "need_at", "need_depth", "next", "top1", "top2", "top3")
+MARKET_COLUMNS = ("h1", "h2", "h3", "correct", "n")
+"""Appended to every observation for the agents' machinery, never read by a rule's condition:
+stack heights (a rule wakes only where its move is legal) and the goal blocks in place and n (bids)."""
 PROGRESS = 10  # progress = floor(PROGRESS x prefix / n)
 CLIP = 3  # counts and depths saturate here: "3 or more"
 MEMORY = 512  # recent training observations a policy keeps for covering newcomers
@@ -84,6 +90,8 @@ class Config:
     """Held-out instances per size."""
     heldout_seed: int = Field(20_000_917, ge=0)
     """Seed of the held-out instances; training draws from the model's RNG, never from this stream."""
+    reward: Literal["size", "unit"] = "size"
+    """What a solved instance pays: n (one credit per goal block) or 1."""
     horizon_factor: int = Field(6, ge=1)
     """Steps allowed per episode = horizon_factor x n."""
     curriculum: bool = True
@@ -91,21 +99,18 @@ class Config:
     curriculum_threshold: float = Field(0.8, ge=0, le=1)
     """Success rate (moving average over about curriculum_window training episodes) that unlocks the next size."""
     curriculum_window: int = Field(200, ge=1)
-    features: list[str] = Field(default_factory=lambda: list(FEATURES))
-    """The features rules may read (a subset of FEATURES; the rest are hidden from the agents)."""
+    features: list[str] = Field(default_factory=lambda: ["wrong1", "progress", "need_at", "need_depth"])
+    """The features rules may read (a subset of FEATURES; the others are hidden from the agents)."""
     max_terms: int = Field(3, ge=1, le=8)
     """Terms per rule condition."""
     p_revise_move: float = Field(0.5, ge=0, le=1)
     """Explore: chance that a revision changes the move at the failure state (else it narrows the condition)."""
     bid_max: float = Field(0.5, gt=0)
-    """With market.bid_scheme = "policy" an agent bids a + c x progress / 10 (its own a and c):
-    a random newcomer's a is drawn from [0, bid_max] and c from [0, slope_max]; a child's are its
-    parent's times (1 + bid_sigma x N(0, 1))."""
+    """With market.bid_scheme = "policy" an agent bids a + c x (goal blocks in place / n), its own
+    a and c: a random newcomer's are drawn from [0, bid_max] and [0, slope_max]."""
     slope_max: float = Field(0.5, ge=0)
     bid_sigma: float = Field(0.1, ge=0)
-    bid_lr: float = Field(0.1, ge=0, le=1)
-    """After each round every agent moves the bid it paid for a world toward what that world earned it
-    (the next owner's payment, the reward, or nothing): TD(0) on its own (a, c). 0: bids only evolve."""
+    """A child's a and c are its parent's times (1 + bid_sigma x N(0, 1))."""
 
     @field_validator("features")
     @classmethod
@@ -221,6 +226,7 @@ class BlocksWorld:
         return (self.height[:, 1] == self.n) & (self._prefix() == self.n)
 
     def observe(self) -> np.ndarray:
+        """[B, F + 5]: the rules' features, then MARKET_COLUMNS (no rule reads those)."""
         B, H = self.stack.shape[0], self.stack.shape[2]
         rows = np.arange(B)
         prefix = self._prefix()
@@ -237,11 +243,12 @@ class BlocksWorld:
         need_at = np.where(found, np.array([2, 3, 1])[best], 0)
         need_depth = np.where(found, np.minimum(order[rows, best], CLIP), 0)
         tops = np.where(self.height > 0, self.stack[rows[:, None], np.arange(4), np.maximum(self.height - 1, 0)], 0)
-        return np.stack([
+        features = np.stack([
             np.minimum(self.height[:, 1] - prefix, CLIP), np.minimum(prefix, CLIP), PROGRESS * prefix // self.n,
             need_at, need_depth, need,
             tops[:, 1], tops[:, 2], tops[:, 3],
         ], axis=1)[:, self.columns]
+        return np.concatenate([features, self.height[:, 1:], prefix[:, None], self.n[:, None]], axis=1)
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
         B = self.stack.shape[0]
@@ -265,7 +272,8 @@ class BlocksWorld:
         self._solved |= solved
         done = live & (solved | (self.t >= self.limit))
         self.over |= done
-        return solved.astype(np.float64), done
+        pay = self.n if self.cfg.reward == "size" else 1
+        return (solved * pay).astype(np.float64), done
 
     @property
     def solved(self) -> np.ndarray:
@@ -283,58 +291,41 @@ class BlocksWorld:
 
 # --------------------------------------------------------------------- agents
 class BlocksPolicy(RulePolicy):
-    """Rule agents for the blocks world: random newcomers of 1..max_terms terms, and
-    explore births that revise a rule from the state where its move preceded a failure."""
+    """Rule agents that bid like Hayek's: each agent values the world by how much of the goal
+    already stands (bid = a + c x correct / n, its own a and c, inherited with mutation);
+    newcomers are made from states the world has shown (covering); explore children are revised
+    at the state where their parent's move preceded a failure."""
 
     def __init__(self, space: RuleSpace, cfg: Config, initial_rules: list[str] | None = None):
-        super().__init__(space, initial_rules, newcomer=self.random_rules)
+        super().__init__(space, initial_rules, newcomer=self.covering)
         self.cfg = cfg
-        self.top = {s: space.features.index(f"top{s}") for s in (1, 2, 3) if f"top{s}" in space.features}
-        self.bid = np.zeros((0, 2))  # [N, (a, c)] credits, for market.bid_scheme = "policy"
-        self.progress = space.features.index("progress") if "progress" in space.features else None
-        self.memory = np.zeros((0, len(space.features)), dtype=np.int64)  # recent training states, for covering
+        self.bid = np.zeros((0, 2))  # [N, (a, c)] in credits
+        width = len(space.features) + len(MARKET_COLUMNS)
+        self.memory = np.zeros((0, width), dtype=np.int64)  # recent training observations
+        self.uncovered = np.zeros((0, width), dtype=np.int64)  # recent ones where nobody woke
         self.recording = True  # evaluate() turns it off: held-out states never seed newcomers
+
+    # --- the market's Policy protocol, plus bids --------------------------------------------
+    def eligible(self, obs: np.ndarray) -> np.ndarray:
+        """A rule wakes where its condition holds *and* its move is legal: an agent that could only
+        make an illegal move would otherwise win a state, spend it, and own it again for free
+        (no one else wakes there), until the horizon."""
+        source = np.asarray(MOVES)[self.rules.action, 0]  # [N] the stack each agent's move takes from
+        legal = _heights(obs)[:, source - 1] > 0  # [B, N]
+        return super().eligible(obs) & legal
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:
             self.memory = np.concatenate([self.memory, obs])[-MEMORY:]
+            stalled = (winners < 0) & (obs[:, -2] < obs[:, -1])  # nobody woke, and the goal is not built
+            self.uncovered = np.concatenate([self.uncovered, obs[stalled]])[-MEMORY:]
         return super().act(obs, winners)
 
-    # --- evolved bids (Hayek: a bid is part of the agent, inherited with mutation) ----
     def bids(self, obs: np.ndarray) -> np.ndarray:
-        """[B, N] bids a + c x progress / PROGRESS: an agent may value the world by how far along it is."""
-        progress = obs[:, self.progress] / PROGRESS if self.progress is not None else np.zeros(len(obs))
-        return self.bid[None, :, 0] + progress[:, None] * self.bid[None, :, 1]
-
-    def learn(self, model) -> None:
-        """TD(0) bids, after each round: for each holding (an agent buys the world, acts, and sells it
-        or holds it to the end), move its bid at the state it bought toward what the holding earned it:
-        the next owner's payment (bucket brigade), the reward if it held the world when it was solved."""
-        trace, cfg = model.trace, model.cfg
-        if self.cfg.bid_lr == 0 or trace is None or trace.price is None:
-            return
-        rows, states, income = [], [], []
-        for b in range(trace.path.shape[1]):
-            steps = np.flatnonzero(trace.path[:, b] >= 0)
-            who = trace.path[steps, b]
-            starts = steps[np.r_[True, who[1:] != who[:-1]]] if steps.size else steps
-            if starts.size == 0:
-                continue
-            sold = trace.price[starts[1:], b] if cfg.payment == "bucket_brigade" else np.zeros(starts.size - 1)
-            reward = trace.reward[:, b].sum() * cfg.reward_scale * MICRO if trace.solved[b] else 0
-            if cfg.terminal == "path":
-                reward /= np.unique(who).size
-            rows.append(trace.path[starts, b])
-            states.append(trace.obs[starts, b])
-            income.append(np.r_[sold, reward] / MICRO)
-        if not rows:
-            return
-        rows, states, income = np.concatenate(rows), np.concatenate(states), np.concatenate(income)
-        progress = states[:, self.progress] / PROGRESS if self.progress is not None else np.zeros(len(rows))
-        step = self.cfg.bid_lr * (income - (self.bid[rows, 0] + progress * self.bid[rows, 1]))
-        np.add.at(self.bid, (rows, 0), step)
-        np.add.at(self.bid, (rows, 1), step * progress)
-        np.maximum(self.bid, 0, out=self.bid)
+        """[B, N] credits: a + c x built, built = the share of the goal already in place (the
+        observation's last two columns: correct blocks, n)."""
+        built = obs[:, -2] / obs[:, -1]
+        return self.bid[None, :, 0] + built[:, None] * self.bid[None, :, 1]
 
     def resize(self, capacity: int) -> None:
         super().resize(capacity)
@@ -344,6 +335,26 @@ class BlocksPolicy(RulePolicy):
         super().spawn(rows, rng)
         self.bid[rows] = rng.uniform(0, 1, size=(rows.size, 2)) * [self.cfg.bid_max, self.cfg.slope_max]
 
+    def covering(self, rules, rows: np.ndarray, rng: np.random.Generator) -> None:
+        """As in learning classifier systems (XCS covering): a newcomer wakes in a state the world
+        has shown, preferably one where nobody woke (a hole in the economy: episodes stall there),
+        its condition 1..max_terms terms ``feature == value`` read off that state, its move a random
+        one that is legal there."""
+        n, T, F = rows.size, self.space.max_terms, len(self.space.features)
+        feature = np.argsort(rng.random((n, F)), axis=1)[:, :T]  # distinct features per rule
+        seen = self.uncovered if len(self.uncovered) else self.memory
+        if len(seen):
+            state = seen[rng.integers(len(seen), size=n)]
+            value = np.take_along_axis(state, feature, axis=1)
+            legal = _heights(state)[:, np.asarray(MOVES)[:, 0] - 1] > 0  # [n, 6]
+            rules.action[rows] = np.argmax(rng.random((n, len(MOVES))) * legal, axis=1)
+        else:  # the first population: nothing seen yet
+            value = rng.integers(self.low[feature], self.high[feature] + 1)
+            rules.action[rows] = rng.integers(len(ACTIONS), size=n)
+        used = np.arange(T)[None, :] < rng.integers(1, min(T, F) + 1, size=n)[:, None]
+        rules.feature[rows], rules.value[rows] = feature, value
+        rules.op[rows] = np.where(used, OPS["=="], ALWAYS)
+
     def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
         super().inherit(rows, parents, rng)
         self._child_bids(rows, parents, rng)
@@ -351,30 +362,6 @@ class BlocksPolicy(RulePolicy):
     def _child_bids(self, rows, parents, rng) -> None:
         noise = 1 + self.cfg.bid_sigma * rng.standard_normal((rows.size, 2))
         self.bid[rows] = np.maximum(self.bid[parents] * noise, 0)
-
-    def state_dict(self) -> dict:
-        return super().state_dict() | {"bid": self.bid.copy(), "memory": self.memory.copy()}
-
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self.bid, self.memory = state["bid"].copy(), state["memory"].copy()
-
-    def random_rules(self, rules, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """Covering (as in learning classifier systems): a newcomer wakes in a state the world has
-        shown, its condition 1..max_terms terms ``feature == value`` read off that state, its move
-        random. Before any state is seen, the values are random."""
-        n, T, F = rows.size, self.space.max_terms, len(self.space.features)
-        k = rng.integers(1, min(T, F) + 1, size=n)
-        feature = np.argsort(rng.random((n, F)), axis=1)[:, :T]  # distinct features per rule
-        if len(self.memory):
-            state = self.memory[rng.integers(len(self.memory), size=n)]
-            value = np.take_along_axis(state, feature, axis=1)
-        else:
-            value = rng.integers(self.low[feature], self.high[feature] + 1)
-        rules.feature[rows] = feature
-        rules.op[rows] = np.where(np.arange(T)[None, :] < k[:, None], OPS["=="], ALWAYS)
-        rules.value[rows] = value
-        rules.action[rows] = rng.integers(len(ACTIONS), size=n)
 
     def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> None:
         """Explore: a child of each parent, edited at ``obs``, the state its move preceded a failure.
@@ -392,8 +379,8 @@ class BlocksPolicy(RulePolicy):
         move = rng.random(rows.size) < self.cfg.p_revise_move
         for row, state, new_move in zip(rows.tolist(), obs, move.tolist()):
             if new_move:
-                legal = [a for a, (src, _) in enumerate(MOVES)
-                         if a != r.action[row] and (src not in self.top or state[self.top[src]] > 0)]
+                heights = _heights(state[None])[0]
+                legal = [a for a, (src, _) in enumerate(MOVES) if a != r.action[row] and heights[src - 1] > 0]
                 if legal:
                     r.action[row] = rng.choice(legal)
                     continue
@@ -401,6 +388,20 @@ class BlocksPolicy(RulePolicy):
             slot = rng.choice(free) if free.size else rng.integers(self.space.max_terms)
             feature = rng.integers(len(self.space.features))
             r.feature[row, slot], r.op[row, slot], r.value[row, slot] = feature, OPS["!="], state[feature]
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return super().state_dict() | {"bid": self.bid.copy(), "memory": self.memory.copy(),
+                                       "uncovered": self.uncovered.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.bid, self.memory, self.uncovered = state["bid"].copy(), state["memory"].copy(), state["uncovered"].copy()
+
+
+def _heights(obs: np.ndarray) -> np.ndarray:
+    """[B, 3] heights of stacks 1..3, from an observation's MARKET_COLUMNS."""
+    return obs[:, -5:-2]
 
 
 def build(cfg: Config, initial_rules: list[str] | None = None):

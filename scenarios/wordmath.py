@@ -12,15 +12,23 @@ The agents (agents/llm_policy.py), all on one frozen SmolLM2-135M by default:
   only the problem's numbers; illegal once an expression exists;
 * ``calculator`` (a tool, no LLM): evaluates the expression exactly (fractions);
   wakes only when an expression waits for its value;
-* ``answerer`` (LLM, 10 tokens): reads problem, expression and value, states the answer;
+* ``answerer`` (LLM, 10 tokens): reads the computed value only, states the final
+  answer; illegal before there is a value;
 * ``generalist`` (LLM, 10 tokens): answers from whatever it sees, at any stage.
 
 None of them can do the task alone: a 135M model answers two-step problems
 directly about 5% of the time, and the tool cannot read text. Newcomers draw a
-random role, a random subset of their role's skill pool (worked examples, some of
-them wrong on purpose, and general lines) and a random wake threshold; the
-market (bucket brigade, EoM path payment) and births (LLM rewrites) sort out
-who acts where.
+random role, a random draw from their role's skill pool (worked examples, some of
+them wrong on purpose; general lines; yes/no wake-up examples) and a random wake
+threshold; the market (holland bids, bucket brigade, EoM path payment, rent) and
+births (LLM rewrites) sort out who acts where. What routes the work, honestly
+stated: SmolLM2's yes/no answers depend little on the state (its wake-up is mostly
+a per-agent propensity the market selects on); legality (an extractor cannot act
+once an expression exists, an answerer before there is a value, the calculator
+only has work in between), the
+forfeit rule (an agent that cannot act here sleeps on this state), and wealth
+(the richest awake agent wins, and agents on successful paths get rich) do most
+of the routing.
 
 Metrics, measured in the same run on the same held-out problems:
 ``heldout_accuracy`` (the trained market, frozen) and ``single_agent_accuracy``
@@ -52,8 +60,8 @@ can follow an agent's wake examples (and the scores are cached per agent and sum
 WAKE = "Act?"
 
 ROLES = (
-    Role("extractor", "You are an extractor. Rewrite the word problem as one arithmetic expression, using only the "
-         "numbers in it and + - * / ( ). Reply with the expression only; never compute it.", wake=WAKE, max_tokens=16),
+    Role("extractor", "Write the word problem as one arithmetic expression with its numbers and + - * / ( ). "
+         "Output only the expression.", wake=WAKE, max_tokens=16),
     Role("calculator", "A calculator tool: evaluates the written expression exactly.", tool=True),
     Role("answerer", "You are an answerer. Read the computed value and reply with the final answer as: "
          "Answer: <number>", wake=WAKE, max_tokens=10),
@@ -67,33 +75,34 @@ def wake_examples() -> list[str]:
     return [f"example: {s} {WAKE} => {a}" for s in SUMMARIES for a in ("yes", "no")]
 
 
-POOL = {
+POOL = {  # (p, lines): a newcomer holds each line with probability p (worked examples, general lines, wake-up)
     "extractor": [
-        "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 - 2",
-        "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 * 6 - 7",
-        "example: Ava splits 12 eggs into 3 equal groups, keeps one group and then finds 4 more. How many eggs does "
-        "Ava have? => 12 / 3 + 4",
-        "example: A farm has 50 cows. It sells 10 in the morning and 5 in the afternoon. How many cows are left? "
-        "=> 50 - 10 - 5",
-        "example: Max reads 3 pages a day for 4 days and then 6 more pages. How many pages did Max read? => 3 * 4 + 6",
-        # wrong on purpose: an agent holding these fails, and the market should learn to route around it
-        "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 + 2",
-        "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 + 6 - 7",
-        "Use every number of the problem exactly once.",
-        "Write the operations in the order the story tells them.",
-        *wake_examples(),
+        (0.8, [
+            "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 - 2",
+            "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 * 6 - 7",
+            "example: Ava splits 12 eggs into 3 equal groups, keeps one group and then finds 4 more. How many eggs "
+            "does Ava have? => 12 / 3 + 4",
+            "example: A farm has 50 cows. It sells 10 in the morning and 5 in the afternoon. How many cows are left? "
+            "=> 50 - 10 - 5",
+            "example: Max reads 3 pages a day for 4 days and then 6 more pages. How many pages did Max read? => 3 * 4 + 6",
+        ]),
+        (0.3, [  # wrong on purpose: an agent holding these fails, and the market should route around it
+            "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 + 2",
+            "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 + 6 - 7",
+        ]),
+        (0.3, ["Use every number of the problem exactly once.", "Write the operations in the order the story tells them."]),
+        (0.3, wake_examples()),
     ],
     "answerer": [
-        "Copy the computed value exactly.",
-        "example: Problem: Ann has 5 pens and buys 3 more. Expression: 5 + 3. Value: 8. => Answer: 8",
-        "If the value is missing, give your best guess.",
-        *wake_examples(),
+        (0.5, ["example: Value: 8 What is the final answer? => The answer is 8."]),
+        (0.3, ["Copy the computed value exactly.", "If the value is missing, give your best guess."]),
+        (0.3, wake_examples()),
     ],
     "generalist": [
-        "Think of the numbers in the problem and combine them.",
-        "example: Problem: Ann has 5 pens and buys 3 more. Expression: none. Value: none. => Answer: 8",
-        "Answer with a whole number.",
-        *wake_examples(),
+        (0.5, ["example: Problem: Ann has 5 pens and buys 3 more. Expression: none Value: none What is the final "
+               "answer? => The answer is 8."]),
+        (0.3, ["Think of the numbers in the problem and combine them.", "Answer with a whole number."]),
+        (0.3, wake_examples()),
     ],
 }
 
@@ -103,15 +112,15 @@ class Config:
     llm: BackendConfig = Field(default_factory=BackendConfig)
     """The shared frozen model (hf / vllm / openai keys; see agents/backends/base.py)."""
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
-    horizon: int = Field(4, ge=1)
-    """Steps per episode (a full chain needs 3)."""
+    horizon: int = Field(8, ge=1)
+    """Steps per episode (a full chain needs 3; a forfeit spends one)."""
     heldout: int = Field(64, ge=1)
     """Held-out problems for heldout_accuracy and single_agent_accuracy."""
     heldout_seed: int = 10_000
     """Seed stream of the held-out problems; training problems use the run's seed stream."""
     role_weights: tuple[float, float, float, float] = (0.35, 0.15, 0.25, 0.25)
     """How often a random newcomer is an extractor, calculator, answerer, generalist."""
-    initial_roles: tuple[str, ...] = ("calculator", "extractor", "answerer", "generalist")
+    initial_roles: tuple[str, ...] = ("calculator", "extractor", "extractor", "answerer", "generalist")
     """Roles of the first newborns, in order (the rest of the population is drawn at random)."""
 
 
@@ -216,16 +225,23 @@ class Board:
 
     def context(self, obs_row: np.ndarray, role: str) -> str:
         w, b = self.current, int(obs_row[3])
+        value = "none" if w.value[b] is None else str(w.value[b])
         if role == "extractor":
             return w.problems[b].text
-        value = "none" if w.value[b] is None else str(w.value[b])
-        return f"Problem: {w.problems[b].text} Expression: {w.expr[b] or 'none'}. Value: {value}."
+        if role == "answerer":  # it only formats the computed value (shown the problem, SmolLM2 retells it)
+            return f"Value: {value}\nWhat is the final answer?"
+        return f"Problem: {w.problems[b].text}\nExpression: {w.expr[b] or 'none'}\nValue: {value}\nWhat is the final answer?"
+
+    def illegal(self, role: str, obs_row: np.ndarray) -> str:
+        if role == "extractor" and obs_row[2] > 0:
+            return "illegal: an expression already exists"
+        if role == "answerer" and obs_row[2] < 2:
+            return "illegal: no computed value to report"
+        return ""
 
     def parse(self, role: str, text: str, obs_row: np.ndarray) -> tuple[str | None, str]:
         w, b = self.current, int(obs_row[3])
         if role == "extractor":
-            if w.stage[b] > 0:
-                return None, "illegal: an expression already exists"
             expr = parse.expression(text, allowed=w.problems[b].numbers)
             return (expr, "") if expr else (None, "unparsable or uses numbers not in the problem")
         value = parse.answer(text)
@@ -248,7 +264,7 @@ class Board:
         p = problem(int(obs_row[0]), int(obs_row[1]))
         if role == "extractor":
             return p.text, p.expression
-        return f"Problem: {p.text}", f"Answer: {p.answer}"
+        return f"Problem: {p.text}", f"The answer is {p.answer}."
 
 
 def build(cfg: Config, seed: int = 0):

@@ -118,12 +118,13 @@ class BackendConfig:
     """``smollm2`` (the embedded default, converted once and cached) or a local model folder;
     for ``openai`` the model name the server knows."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    """auto: float32 on CPU (SmolLM2 is stored so), the engine's choice on GPU."""
+    """auto: hf uses bfloat16 on GPU and on CPUs with native bfloat16 (AMX, AVX512-BF16), else float32;
+    vllm passes ``auto`` to the engine."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     max_batch: int = Field(64, ge=1)
     """hf: prompts per forward pass (larger calls are split); openai: concurrent requests."""
     threads: int = Field(0, ge=0)
-    """hf on CPU: torch threads (0: leave torch's default)."""
+    """hf on CPU: torch threads (0: auto, all cores but one)."""
     timeout: float = Field(600.0, gt=0)
     """Seconds one call may take; completions still running then end as ``timeout``."""
     base_url: str = "http://127.0.0.1:8000/v1"

@@ -7,10 +7,11 @@ saves). A script that builds this backend needs an ``if __name__ == "__main__":`
 guard: the engine starts worker processes.
 
 The engine batches the whole call itself (continuous batching), per-prompt caps,
-stops and seeds included. Scoring asks for one token with the top-20
-log-probabilities; a yes/no spelling outside them is taken at the smallest
-reported value (an upper bound). The offline engine cannot be interrupted
-mid-call, so ``timeout`` does not apply here: token caps bound a call's time.
+stops and seeds included. Scoring asks for one token restricted to the yes/no
+spellings, with the engine reporting *processed* log-probabilities, so all eight
+come back and their log-odds are exact (the restriction renormalises both sides
+alike). The offline engine cannot be interrupted mid-call, so ``timeout`` does not
+apply here: token caps bound a call's time.
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ import os
 import numpy as np
 
 from agents.backends import smollm2
-from agents.backends.base import NO, YES, BackendConfig, Completion, Prompt, Stats
-
-TOP_LOGPROBS = 20
+from agents.backends.base import FLOOR, NO, YES, BackendConfig, Completion, Prompt, Stats
 
 
 class VLLMBackend:
@@ -46,6 +45,7 @@ class VLLMBackend:
             enforce_eager=(not gpu) if cfg.enforce_eager is None else cfg.enforce_eager,
             seed=cfg.seed,
             disable_log_stats=True,
+            logprobs_mode="processed_logprobs",  # scores: log-probabilities within the allowed yes/no tokens
         )
         self.tokenizer = self.llm.get_tokenizer()
         first = lambda spellings: sorted({self.tokenizer.encode(s, add_special_tokens=False)[0] for s in spellings})
@@ -78,13 +78,13 @@ class VLLMBackend:
 
     def score(self, prompts: list[Prompt]) -> np.ndarray:
         self.stats.start()
-        params = self._params(temperature=0.0, max_tokens=1, logprobs=TOP_LOGPROBS)
+        allowed = self.yes_ids + self.no_ids
+        params = self._params(temperature=0.0, max_tokens=1, logprobs=len(allowed), allowed_token_ids=allowed)
         outputs = self.llm.generate(self._texts(prompts), params, use_tqdm=False)
         result = np.zeros(len(prompts))
         for i, out in enumerate(outputs):
             top = {token: lp.logprob for token, lp in out.outputs[0].logprobs[0].items()}
-            floor = min(top.values())
-            pool = lambda ids: np.logaddexp.reduce([top.get(t, floor) for t in ids])
+            pool = lambda ids: np.logaddexp.reduce([top.get(t, FLOOR) for t in ids])
             result[i] = pool(self.yes_ids) - pool(self.no_ids)
             self.stats.prompt_tokens += len(out.prompt_token_ids or ())
         self.stats.prompts += len(prompts)

@@ -74,7 +74,7 @@ def write_report(engine, run_id: str, out: Path) -> dict:
     paths = {}
     for name, fig in figures.items():
         paths[name] = out / f"{name}.png"
-        fig.savefig(paths[name], dpi=DPI)
+        fig.savefig(paths[name], dpi=DPI, bbox_inches="tight")  # nothing clipped at the edges (a colour bar label)
     summary = out / "summary.md"
     summary.write_text(markdown(engine, data, tl, paths, library, notes))
     return {"summary": summary, "figures": paths}

@@ -99,12 +99,13 @@ def wealth_figure(data: RunData, tl: Timeline | None = None, top: int = 8) -> Fi
 def _symlog_if_skewed(tl: Timeline, ax) -> None:
     """A few rich agents beside a crowd near zero: a linear axis flattens the crowd, so go symmetric-log.
 
-    The linear range ends at the crowd's typical wealth (the median of positive balances).
+    The linear range ends at the decade above the crowd's typical wealth (the median of positive balances).
     """
     w = tl.wealth[tl.alive]
     w = w[w > 0]
     if w.size and w.max() > 20 * np.median(w):
-        ax.set_yscale("symlog", linthresh=float(np.median(w)), linscale=0.5)
+        linthresh = 10.0 ** np.ceil(np.log10(np.median(w)))  # a whole decade: no ticks crowd inside it
+        ax.set_yscale("symlog", linthresh=linthresh, linscale=1.0)  # one decade's height for -t..t
         ax.set_ylabel(ax.get_ylabel() + "\n(symmetric log scale)")
 
 

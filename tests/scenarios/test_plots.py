@@ -208,3 +208,17 @@ def test_report_reads_a_library_and_credit_stored_with_the_run(tmp_path):
     written = write_report(engine, summary["run_id"], tmp_path / "report")
     assert {"skill_lineage", "skill_evolution"} <= written["figures"].keys()
     assert "2 versions, 1 current, 0 rejected" in written["summary"].read_text()
+
+
+def test_report_on_a_blocks_run(tmp_path):
+    """Blocks' rule agents get the same report: every figure drawn, labelled, nothing overlapping."""
+    url = f"sqlite:///{tmp_path / 'catallax.db'}"
+    summary = run_experiment(load("blocks", ["run.episodes=400", "blocks.heldout_count=5"], seed=0), url, progress=False)
+    assert main(["report", summary["run_id"], "--db", url, "--out", str(tmp_path)]) == 0
+    folder = tmp_path / f"report-{summary['run_id']}"
+    assert "**Ledger.** ok" in (folder / "summary.md").read_text()
+    assert {p.stem for p in folder.glob("*.png")} == {"wealth", "flows", "agent_lineage", "rule_lineage", "evolution"}
+    data = load_run(make_engine(url), summary["run_id"])
+    check(wealth_figure(data), 4)
+    check(rule_tree_figure(data))
+    check(market_evolution_figure(data), 2)

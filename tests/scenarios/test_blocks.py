@@ -1,0 +1,138 @@
+"""The blocks scenario: the world's rules, the instance generator, the features, and that the economy learns."""
+
+import numpy as np
+import pytest
+
+from agents.rules import parse
+from market import MarketConfig, MarketModel, PopulationConfig
+from scenarios import blocks
+from scenarios.config import load
+from scenarios.runner import run_experiment
+
+
+def world_of(goal, s1, s2, s3, **cfg):
+    return blocks.BlocksWorld(blocks.Config(**cfg), [blocks.Instance(tuple(goal), (tuple(s1), tuple(s2), tuple(s3)))])
+
+
+def stacks(world):
+    return [world.stack[0, s, : world.height[0, s]].tolist() for s in range(4)]
+
+
+def move(world, name):
+    return world.step(np.array([blocks.ACTIONS.index(name)]), np.array([True]))
+
+
+def test_moves_and_illegal_moves():
+    world = world_of([1, 2], [2], [], [1])
+    world.reset(1, None)
+    move(world, "1to2")
+    assert stacks(world) == [[1, 2], [], [2], [1]]
+    reward, done = move(world, "1to3")  # stack 1 is empty: rejected, counted, nothing moves
+    assert stacks(world) == [[1, 2], [], [2], [1]] and world.invalid.tolist() == [1]
+    assert reward.tolist() == [0.0] and done.tolist() == [False]
+    world.step(np.array([blocks.ACTIONS.index("2to1")]), np.array([False]))  # not acting: nothing happens
+    assert stacks(world) == [[1, 2], [], [2], [1]] and world.invalid.tolist() == [1]
+
+
+def test_goal_check_pays_once_and_only_for_the_whole_goal():
+    world = world_of([1, 2], [], [2], [1])
+    world.reset(1, None)
+    reward, done = move(world, "3to1")  # a correct prefix is not the goal
+    assert reward.tolist() == [0.0] and not done[0] and not world.solved[0]
+    reward, done = move(world, "2to1")
+    assert reward.tolist() == [2.0] and done[0] and world.solved[0]  # n credits: one per goal block
+    reward, done = move(world, "1to2")  # the episode is over: later steps change nothing
+    assert reward.tolist() == [0.0] and not done[0] and stacks(world)[1] == [1, 2]
+
+
+def test_horizon_ends_a_failed_episode():
+    world = world_of([1, 2], [], [2], [1], horizon_factor=2)
+    world.reset(1, None)
+    assert world.horizon == 4
+    for t in range(4):
+        reward, done = move(world, "2to3" if t % 2 == 0 else "3to2")
+    assert done[0] and reward[0] == 0 and not world.solved[0]
+
+
+def test_features():
+    # goal 1 2 3 1; stack 1 = [1, 3, 2] (prefix 1, two wrong blocks); stack 2 = [2, 1]; stack 3 = [3]
+    world = world_of([1, 2, 3, 1], [1, 3, 2], [2, 1], [3], features=list(blocks.FEATURES))
+    world.reset(1, None)
+    obs = world.observe()[0].tolist()
+    # next needed colour is 2: on top of stack 1's wrong part (depth 0) and under the 1 in stack 2 (depth 1)
+    assert dict(zip(blocks.FEATURES, obs)) == {"wrong1": 2, "prefix": 1, "progress": 2, "need_at": 1,
+                                               "need_depth": 0, "next": 2, "top1": 2, "top2": 1, "top3": 3}
+    assert obs[-5:] == [3, 2, 1, 1, 4]  # the market's columns: heights of stacks 1..3, correct blocks, n
+    hidden = world_of([1, 2], [], [2], [1], features=["need_at", "wrong1"])
+    hidden.reset(1, None)
+    assert hidden.space.features == ("wrong1", "need_at") and hidden.observe().tolist() == [[0, 3, 0, 1, 1, 0, 2]]
+
+
+def test_generator_is_deterministic_and_deals_the_goals_blocks():
+    cfg = blocks.Config(heldout_count=20)
+    a, b = blocks.heldout(cfg, 8), blocks.heldout(cfg, 8)
+    assert a == b and a != blocks.heldout(blocks.Config(heldout_count=20, heldout_seed=1), 8)
+    for inst in a:
+        assert sorted(inst.goal) == sorted(sum(inst.stacks, ())) and len(inst.goal) == 8
+        assert inst.stacks[0] != inst.goal  # never solved before the first move
+    w1, w2 = blocks.BlocksWorld(cfg), blocks.BlocksWorld(cfg)
+    w1.reset(16, np.random.default_rng(5))
+    w2.reset(16, np.random.default_rng(5))
+    assert (w1.stack == w2.stack).all()
+
+
+def test_the_hand_written_solution_solves_heldout_instances_through_the_market():
+    """The features suffice: six rules solve every size (frozen: no money moves)."""
+    cfg = blocks.Config(heldout_count=30)
+    world, policy = blocks.build(cfg, initial_rules=list(blocks.SOLUTION))
+    model = MarketModel(world, policy, MarketConfig(bid_scheme="policy"), PopulationConfig(initial_agents=6), seed=0)
+    assert blocks.evaluate(model, cfg, [4, 16, 64]) == {"4": 1.0, "16": 1.0, "64": 1.0}
+    assert int(model.population.wealth.sum()) == 0 and model.ledger.count == 6  # only the six birth grants
+
+
+def test_a_rule_never_wakes_for_an_illegal_move():
+    """Else it would win a state it cannot change and, owning it, win it again for free until the horizon."""
+    cfg = blocks.Config(features=list(blocks.FEATURES))
+    world = world_of([1, 2], [], [2], [1], features=list(blocks.FEATURES))
+    world.reset(1, None)
+    _, policy = blocks.build(cfg, initial_rules=["wrong1 == 0 -> 1to2", "wrong1 == 0 -> 2to1"])
+    policy.resize(2)
+    policy.spawn(np.array([0, 1]), np.random.default_rng(0))
+    assert policy.eligible(world.observe()).tolist() == [[False, True]]  # stack 1 is empty: 1to2 is illegal
+
+
+def test_revise_edits_the_failed_rule_at_its_failure_state():
+    cfg = blocks.Config(p_revise_move=1.0, features=list(blocks.FEATURES))
+    world, policy = blocks.build(cfg, initial_rules=["wrong1 == 0 -> 2to1"])
+    policy.resize(8)
+    policy.spawn(np.array([1]), np.random.default_rng(0))
+    state = np.array([[0, 1, 2, 2, 0, 1, 1, 0, 3, 1, 0, 1, 1, 5]])  # stack 2 is empty: 2to1 and 2to3 are illegal there
+    policy.revise(np.array([2]), np.array([1]), state, np.array([True]), np.random.default_rng(0))
+    terms, action = parse(policy.describe([2])[0], world.space)
+    assert terms == parse("wrong1 == 0 -> 2to1", world.space)[0]
+    assert blocks.ACTIONS[action] in {"1to2", "1to3", "3to1", "3to2"}
+
+
+def test_training_beats_the_random_population_on_heldout():
+    """Short runs at n = 4 (the default economy, a few seconds each) lift held-out success, on average
+    over seeds, well above that of the random population they start from."""
+    gains = []
+    for seed in (0, 1, 2):
+        exp = load("blocks", ["run.episodes=3000", "blocks.curriculum=false", "blocks.train_sizes=[4]",
+                              "blocks.heldout_count=100"], seed=seed)
+        world, policy = blocks.build(exp.scenario)
+        model = MarketModel(world, policy, exp.market, exp.population, seed=seed)
+        before = blocks.evaluate(model, exp.scenario, [4])["4"]
+        while model.episodes_done < exp.run.episodes:
+            model.step()
+        after = blocks.evaluate(model, exp.scenario, [4])["4"]
+        gains.append((before, after))
+    assert np.mean([a for _, a in gains]) > np.mean([b for b, _ in gains]) + 0.2, gains
+
+
+@pytest.mark.slow
+def test_catallax_run_blocks_reports_heldout_success_per_size():
+    summary = run_experiment(load("blocks", ["run.episodes=160", "blocks.heldout_count=10"], seed=0), "sqlite://",
+                             progress=False)
+    assert set(summary["heldout_success"]) == {"4", "8", "16", "32"}
+    assert summary["episodes"] == 160 and summary["population"] > 0 and summary["conservation_ok"]

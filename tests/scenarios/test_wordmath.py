@@ -1,0 +1,69 @@
+"""Scenario ``wordmath``: exact problems, the world's transitions, and the whole run from the CLI."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from agents import parse
+from scenarios import wordmath
+from scenarios.config import load
+
+
+def test_problems_are_exact_deterministic_and_held_out_by_seed():
+    for pid in range(300):
+        p = wordmath.problem(0, pid)
+        assert parse.evaluate(p.expression) == p.answer and p.answer >= 0
+        assert all(n in p.text for n in p.numbers)
+        assert wordmath.problem(0, pid) == p
+    train = {wordmath.problem(0, int(i)).text for i in np.random.default_rng(1).integers(2**31, size=2000)}
+    heldout = [wordmath.problem(10_000, i).text for i in range(64)]
+    assert len(set(heldout)) == 64 and sum(t in train for t in heldout) <= 2  # distinct streams (templates may collide)
+
+
+def test_world_moves_text_to_expression_to_value_to_answer():
+    cfg = wordmath.Config(heldout=2)
+    board = wordmath.Board()
+    world = wordmath.WordmathWorld(cfg, board, seed=0, fixed=np.array([3, 4]))
+    world.reset(2, np.random.default_rng(0))
+    obs = world.observe()
+    assert board.summaries(obs) == [wordmath.SUMMARIES[0]] * 2
+    problem = world.problems[0]
+    payload, reason = board.parse("extractor", problem.expression, obs[0])
+    assert payload == problem.expression and not reason
+    assert board.parse("extractor", "12345 + 99999", obs[0])[0] is None  # numbers not in the problem: illegal
+    board.deliver([payload, None])
+    reward, done = world.step(np.array([0, -1]), np.array([True, False]))
+    assert world.stage.tolist() == [1, 0] and not done.any()
+    obs = world.observe()
+    assert board.illegal("extractor", obs[0]) and not board.illegal("extractor", obs[1])
+    assert board.illegal("answerer", obs[0]) and not board.illegal("generalist", obs[0])
+    assert board.tool("calculator", obs[1])[0] is None  # nothing to compute yet
+    board.deliver([board.tool("calculator", obs[0])[0], None])
+    world.step(np.array([1, -1]), np.array([True, False]))
+    assert world.value[0] == problem.answer and "Value: " in board.context(world.observe()[0], "answerer")
+    board.deliver([board.parse("answerer", f"The answer is {problem.answer}.", obs[0])[0], None])
+    reward, done = world.step(np.array([2, -1]), np.array([True, False]))
+    assert done.tolist() == [True, False] and reward.tolist() == [1.0, 0.0] and world.solved.tolist() == [True, False]
+
+
+def test_config_names_bad_keys():
+    from scenarios.config import ConfigError
+
+    with pytest.raises(ConfigError, match="wordmath.llm.backend"):
+        load("wordmath", ["wordmath.llm.backend=tpu"])
+    assert load("wordmath", ["wordmath.llm.dtype=float32"]).scenario.llm.dtype == "float32"
+
+
+@pytest.mark.slow
+def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path):
+    cmd = [sys.executable, "-m", "scenarios.cli", "run", "wordmath", "--json", "--out", str(tmp_path),
+           "--set", "run.episodes=16", "--set", "market.batch=8", "--set", "wordmath.heldout=8"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["scenario"] == "wordmath" and summary["conservation_ok"] and summary["episodes"] == 16
+    assert 0 <= summary["heldout_accuracy"] <= 1 and 0 <= summary["single_agent_accuracy"] <= 1
+    assert summary["heldout_problems"] == 8 and summary["actions"] > 0 and summary["backend"] == "hf"
