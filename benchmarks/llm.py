@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/llm.py             # B = 8 and 32 (a few minutes on 2 cores, most of it the sequential baseline)
     python benchmarks/llm.py --quick     # B = 4 and 16
+    python benchmarks/llm.py --sizes 2 4 # any batch sizes (the test suite's smoke run)
     python benchmarks/llm.py --json      # ... and one final JSON line with the figures
     python benchmarks/llm.py --backend vllm
 
@@ -74,8 +75,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="B = 4 and 16 instead of 8 and 32")
     ap.add_argument("--json", action="store_true", help="print one final JSON line with the figures")
     ap.add_argument("--backend", choices=("hf", "vllm"), default="hf")
+    ap.add_argument("--sizes", type=int, nargs="+", help="batch sizes B to compare (overrides --quick)")
     args = ap.parse_args(argv)
-    sizes = (4, 16) if args.quick else (8, 32)
+    sizes = args.sizes or ((4, 16) if args.quick else (8, 32))
     cfg = wordmath.Config(llm=BackendConfig(backend=args.backend))
     backend = shared_backend(cfg.llm)  # load once, outside the timings
     play(cfg, 2, True)  # warm-up: first-call costs (kernels, allocator) stay out of the figures
