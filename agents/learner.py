@@ -39,6 +39,7 @@ from torch.nn import functional as F
 
 from market.money import to_micro
 from market.population import HOUSE_ROW
+from skills.credit import advantages
 
 EPS = 1e-6
 
@@ -61,10 +62,7 @@ def group_advantage(outcome: np.ndarray, group: int, normalize: bool) -> np.ndar
     """
     r = np.asarray(outcome, dtype=np.float64)
     g = r.reshape(-1, group or r.size)
-    centred = g - g.mean(axis=1, keepdims=True)
-    if normalize:
-        centred = centred / (g.std(axis=1, keepdims=True) + EPS)
-    return centred.reshape(-1)
+    return (advantages(g, EPS) if normalize else g - g.mean(axis=1, keepdims=True)).reshape(-1)
 
 
 def bucket_brigade_profit(trace, market) -> np.ndarray:

@@ -29,7 +29,7 @@ from market.auction import clear
 from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.config import MarketConfig, PopulationConfig
 from market.ledger import Ledger, Reason
-from market.money import MICRO, to_micro
+from market.money import MICRO, share, to_micro
 from market.population import HOUSE_ROW, Population
 from market.protocols import Policy, World
 
@@ -123,13 +123,12 @@ class MarketModel(mesa.Model):
         if self.cfg.bid_scheme in ("policy", "learned"):  # the agents' own bids in credits: evolved, or a bid head
             raw = np.rint(np.asarray(self.policy.bids(obs), dtype=np.float64) * MICRO).astype(np.int64)
         elif self.cfg.bid_scheme == "holland":
-            c_ppm = round(self.cfg.holland_c * 1_000_000)
-            raw = np.maximum(pop.wealth * c_ppm // 1_000_000, self._money["base_bid"])
+            raw = np.maximum(share(pop.wealth, self.cfg.holland_c), self._money["base_bid"])
         else:
             raw = pop.bid
         cap = np.maximum(pop.wealth, 0)
         if self.cfg.bid_cap != 1.0:  # a bid never exceeds bid_cap x wealth: a newcomer must earn its way up
-            cap = cap * round(self.cfg.bid_cap * 1_000_000) // 1_000_000
+            cap = share(cap, self.cfg.bid_cap)
         return np.minimum(raw, cap)
 
     def _newborn_bid(self) -> int:
@@ -158,12 +157,13 @@ class MarketModel(mesa.Model):
         seen = []  # observations per step, for the trace
         record = [] if hasattr(self.policy, "learn") else None  # the auctions in full, for a learning policy
 
+        traders = pop.traders  # nobody is born or dies during a round's episodes
         for t in range(world.horizon):
             obs = world.observe()
             seen.append(obs)
-            eligible = self.policy.eligible(obs) & pop.traders[None, :] & active[:, None]
+            eligible = self.policy.eligible(obs) & traders[None, :] & active[:, None]
             bids = self.current_bids(obs)
-            winner, price = clear(bids if bids.ndim == 2 else bids[None, :], eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)
+            winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
             if record is not None:  # the auction as cleared, and the wealth that capped its bids
                 record.append([eligible, pop.wealth.copy(), winner, price])
             actions = self.policy.act(obs, winner)
@@ -189,8 +189,7 @@ class MarketModel(mesa.Model):
                 record[-1] += [np.where(active, reward, 0.0), done.copy()]
 
             step_paid = won & ~done
-            transfer(np.full(step_paid.sum(), HOUSE_ROW), winner[step_paid], reward_micro[step_paid],
-                                 Reason.REWARD, episode_ids[step_paid], t)
+            transfer(HOUSE_ROW, winner[step_paid], reward_micro[step_paid], Reason.REWARD, episode_ids[step_paid], t)
             self._pay_terminal(transfer, worlds[done & (reward_micro > 0) & (owner >= 0)], reward_micro, owner, path[: t + 1], episode_ids, t)
             active &= ~done
             if not active.any():
@@ -213,13 +212,13 @@ class MarketModel(mesa.Model):
         if worlds.size == 0:
             return
         if self.cfg.terminal == "owner":
-            transfer(np.full(worlds.size, HOUSE_ROW), owner[worlds], reward[worlds], Reason.REWARD,
-                                 episode_ids[worlds], t)
+            transfer(HOUSE_ROW, owner[worlds], reward[worlds], Reason.REWARD, episode_ids[worlds], t)
             return
-        for b in worlds:  # a loop over finished worlds (<= B), not over agents
-            authors = np.unique(path[:, b][path[:, b] >= 0])  # unique path authors, in row order
-            share = reward[b] // authors.size  # the remainder stays with the house: amounts stay integers
-            transfer(np.full(authors.size, HOUSE_ROW), authors, share, Reason.REWARD, episode_ids[b], t)
+        steps, k = np.nonzero(path[:, worlds] >= 0)  # every action on the finished worlds' paths
+        pairs = np.unique(np.stack([k, path[steps, worlds[k]]], axis=1), axis=0)  # (world, author), both ascending
+        world, authors = pairs[:, 0], pairs[:, 1]
+        split = reward[worlds] // np.bincount(world, minlength=worlds.size)  # the remainder stays with the house
+        transfer(HOUSE_ROW, authors, split[world], Reason.REWARD, episode_ids[worlds][world], t)
 
     # -------------------------------------------------------------- economy
     def step(self) -> None:
@@ -244,20 +243,21 @@ class MarketModel(mesa.Model):
 
     def _charge_rent(self, before: int, after: int) -> None:
         charges = after // self.cfg.rent_interval - before // self.cfg.rent_interval
-        if charges and self._money["rent"]:
-            payers = np.flatnonzero(self.population.traders)
+        if not charges:
+            return
+        payers = np.flatnonzero(self.population.traders)
+        if self._money["rent"]:
             self.ledger.transfer(payers, HOUSE_ROW, charges * self._money["rent"], Reason.RENT, after - 1, -1)
-        if charges and self.cfg.wealth_tax:  # Holland's c_tax x S: old fortunes fade unless renewed
-            payers = np.flatnonzero(self.population.traders)
-            keep = round((1 - self.cfg.wealth_tax) ** charges * 1_000_000)
+        if self.cfg.wealth_tax:  # Holland's c_tax x S: old fortunes fade unless renewed
             wealth = np.maximum(self.population.wealth[payers], 0)
-            self.ledger.transfer(payers, HOUSE_ROW, wealth - wealth * keep // 1_000_000, Reason.RENT, after - 1, -1)
+            kept = share(wealth, (1 - self.cfg.wealth_tax) ** charges)
+            self.ledger.transfer(payers, HOUSE_ROW, wealth - kept, Reason.RENT, after - 1, -1)
 
     def _bankruptcies(self) -> np.ndarray:
         """Rows whose wealth fell below zero: the house absorbs the debt, then they die."""
         pop = self.population
         rows = np.flatnonzero(pop.traders & (pop.wealth < 0))
-        self.ledger.transfer(np.full(rows.size, HOUSE_ROW), rows, -pop.wealth[rows], Reason.WRITE_OFF,
+        self.ledger.transfer(HOUSE_ROW, rows, -pop.wealth[rows], Reason.WRITE_OFF,
                              self.episodes_done - 1, -1)
         pop.alive[rows] = False  # dead from here on; rows are recycled after births read their skills
         return rows
@@ -302,7 +302,7 @@ class MarketModel(mesa.Model):
         if self.pop_cfg.child_share > 0 and kinds is not None:  # Hayek: a rich agent endows its child itself
             endowed = kinds == EXPLOIT
             funder[endowed] = parents[endowed]
-            grant[endowed] = pop.wealth[parents[endowed]] * round(self.pop_cfg.child_share * 1_000_000) // 1_000_000
+            grant[endowed] = share(pop.wealth[parents[endowed]], self.pop_cfg.child_share)
         self.ledger.transfer(funder, rows, grant, Reason.FUND, max(self.episodes_done - 1, 0), -1)
         self._pending_births += [
             {"agent_id": int(pop.ids[r]), "parent_id": int(pop.parent[r]), "born_episode": self.episodes_done,

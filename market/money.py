@@ -15,6 +15,12 @@ def to_micro(credits: float) -> int:
     return int(round(credits * MICRO))
 
 
+def share(micro, fraction: float):
+    """``fraction`` of integer micro-credit amount(s), in whole micro-credits (the fraction is rounded
+    to parts per million first, so the result is exact integer arithmetic on every machine)."""
+    return micro * round(fraction * MICRO) // MICRO
+
+
 def to_credits(micro) -> float | np.ndarray:
     """Micro-credits -> credits, for reports and plots only."""
     return np.asarray(micro, dtype=np.float64) / MICRO if np.ndim(micro) else micro / MICRO

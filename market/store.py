@@ -306,13 +306,9 @@ class RunStore:
         t = log.transfers
         start, end = self._seq, self._seq + len(t)
         self._writes += 1
-        rows = []
-        if len(t):
-            cols = {name: t[name].tolist() for name in t.dtype.names}
-            rows = [{"run_id": self.run_id, "seq": q, "src": a, "dst": b, "amount": m, "reason": r, "episode": e,
-                     "step": k}
-                    for q, a, b, m, r, e, k in zip(range(start, end), cols["src"], cols["dst"], cols["amount"],
-                                                   cols["reason"], cols["episode"], cols["step"])]
+        names = ("seq", *t.dtype.names)  # the ledger's columns (TRANSFER_DTYPE), numbered
+        rows = [dict(zip(names, values), run_id=self.run_id)
+                for values in zip(range(start, end), *(t[name].tolist() for name in t.dtype.names))]
 
         def write():
             with Session(self.engine) as s:
@@ -394,8 +390,8 @@ def load_episodes(engine, run_id: str) -> list[dict]:
 def load_transfers(engine, run_id: str) -> np.ndarray:
     """The run's transfer log, in order, as a structured array (see market.ledger)."""
     with Session(engine) as s:
-        rows = s.exec(select(Transfer.src, Transfer.dst, Transfer.amount, Transfer.reason, Transfer.episode,
-                             Transfer.step).where(Transfer.run_id == run_id).order_by(Transfer.seq)).all()
+        columns = (getattr(Transfer, name) for name in TRANSFER_DTYPE.names)
+        rows = s.exec(select(*columns).where(Transfer.run_id == run_id).order_by(Transfer.seq)).all()
     return np.array([tuple(r) for r in rows], dtype=TRANSFER_DTYPE)
 
 

@@ -60,6 +60,7 @@ from market.config import STRICT
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
+SOURCE = np.array([src for src, _ in MOVES])  # action index -> the stack it takes a block from
 FEATURES = ("wrong1", "prefix", "progress", "need_at", "need_depth", "next", "top1", "top2", "top3")
 MARKET_COLUMNS = ("h1", "h2", "h3", "correct", "n")
 """Appended to every observation for the agents' machinery, never read by a rule's condition:
@@ -310,22 +311,19 @@ class BlocksPolicy(RulePolicy):
         """A rule wakes where its condition holds *and* its move is legal: an agent that could only
         make an illegal move would otherwise win a state, spend it, and own it again for free
         (no one else wakes there), until the horizon."""
-        source = np.asarray(MOVES)[self.rules.action, 0]  # [N] the stack each agent's move takes from
-        legal = _heights(obs)[:, source - 1] > 0  # [B, N]
-        return super().eligible(obs) & legal
+        return super().eligible(obs) & legal_moves(obs)[:, self.rules.action]
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:
             self.memory = np.concatenate([self.memory, obs])[-MEMORY:]
-            stalled = (winners < 0) & (obs[:, -2] < obs[:, -1])  # nobody woke, and the goal is not built
+            stalled = (winners < 0) & (_built(obs) < 1)  # nobody woke, and the goal is not built
             self.uncovered = np.concatenate([self.uncovered, obs[stalled]])[-MEMORY:]
         return super().act(obs, winners)
 
     def bids(self, obs: np.ndarray) -> np.ndarray:
         """[B, N] credits: a + c x built, built = the share of the goal already in place (the
         observation's last two columns: correct blocks, n)."""
-        built = obs[:, -2] / obs[:, -1]
-        return self.bid[None, :, 0] + built[:, None] * self.bid[None, :, 1]
+        return self.bid[None, :, 0] + _built(obs)[:, None] * self.bid[None, :, 1]
 
     def resize(self, capacity: int) -> None:
         super().resize(capacity)
@@ -346,8 +344,7 @@ class BlocksPolicy(RulePolicy):
         if len(seen):
             state = seen[rng.integers(len(seen), size=n)]
             value = np.take_along_axis(state, feature, axis=1)
-            legal = _heights(state)[:, np.asarray(MOVES)[:, 0] - 1] > 0  # [n, 6]
-            rules.action[rows] = np.argmax(rng.random((n, len(MOVES))) * legal, axis=1)
+            rules.action[rows] = np.argmax(rng.random((n, len(MOVES))) * legal_moves(state), axis=1)
         else:  # the first population: nothing seen yet
             value = rng.integers(self.low[feature], self.high[feature] + 1)
             rules.action[rows] = rng.integers(len(ACTIONS), size=n)
@@ -379,9 +376,8 @@ class BlocksPolicy(RulePolicy):
         move = rng.random(rows.size) < self.cfg.p_revise_move
         for row, state, new_move in zip(rows.tolist(), obs, move.tolist()):
             if new_move:
-                heights = _heights(state[None])[0]
-                legal = [a for a, (src, _) in enumerate(MOVES) if a != r.action[row] and heights[src - 1] > 0]
-                if legal:
+                legal = np.flatnonzero(legal_moves(state[None])[0] & (np.arange(len(MOVES)) != r.action[row]))
+                if legal.size:
                     r.action[row] = rng.choice(legal)
                     continue
             free = np.flatnonzero(r.op[row] == ALWAYS)
@@ -399,9 +395,15 @@ class BlocksPolicy(RulePolicy):
         self.bid, self.memory, self.uncovered = state["bid"].copy(), state["memory"].copy(), state["uncovered"].copy()
 
 
-def _heights(obs: np.ndarray) -> np.ndarray:
-    """[B, 3] heights of stacks 1..3, from an observation's MARKET_COLUMNS."""
-    return obs[:, -5:-2]
+def legal_moves(obs: np.ndarray) -> np.ndarray:
+    """[B, 6] bool: which moves are legal (their source stack is not empty), from MARKET_COLUMNS."""
+    heights = obs[:, -5:-2]  # h1, h2, h3
+    return heights[:, SOURCE - 1] > 0
+
+
+def _built(obs: np.ndarray) -> np.ndarray:
+    """[B] the share of the goal in place, from MARKET_COLUMNS (correct blocks / n)."""
+    return obs[:, -2] / obs[:, -1]
 
 
 def build(cfg: Config, initial_rules: list[str] | None = None):
@@ -413,11 +415,13 @@ def build(cfg: Config, initial_rules: list[str] | None = None):
 def evaluate(model, cfg: Config, sizes: list[int] | None = None) -> dict[str, float]:
     """Held-out success per size of the current population, frozen: no payments, no births."""
     result, model.policy.recording = {}, False
-    for n in sizes or cfg.heldout_sizes:
-        world = BlocksWorld(cfg, heldout(cfg, n))
-        episodes = model.run_episodes(world=world, batch=cfg.heldout_count, settle=False)
-        result[str(n)] = float(np.mean([e["success"] for e in episodes]))
-    model.policy.recording = True
+    try:
+        for n in sizes or cfg.heldout_sizes:
+            world = BlocksWorld(cfg, heldout(cfg, n))
+            episodes = model.run_episodes(world=world, batch=cfg.heldout_count, settle=False)
+            result[str(n)] = float(np.mean([e["success"] for e in episodes]))
+    finally:
+        model.policy.recording = True
     return result
 
 

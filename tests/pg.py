@@ -13,11 +13,12 @@ import glob
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.processes import free_port
 
 DATABASES = ["sqlite", "postgres"]  # what the persistence tests run on
 
@@ -37,12 +38,6 @@ def binaries() -> Path | None:
         return Path(found).resolve().parent
     folders = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]))
     return Path(folders[-1]).parent if folders else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:

