@@ -149,9 +149,9 @@ def _learned_bids(path: str, data: dict, exp: Experiment) -> None:
     learning = market.bid_scheme == "learned" and agents.advantage == "global" or agents.actions == "grpo"
     if agents.credit != "grpo":  # the world must provide the estimator's signals (agents/credit)
         from agents.credit import MissingSignals, require
-        from agents.credit.learner import ROUND
+        from agents.credit.learner import provides
 
-        signals = {*getattr(get_scenario(exp.run.scenario), "CREDIT_SIGNALS", ()), *ROUND, "logp"}
+        signals = provides(getattr(get_scenario(exp.run.scenario), "CREDIT_SIGNALS", ()))
         if agents.actions != "grpo":
             raise ConfigError(f"{path}: agents.credit = {agents.credit!r}: credit shapes the action advantages; "
                               f"set agents.actions = \"grpo\"")

@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from agents import credit as C
+from agents.credit.learner import provides
 from agents.credit.market import trajectories
 from market import MarketModel
 from scenarios import credit_signals, relay
@@ -159,11 +160,11 @@ def main(argv=None) -> str:
     ap.add_argument("--no-embed", action="store_true", help="skip MiniLM (and so scpo)")
     ap.add_argument("--out", default=None, help="also write the table to this file")
     args = ap.parse_args(argv)
-    provides = set(credit_signals.RELAY) | {"profit", "score", "logp"} | (set() if args.no_embed else {"embedding"})
-    names = ["none", *C.supported(provides)] if args.credit == "all" else args.credit.split(",")
+    signals = provides(credit_signals.RELAY) | (set() if args.no_embed else {"embedding"})
+    names = ["none", *C.supported(signals)] if args.credit == "all" else args.credit.split(",")
     for n in names:
         if n != "none":
-            C.require(n, provides, "relay")
+            C.require(n, signals, "relay")
     embed = None if args.no_embed or "scpo" not in names else credit_signals.Embedder()
     rows = []
     for name in names:

@@ -1,8 +1,9 @@
 """What each world tells the credit estimators (agents/credit): its signals, from a trajectory's observations.
 
-``SIGNALS[world](cfg)`` returns ``signals(obs [T+1, F], actions [T]) -> dict`` of
-:class:`agents.credit.Trajectory` fields, for :func:`agents.credit.market.trajectories`;
-``PROVIDES[world]`` names them (the learner checks an estimator's needs against it).
+Per world, a function (``relay(K, actions)``, ...) returns ``signals(obs [T+1, F], actions [T]) -> dict`` of
+:class:`agents.credit.Trajectory` fields, for :func:`agents.credit.market.trajectories`, and a tuple
+(``RELAY``, ...) names them (the scenario's ``CREDIT_SIGNALS``; the config loader checks an
+estimator's needs against it).
 
 relay (the item's stage s_t is the whole state; K stages):
     state s_t, progress s_t / K, meter (work left) K - s_t, solver value -(K - s_t), conditions
@@ -122,8 +123,6 @@ def _blocks_recorder():
 
     class BlocksRecorder(W.BlocksWorld):
         """The blocks world, keeping the full stacks of every step of the round (for solver values)."""
-
-        credit_provides = BLOCKS_RECORDED
 
         def reset(self, batch, rng):
             super().reset(batch, rng)

@@ -65,8 +65,6 @@ class RelayWorld:
     def solved(self) -> np.ndarray:
         return self.stage == self.stages
 
-    credit_provides = credit_signals.RELAY  # what this world tells the credit estimators (agents/credit)
-
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b=None, steps=None) -> dict:
         """One trajectory's signals (scenarios/credit_signals.py) from its observations [T+1, 1] and actions [T]."""
         return credit_signals.relay(self.stages, self.space.actions)(obs, actions)

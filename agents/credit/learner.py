@@ -6,30 +6,25 @@ runs the estimator on each group and scatters the advantages back to [T, B], ali
 ``model.trace.path`` (0 where nobody acted). Call it from ``policy.learn(model)``, before the
 round's transfers are flushed.
 
-A world provides signals by two attributes: ``credit_provides`` (names) and
-``credit_signals(obs [T+1, F], actions [T], b, steps) -> dict`` (scenarios/credit_signals.py). A learning
+A world provides its signals through ``credit_signals(obs [T+1, F], actions [T], b, steps) -> dict``
+(scenarios/credit_signals.py) and names them in its scenario module's ``CREDIT_SIGNALS``. A learning
 market round adds ``outcome``, ``profit`` (the ledger), ``score`` (the clearing price) and, when
-actions are sampled, ``logp``.
+actions are sampled, ``logp``: :func:`provides` is that whole set.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from agents.credit import make, require
+from agents.credit import make
 from agents.credit.market import trajectories
 
 ROUND = ("outcome", "profit", "score")
 
 
-def provides(world, sampled_actions: bool = True) -> set[str]:
-    """The signals a learning round in ``world`` carries."""
-    return set(getattr(world, "credit_provides", ())) | set(ROUND) | ({"logp"} if sampled_actions else set())
-
-
-def check(name: str, world, sampled_actions: bool = True) -> None:
-    """Raise MissingSignals, naming them, if ``world`` cannot feed estimator ``name``."""
-    require(name, provides(world, sampled_actions), type(world).__name__)
+def provides(world_signals, sampled_actions: bool = True) -> set[str]:
+    """The signals a learning round carries in a world that provides ``world_signals``."""
+    return set(world_signals) | set(ROUND) | ({"logp"} if sampled_actions else set())
 
 
 def step_advantages(model, estimator, group: int, actions: np.ndarray | None = None,

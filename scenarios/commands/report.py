@@ -29,11 +29,8 @@ def add_parser(subparsers):
 
 
 def handle(args) -> int:
-    db_url = database_url(args.db, args.out)
+    db_url = database_url(args.db, args.out, must_exist=True)
     url = make_url(db_url)
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
-            and not Path(url.database).is_file():  # reading must not create an empty database
-        raise ConfigError(f"--db {db_url}: no such database file")
     with store_errors():
         engine = make_engine(db_url)
     if not run_exists(engine, args.run_id):

@@ -5,10 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from scenarios.commands.run import database_url, print_summary, store_errors
-from scenarios.config import ConfigError
 from scenarios.runner import resume_experiment
 
 
@@ -22,11 +19,7 @@ def add_parser(subparsers):
 
 
 def handle(args) -> int:
-    db_url = database_url(args.db, args.out)
-    database = make_url(db_url).database
-    if make_url(db_url).get_backend_name() == "sqlite" and database not in (None, "", ":memory:") \
-            and not Path(database).is_file():  # resuming must not create an empty database
-        raise ConfigError(f"--db {db_url}: no such database file")
+    db_url = database_url(args.db, args.out, must_exist=True)
     with store_errors():  # also: no such run
         summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty() or not args.json)
     print_summary(summary, args.json)

@@ -27,8 +27,9 @@ def add_parser(subparsers):
     return p
 
 
-def database_url(db: str | None, out: Path) -> str:
-    """The --db URL, checked, or the default SQLite file in --out."""
+def database_url(db: str | None, out: Path, must_exist: bool = False) -> str:
+    """The --db URL, checked, or the default SQLite file in --out. ``must_exist``: a command that only
+    reads (resume, report, skills) must not create an empty SQLite database."""
     url = db or default_db(out)
     try:
         parsed = make_url(url)
@@ -37,10 +38,11 @@ def database_url(db: str | None, out: Path) -> str:
         raise ConfigError(f"--db {url}: not a database URL (e.g. sqlite:///runs/catallax.db)") from None
     except NoSuchModuleError:
         raise ConfigError(f"--db {url}: unknown database type {parsed.drivername!r}") from None
-    if db and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        folder = Path(parsed.database).parent
-        if not folder.is_dir():
-            raise ConfigError(f"--db {url}: folder {folder} does not exist")
+    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
+    if db and sqlite_file and not Path(parsed.database).parent.is_dir():
+        raise ConfigError(f"--db {url}: folder {Path(parsed.database).parent} does not exist")
+    if must_exist and sqlite_file and not Path(parsed.database).is_file():
+        raise ConfigError(f"--db {url}: no such database file")
     return url
 
 

@@ -17,7 +17,6 @@ import argparse
 import json
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 from market.store import Run, make_engine
@@ -56,13 +55,9 @@ def add_parser(subparsers):
 
 
 def handle(args) -> int:
-    url = database_url(args.db, args.out)
+    url = database_url(args.db, args.out, must_exist=args.action != "import")
     if args.action == "import":
         _checked(read_folder, args.folder)  # a bad file is reported before any database is touched
-    database = make_url(url).database
-    sqlite_file = make_url(url).get_backend_name() == "sqlite" and database not in (None, "", ":memory:")
-    if sqlite_file and args.action != "import" and not Path(database).is_file():
-        raise ConfigError(f"--db {url}: no such database file")
     if args.db is None and args.action == "import":
         args.out.mkdir(parents=True, exist_ok=True)
     with store_errors():  # not a database, unreachable, unknown schema: one line, exit 2

@@ -4,6 +4,7 @@ the world, and the comparison script runs at toy size."""
 import numpy as np
 
 from agents import credit as C
+from agents.credit.learner import provides
 from market import MarketModel
 from market.ledger import Reason
 from market.money import MICRO
@@ -66,7 +67,7 @@ def test_relay_signals_follow_the_item():
 
 def test_every_supported_estimator_runs_on_real_relay_groups():
     _, seen, _ = relay_model(rounds=3)
-    names = C.supported(set(credit_signals.RELAY) | {"profit", "score", "logp"})
+    names = C.supported(provides(credit_signals.RELAY))
     assert len(names) == 16  # all but skillgate (no selection labels) and scpo (embeddings off here)
     for groups, _, _ in seen:
         for group in groups:

@@ -11,7 +11,7 @@ import pytest
 
 from agents import RulePolicy
 from agents.backends import BackendConfig, shared_backend
-from agents.llm_policy import LLMPolicy, PolicyConfig, Role
+from agents.llm_policy import PolicyConfig
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
 from scenarios import wordmath
@@ -145,4 +145,3 @@ def test_state_dict_round_trip_restores_skills_scores_and_memo(played):
 def test_policy_config_rejects_bad_values():
     with pytest.raises(ValueError):
         PolicyConfig(max_skills=0)
-    assert isinstance(Role("x", "frozen"), Role) and LLMPolicy is not None
