@@ -178,14 +178,16 @@ class Pipeline:
         B, cfg = users.size, self.cfg
         status = np.full((B, 3), OK)
 
-        def rows_of(k, clause, role):
-            hold = rules.holds([clause.condition], role, req.features)[:, 0]
-            return np.flatnonzero(used[:, k] & hold)
+        hold = {role: rules.holds([c.condition for _, c in lib.clauses[role]], role, req.features) for role in ROLES}
+
+        def rows_of(j, k, role):
+            """Requests where skill k runs its j-th clause of ``role``: used, and the clause's condition holds."""
+            return np.flatnonzero(used[:, k] & hold[role][:, j])
 
         # recall
         fused = np.zeros((B, self.data.n_items))
-        for k, c in lib.clauses["recall"]:
-            rows = rows_of(k, c, "recall")
+        for j, (k, c) in enumerate(lib.clauses["recall"]):
+            rows = rows_of(j, k, "recall")
             if rows.size:
                 fused[rows] += c.param("weight") * ops.CATALOGUE["recall"][c.operator].run(req, rows, dict(c.params))
         fused[req.history(slice(None)).nonzero()] = 0.0
@@ -198,8 +200,8 @@ class Pipeline:
         # rank
         score = np.zeros(candidates.shape)
         ranked_any = np.zeros(B, dtype=bool)
-        for k, c in lib.clauses["rank"]:
-            rows = rows_of(k, c, "rank")
+        for j, (k, c) in enumerate(lib.clauses["rank"]):
+            rows = rows_of(j, k, "rank")
             if rows.size:
                 term = ops.CATALOGUE["rank"][c.operator].run(req, rows, candidates[rows], dict(c.params))
                 score[rows] += c.param("weight") * _zscore(term, valid[rows])
@@ -212,8 +214,8 @@ class Pipeline:
         # rerank
         parsed = np.ones(B, dtype=bool)
         if self.reranker is None:
-            for k, c in lib.clauses["rerank"]:
-                rows = rows_of(k, c, "rerank")
+            for j, (k, c) in enumerate(lib.clauses["rerank"]):
+                rows = rows_of(j, k, "rerank")
                 if rows.size:
                     ranked[rows] = ops.CATALOGUE["rerank"][c.operator].run(req, rows, ranked[rows], dict(c.params))
         elif B:
