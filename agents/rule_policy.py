@@ -38,7 +38,7 @@ class RulePolicy:
         if capacity <= old:
             return
         grown = R.empty_rules(capacity, self.space.max_terms)
-        for name in ("feature", "op", "value", "action"):
+        for name in R.FIELDS:
             getattr(grown, name)[:old] = getattr(self.rules, name)
         self.rules = grown
 
@@ -51,15 +51,19 @@ class RulePolicy:
         self.newcomer(self.rules, rows, rng)
 
     def random_term_rules(self, rules: R.CompiledRules, rows: np.ndarray, rng: np.random.Generator) -> None:
-        feature = rng.integers(len(self.space.features), size=rows.size)
-        rules.feature[rows, 0] = feature
-        rules.op[rows, 0] = R.OPS["=="]
-        rules.value[rows, 0] = rng.integers(self.low[feature], self.high[feature] + 1)
+        self._random_terms(rules, (rows, np.zeros(rows.size, dtype=np.int64)), rng)
         rules.action[rows] = rng.integers(len(self.space.actions), size=rows.size)
+
+    def _random_terms(self, rules: R.CompiledRules, at: tuple[np.ndarray, np.ndarray], rng: np.random.Generator) -> None:
+        """Write a random term ``feature == value`` (value within the feature's bounds) at (rows, terms) ``at``."""
+        feature = rng.integers(len(self.space.features), size=at[0].size)
+        rules.feature[at] = feature
+        rules.op[at] = R.OPS["=="]
+        rules.value[at] = rng.integers(self.low[feature], self.high[feature] + 1)
 
     def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
         r = self.rules
-        for name in ("feature", "op", "value", "action"):
+        for name in R.FIELDS:
             getattr(r, name)[rows] = getattr(r, name)[parents]
         n, T = rows.size, self.space.max_terms
         edit = rng.integers(len(EDITS), size=n)
@@ -81,21 +85,17 @@ class RulePolicy:
         toggle = edit == 3
         drop = toggle & used
         r.op[rows[drop], term[drop]] = R.ALWAYS
-        add = rows[toggle & ~used], term[toggle & ~used]
-        feature = rng.integers(len(self.space.features), size=add[0].size)
-        r.feature[add] = feature
-        r.op[add] = R.OPS["=="]
-        r.value[add] = rng.integers(self.low[feature], self.high[feature] + 1)
+        self._random_terms(r, (rows[toggle & ~used], term[toggle & ~used]), rng)
 
     def describe(self, rows: np.ndarray) -> list[str]:
         return [R.describe(self.rules, row, self.space) for row in np.asarray(rows).tolist()]
 
     # --- checkpointing -----------------------------------------------------
     def state_dict(self) -> dict:
-        return {name: getattr(self.rules, name).copy() for name in ("feature", "op", "value", "action")} | {
+        return {name: getattr(self.rules, name).copy() for name in R.FIELDS} | {
             "seed_rules": list(self._seed_rules)
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.rules = R.CompiledRules(*(state[n].copy() for n in ("feature", "op", "value", "action")))
+        self.rules = R.CompiledRules(*(state[n].copy() for n in R.FIELDS))
         self._seed_rules = list(state["seed_rules"])

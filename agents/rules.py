@@ -19,7 +19,7 @@ bit 1: equal, bit 2: above). Unused terms carry the all-true mask.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -52,6 +52,10 @@ class CompiledRules:
     op: np.ndarray  # [N, T] 3-bit operator mask (ALWAYS: unused term)
     value: np.ndarray  # [N, T] int
     action: np.ndarray  # [N] int
+
+
+FIELDS = tuple(f.name for f in fields(CompiledRules))
+"""The arrays a rule is made of: copying a rule copies these rows."""
 
 
 def empty_rules(n: int, max_terms: int) -> CompiledRules:

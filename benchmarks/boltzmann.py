@@ -50,6 +50,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 from mesa.examples.basic.boltzmann_wealth_model.model import BoltzmannWealth  # noqa: E402
 
+from benchmarks._units import label  # noqa: E402
 from market.ledger import Reason  # noqa: E402
 from scenarios.boltzmann import BoltzmannModel, Config, cellmates  # noqa: E402
 
@@ -141,10 +142,6 @@ def bench(n: int, steps: int, repeats: int, seed: int = 1) -> dict:
             "ours_ms": 1e3 * statistics.median(mine),
             "speedup": statistics.median(f / m for f, m in zip(full, mine)),
             "speedup_core": statistics.median(c / m for c, m in zip(core, mine))}
-
-
-def label(n: int) -> str:
-    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 def main(argv=None) -> int:

@@ -43,6 +43,7 @@ from sqlalchemy import delete  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
+from benchmarks._units import label  # noqa: E402
 from market.ledger import TRANSFER_DTYPE  # noqa: E402
 from market.model import RoundLog  # noqa: E402
 from market.store import Agent, Checkpoint, Episode, Run, RunStore, Transfer  # noqa: E402
@@ -86,9 +87,6 @@ def cleanup(store: RunStore) -> None:
         s.execute(delete(Run).where(Run.id == store.run_id))
         s.commit()
 
-
-def label(n: int) -> str:
-    return f"{n // 1000}k" if n >= 1000 else str(n)
 
 
 def main(argv=None) -> int:

@@ -73,6 +73,7 @@ if str(ROOT) not in sys.path:
 import mesa  # noqa: E402
 import numpy as np  # noqa: E402
 
+from benchmarks._units import label  # noqa: E402
 from agents.rules import ALWAYS  # noqa: E402
 from market import MarketConfig, MarketModel, PopulationConfig, Reason, gini, to_micro  # noqa: E402
 from market.ledger import HOUSE_ID, TRANSFER_DTYPE  # noqa: E402
@@ -379,9 +380,6 @@ def bench(n: int, batch: int, repeats: int, engine_s: float, naive_s: float, nai
     return {"N": n, "B": batch, "engine": statistics.median(e_rates), "naive": statistics.median(n_rates),
             "ratio": ratio, "naive_rounds": naive.rounds, "identical": identical}
 
-
-def label(n: int) -> str:
-    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 def main(argv=None) -> int:

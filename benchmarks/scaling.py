@@ -48,6 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._units import label  # noqa: E402
+
 
 def vm_rss() -> int:
     """Resident set size of this process, in bytes."""
@@ -59,6 +61,7 @@ def vm_rss() -> int:
 
 def worker(n: int, batches: list[int], rounds: int) -> dict:
     """Build one model of N agents, time rounds at each B, measure memory; runs in its own process."""
+    from agents.rules import FIELDS
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import relay
 
@@ -73,7 +76,7 @@ def worker(n: int, batches: list[int], rounds: int) -> dict:
     resident = vm_rss() - baseline
     rules = policy.rules
     arrays = sum(getattr(model.population, c).nbytes for c in ("ids", "alive", "wealth", "bid", "parent", "born"))
-    arrays += sum(getattr(rules, c).nbytes for c in ("feature", "op", "value", "action"))
+    arrays += sum(getattr(rules, c).nbytes for c in FIELDS)
     model.step()  # warm-up (B = 1)
 
     wall, cpu, peak_b1 = {}, {}, 0
@@ -137,9 +140,6 @@ def plot(rows: list[dict], batches: list[int], path: Path) -> None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
-
-def label(n: int) -> str:
-    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 def main(argv=None) -> int:

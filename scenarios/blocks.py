@@ -55,7 +55,7 @@ from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
 from agents import RulePolicy, RuleSpace
-from agents.rules import ALWAYS, OPS
+from agents.rules import ALWAYS, FIELDS, OPS
 from market.config import STRICT
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
@@ -371,7 +371,7 @@ class BlocksPolicy(RulePolicy):
         self.inherit(rows[~found], parents[~found], rng)
         self._child_bids(rows[found], parents[found], rng)
         rows, parents, obs = rows[found], parents[found], obs[found]
-        for name in ("feature", "op", "value", "action"):
+        for name in FIELDS:
             getattr(r, name)[rows] = getattr(r, name)[parents]
         move = rng.random(rows.size) < self.cfg.p_revise_move
         for row, state, new_move in zip(rows.tolist(), obs, move.tolist()):

@@ -82,13 +82,7 @@ class RunData:
 
     def final_balance(self) -> np.ndarray:
         """[A] every agent's balance after the last transfer (dead agents end at zero)."""
-        out = np.zeros(self.ids.size, dtype=np.int64)
-        t = self.transfers
-        for side, sign in (("src", -1), ("dst", 1)):
-            col = self.column(t[side])
-            keep = col >= 0
-            np.add.at(out, col[keep], sign * t["amount"][keep])
-        return out
+        return self._net(self.transfers)
 
     def profit(self) -> np.ndarray:
         """[A] earned money: everything received minus everything paid, grants and write-offs left out.
@@ -97,7 +91,10 @@ class RunData:
         (Baum): what its buyers paid it plus the world's reward, less its bids,
         rent and fees.
         """
-        t = self.transfers[~np.isin(self.transfers["reason"], UNEARNED)]
+        return self._net(self.transfers[~np.isin(self.transfers["reason"], UNEARNED)])
+
+    def _net(self, t: np.ndarray) -> np.ndarray:
+        """[A] received minus paid over the transfers ``t`` (the house and unknown ids left out)."""
         out = np.zeros(self.ids.size, dtype=np.int64)
         for side, sign in (("src", -1), ("dst", 1)):
             col = self.column(t[side])
@@ -210,21 +207,27 @@ def flows(data: RunData, roles: dict[int, str] | None = None, top: int = 10) -> 
     Groups are ``roles`` (agent id -> role) or :func:`role_of` the agent's skill,
     plus ``house``; beyond the ``top`` groups by volume the rest are ``other``.
     """
-    role = {int(a): (roles or {}).get(int(a)) or role_of(s) for a, s in zip(data.ids.tolist(), data.skill)}
-    t = data.transfers
-    src = np.array([role.get(int(a), "house" if a == HOUSE_ID else "other") for a in t["src"].tolist()], dtype=object)
-    dst = np.array([role.get(int(a), "house" if a == HOUSE_ID else "other") for a in t["dst"].tolist()], dtype=object)
-    volume: dict[str, int] = {}
+    role = [(roles or {}).get(int(a)) or role_of(s) for a, s in zip(data.ids.tolist(), data.skill)]
+    label, code = np.unique(np.array([*role, "house", "other"], dtype=object), return_inverse=True)  # per account
+    A, t = data.ids.size, data.transfers
+
+    def group_of(ids: np.ndarray) -> np.ndarray:  # account ids -> label index (the house, unknown ids: "other")
+        col = data.column(ids)
+        return code[np.where(col >= 0, col, np.where(ids == HOUSE_ID, A, A + 1))]
+
+    src, dst = group_of(t["src"]), group_of(t["dst"])
+    volume, seen = np.zeros(label.size, dtype=np.int64), np.zeros(label.size, dtype=bool)
     for side in (src, dst):
-        for g, m in zip(side.tolist(), t["amount"].tolist()):
-            volume[g] = volume.get(g, 0) + m
-    names = [g for g in sorted(volume, key=lambda g: (-volume[g], g)) if g not in ("house", "other")]
-    other = len(names) > top or "other" in volume
+        np.add.at(volume, side, t["amount"])
+        seen[side] = True
+    names = [g for g, v in sorted(zip(label[seen].tolist(), volume[seen].tolist()), key=lambda gv: (-gv[1], gv[0]))
+             if g not in ("house", "other")]
+    other = len(names) > top or "other" in label[seen]
     groups = ["house"] + sorted(names[:top]) + (["other"] if other else [])
     index = {g: i for i, g in enumerate(groups)}
-    fold = lambda g: index.get(g, len(groups) - 1)  # noqa: E731  (beyond the top: "other", the last)
+    fold = np.array([index.get(g, len(groups) - 1) for g in label.tolist()])  # beyond the top: "other", the last
     matrix = np.zeros((len(groups), len(groups)))
-    np.add.at(matrix, ([fold(g) for g in src.tolist()], [fold(g) for g in dst.tolist()]), t["amount"] * CREDITS)
+    np.add.at(matrix, (fold[src], fold[dst]), t["amount"] * CREDITS)
     by_reason = {reason_name(int(r)): float(t["amount"][t["reason"] == r].sum() * CREDITS)
                  for r in np.unique(t["reason"])}
     return groups, matrix, by_reason
