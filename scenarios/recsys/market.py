@@ -33,10 +33,9 @@ from market import MarketModel
 from market.population import HOUSE_ROW
 from scenarios.recsys import pipeline as P
 from scenarios.recsys import seeds
-from scenarios.recsys.data import QUESTION, TEST, VALIDATION
+from scenarios.recsys.data import QUESTION
 from scenarios.recsys.evolve import Arm
-from scenarios.recsys.ranking import coverage
-from scenarios.recsys.team import marks_of, truncate
+from scenarios.recsys.team import marks_of, report, truncate
 from scenarios.recsys.world import World, load
 from skills import Rollout, SkillLibrary
 
@@ -151,11 +150,11 @@ class RecsysWorld:
 
     def usage(self) -> np.ndarray:
         """[B, K]: a skill runs if the role's winner holds it, it applies, and its draw is under p_use."""
-        lib, B = self.lib, self.users.size
-        holds = np.zeros((B, len(lib.names)), dtype=bool)
-        for k, (name, role) in enumerate(zip(lib.names, lib.roles)):
-            winners = self.winner[:, ROLES.index(role)]
-            holds[:, k] = [w >= 0 and name in self.policy.held[w] for w in winners.tolist()]
+        lib = self.lib
+        held = np.array([[name in h for name in lib.names] for h in self.policy.held], dtype=bool)  # [rows, K]
+        held = held.reshape(len(self.policy.held), len(lib.names))
+        winner = self.winner[:, [ROLES.index(role) for role in lib.roles]]  # [B, K] the winner of each skill's role
+        holds = (winner >= 0) & held[np.maximum(winner, 0), np.arange(len(lib.names))]
         applicable = self.world.pipeline.applicable(lib, self.users)
         return holds & applicable & (self.draws[:, : len(lib.names)] < self.p_use)
 
@@ -182,10 +181,13 @@ class FieldedTeam:
     def key(self):
         return tuple(sorted((r, tuple(sorted(h))) for r, h in self.team().items()))
 
-    def __call__(self, skills, users: np.ndarray) -> np.ndarray:
+    def chosen(self, skills) -> list:
+        """The skills the fielded team holds."""
         team = self.team()
-        chosen = [s for s in skills if s.role in team and s.name in team[s.role]]
-        return self.model.world_data.pipeline.evaluate(P.Compiled.of(chosen), users)
+        return [s for s in skills if s.role in team and s.name in team[s.role]]
+
+    def __call__(self, skills, users: np.ndarray) -> np.ndarray:
+        return self.model.world_data.pipeline.evaluate(P.Compiled.of(self.chosen(skills)), users)
 
 
 class RecsysMarket(MarketModel):
@@ -260,14 +262,7 @@ class RecsysMarket(MarketModel):
 
     # ------------------------------------------------------------ scores
     def final(self, arm: str) -> dict:
-        skills = self.arms[arm].library.current()
-        team = self.fielded.team()
-        chosen = [s for s in skills if s.role in team and s.name in team[s.role]]
-        pipe, data = self.world_data.pipeline, self.world_data.data
-        out = pipe.run(P.Compiled.of(chosen), data.users(TEST))
-        return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
-                "coverage": coverage(out.final, data.n_items),
-                "validation_ndcg": float(pipe.evaluate(P.Compiled.of(chosen), data.users(VALIDATION)).mean())}
+        return report(self.world_data, self.fielded.chosen(self.arms[arm].library.current()))
 
     def extra_metrics(self) -> dict:
         pop = self.population

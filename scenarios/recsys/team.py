@@ -138,12 +138,7 @@ class RecsysTeam(mesa.Model):
         return self.report(self.arms[arm].library.current())
 
     def report(self, skills) -> dict:
-        """NDCG@k, Recall@50 and coverage of a library on the test users (and NDCG@k on validation)."""
-        pipe, data = self.world_data.pipeline, self.world_data.data
-        out = pipe.run(Compiled.of(skills), data.users(TEST))
-        return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
-                "coverage": coverage(out.final, data.n_items),
-                "validation_ndcg": float(pipe.evaluate(Compiled.of(skills), data.users(VALIDATION)).mean())}
+        return report(self.world_data, skills)
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
@@ -164,6 +159,16 @@ class RecsysTeam(mesa.Model):
         self._arm_states = state["arms"]
         self.datacollector.model_vars["validation_ndcg"] = list(state["validation_ndcg"])
         self._births = []
+
+
+def report(world_data, skills) -> dict:
+    """NDCG@k, Recall@50 and coverage of a set of skills on the test users (and NDCG@k on validation)."""
+    pipe, data = world_data.pipeline, world_data.data
+    lib = Compiled.of(skills)
+    out = pipe.run(lib, data.users(TEST))
+    return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
+            "coverage": coverage(out.final, data.n_items),
+            "validation_ndcg": float(pipe.evaluate(lib, data.users(VALIDATION)).mean())}
 
 
 def marks_of(library: SkillLibrary) -> tuple[int, int]:
