@@ -131,6 +131,15 @@ def make_features(cfg: AgentsConfig, space, backend=None):
     return TextFeatures(tuple(space.features), encoder, encoder.size)
 
 
+@torch.no_grad()
+def grow_rows(p: torch.Tensor, capacity: int) -> None:
+    """Zero-pad parameter ``p`` to ``capacity`` rows in place (``.data`` swapped: the Parameter object,
+    and so any optimizer holding it, stays the same)."""
+    grown = p.new_zeros((capacity, *p.shape[1:]))
+    grown[: p.shape[0]] = p
+    p.data = grown
+
+
 # ---------------------------------------------------------------------------------- the head
 class BidHead(nn.Module):
     """Stacked per-agent bid parameters; ``bids(phi)`` scores all N agents on M observations at once."""
@@ -164,13 +173,10 @@ class BidHead(nn.Module):
     def resize(self, capacity: int) -> bool:
         """Grow to ``capacity`` rows (zeros); True if it grew. The Parameter objects are kept, so an
         optimizer holding them stays valid (the learner pads its moment estimates to match)."""
-        old = self.capacity
-        if capacity <= old:
+        if capacity <= self.capacity:
             return False
         for p in (self.row, self.bias):
-            grown = p.new_zeros((capacity, *p.shape[1:]))
-            grown[:old] = p
-            p.data = grown
+            grow_rows(p, capacity)
         return True
 
     @torch.no_grad()

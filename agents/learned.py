@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.bid_head import BidHead, make_features
+from agents.bid_head import BidHead, grow_rows, make_features
 from agents.config import AgentsConfig
 from agents.learner import (Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage,
                             grpo_objective, pick_device, to_cpu)
@@ -93,11 +93,7 @@ class LearnedPolicy:
     def resize(self, capacity: int) -> None:
         self.inner.resize(capacity)
         if self.head.resize(capacity):
-            with torch.no_grad():
-                old = self.theta.shape[0]
-                grown = self.theta.new_zeros((max(capacity, old), self.theta.shape[1]))
-                grown[:old] = self.theta
-                self.theta.data = grown
+            grow_rows(self.theta, capacity)  # action logits follow the head's rows
             self.learner.sync_rows()
 
     def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
