@@ -69,6 +69,34 @@ class Trace:
         obs = self.obs.reshape(flat.shape[0], -1)[np.where(found, last, 0)]
         return obs, found
 
+    def turns(self, bucket_brigade: bool, fee: int, reward: int) -> tuple[np.ndarray, np.ndarray]:
+        """What each *turn* of the round earned its holder -> (rows [K], micro-credits [K]), in
+        (world, time) order. Needs the full record (``price`` and ``reward``).
+
+        A turn is a run of consecutive actions by one agent in one world (an owner that outbids
+        everyone keeps the world without paying). It earns the price its successor pays for the
+        world (with the bucket brigade), plus the world's rewards while it holds the world
+        (``reward``: micro-credits per world unit; terminal rewards as with ``terminal = "owner"``),
+        minus ``fee`` per action.
+        """
+        path, T = self.path.T, self.path.shape[0]  # [B, T]: the flat order below is world by world
+        world, t = np.nonzero(path >= 0)
+        agent = path[world, t]
+        start = np.r_[True, (agent[1:] != agent[:-1]) | (world[1:] != world[:-1])]
+        turn = np.cumsum(start) - 1  # the turn each action belongs to
+        K = int(start.sum())
+        earned = -fee * np.bincount(turn, minlength=K)
+        if bucket_brigade:  # the next turn in the same world pays this one its price
+            first = np.flatnonzero(start)
+            succeeded = world[first[1:]] == world[first[:-1]]
+            earned[:-1] += np.where(succeeded, self.price[t[first[1:]], world[first[1:]]], 0)
+        rw, rt = np.nonzero(self.reward.T)  # rewards go to the holder at that step: the latest action at or before it
+        at = np.searchsorted(world * T + t, rw * T + rt, side="right") - 1
+        held = (at >= 0) & (world[np.maximum(at, 0)] == rw)
+        paid = np.rint(self.reward[rt, rw] * reward).astype(np.int64)
+        np.add.at(earned, turn[at[held]], paid[held])
+        return agent[start], earned
+
 
 def _no_transfer(*args, **kwargs) -> None:
     """Stands in for Ledger.transfer when a frozen population runs: no money moves."""

@@ -6,11 +6,10 @@ hold the same multiset of blocks in random order. One step moves the top block
 of one of stacks 1..3 onto another of them (6 actions, ``1to2`` ... ``3to2``);
 moving from an empty stack is an *invalid action*: the world is unchanged, the
 step is spent, and it is counted. The task is to make stack 1 equal the goal,
-bottom to top. The world pays only then (no reward on the way): n credits, one
-per goal block (``reward = "size"``, the default: a solved instance then covers
-the moves and rent it costs at every size, so unlocking a larger size cannot
-bankrupt a working economy), or 1 (``reward = "unit"``). An episode that has
-not finished after ``horizon_factor x n`` steps has failed.
+bottom to top. The world pays only then (no reward on the way): 1 credit
+(``reward = "unit"``, the default) or n credits, one per goal block
+(``reward = "size"``). An episode that has not finished after
+``horizon_factor x n`` steps has failed.
 
 Observation features (what a Hayek user hands its agents; small bounded
 integers, so a rule's condition ``feature OP int`` means the same at every n):
@@ -20,6 +19,7 @@ feature         range   meaning
 ==============  ======  ====================================================
 ``wrong1``      0..3    blocks on stack 1 above its correct prefix (3: 3 or more)
 ``prefix``      0..3    length of stack 1's correct prefix (3: 3 or more)
+``progress``    0..10   tenths of the goal in place: floor(10 x prefix / n)
 ``need_at``     0..3    stack holding the nearest copy of the next needed
                         block (goal[prefix]), looking at stacks 2, 3 and the
                         wrong part of stack 1; ties go to 2, then 3, then 1;
@@ -29,17 +29,21 @@ feature         range   meaning
 ``top1..top3``  0..C    colour of each stack's top block (0: empty)
 ==============  ======  ====================================================
 
-Five rules solve every instance (see ``SOLUTION``): clear stack 1 while it is
+Six rules solve every instance (see ``SOLUTION``): clear stack 1 while it is
 wrong; once it is a correct prefix, move the needed block onto it when it is
 on top of stack 2 or 3, else dig it out onto the other stack. The economy is
 not told them: it starts from random rules and must find them from the
 reward at completion alone.
 
-Agents are rules of the DSL (agents/rules.py). Births (market/births.py):
+Agents are rules of the DSL (agents/rules.py) that bid what their turns have
+earned them (``BlocksPolicy``): the bucket brigade then prices each state by
+how near the goal it leads, so where several rules wake the one whose move
+leads nearest wins. Births (market/births.py):
 *exploit* mutates a rich agent's rule (a term, a threshold, an operator or
 the move); *explore* revises a bankrupt agent's rule from the state where its
 move preceded a failure (``revise`` below: a different legal move there, or
-the condition narrowed to that state); *periodic* births add random rules.
+the condition narrowed to that state); *periodic* births add rules covering states of failed episodes where
+some legal move had no bidder.
 *Curriculum*: training sizes unlock one at a time as the success rate passes
 a threshold. Held-out instances come from ``heldout_seed``, a seed stream that
 training (the model's RNG) never draws from.
@@ -57,14 +61,15 @@ from pydantic.dataclasses import dataclass
 from agents import RulePolicy, RuleSpace
 from agents.rules import ALWAYS, FIELDS, OPS
 from market.config import STRICT
+from market.money import MICRO
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
 SOURCE = np.array([src for src, _ in MOVES])  # action index -> the stack it takes a block from
 FEATURES = ("wrong1", "prefix", "progress", "need_at", "need_depth", "next", "top1", "top2", "top3")
-MARKET_COLUMNS = ("h1", "h2", "h3", "correct", "n")
+MARKET_COLUMNS = ("h1", "h2", "h3")
 """Appended to every observation for the agents' machinery, never read by a rule's condition:
-stack heights (a rule wakes only where its move is legal) and the goal blocks in place and n (bids)."""
+the stack heights (a rule wakes only where its move is legal)."""
 PROGRESS = 10  # progress = floor(PROGRESS x prefix / n)
 CLIP = 3  # counts and depths saturate here: "3 or more"
 MEMORY = 512  # recent training observations a policy keeps for covering newcomers
@@ -91,7 +96,7 @@ class Config:
     """Held-out instances per size."""
     heldout_seed: int = Field(20_000_917, ge=0)
     """Seed of the held-out instances; training draws from the model's RNG, never from this stream."""
-    reward: Literal["size", "unit"] = "size"
+    reward: Literal["size", "unit"] = "unit"
     """What a solved instance pays: n (one credit per goal block) or 1."""
     horizon_factor: int = Field(6, ge=1)
     """Steps allowed per episode = horizon_factor x n."""
@@ -100,18 +105,22 @@ class Config:
     curriculum_threshold: float = Field(0.8, ge=0, le=1)
     """Success rate (moving average over about curriculum_window training episodes) that unlocks the next size."""
     curriculum_window: int = Field(200, ge=1)
-    features: list[str] = Field(default_factory=lambda: ["wrong1", "progress", "need_at", "need_depth"])
-    """The features rules may read (a subset of FEATURES; the others are hidden from the agents)."""
+    features: list[str] = Field(default_factory=lambda: ["wrong1", "need_at", "need_depth"])
+    """The features rules may read (a subset of FEATURES; the others are hidden from the agents). The
+    default leaves out ``progress`` and ``prefix``: a rule keyed on them learns a size, not a move."""
     max_terms: int = Field(3, ge=1, le=8)
     """Terms per rule condition."""
     p_revise_move: float = Field(0.5, ge=0, le=1)
     """Explore: chance that a revision changes the move at the failure state (else it narrows the condition)."""
-    bid_max: float = Field(0.5, gt=0)
-    """With market.bid_scheme = "policy" an agent bids a + c x (goal blocks in place / n), its own
-    a and c: a random newcomer's are drawn from [0, bid_max] and [0, slope_max]."""
-    slope_max: float = Field(0.5, ge=0)
-    bid_sigma: float = Field(0.1, ge=0)
-    """A child's a and c are its parent's times (1 + bid_sigma x N(0, 1))."""
+    bid_margin: float = Field(0.02, ge=0, lt=1)
+    """With market.bid_scheme = "policy" an agent bids (1 - bid_margin) x its value (what a turn has
+    earned it): the margin is its profit on an average turn, and the discount per step from the goal."""
+    value_rate: float = Field(0.2, gt=0, le=1)
+    """How fast a value follows what the agent's turns earn (an exponential average per turn)."""
+    newcomer_value: float = Field(0.5, ge=0)
+    """A new rule's value (random newcomers, revised explore children) is drawn from [0, newcomer_value]."""
+    child_value: float = Field(0.5, ge=0, le=1)
+    """An exploit child's value starts at this share of its parent's."""
 
     @field_validator("features")
     @classmethod
@@ -227,7 +236,7 @@ class BlocksWorld:
         return (self.height[:, 1] == self.n) & (self._prefix() == self.n)
 
     def observe(self) -> np.ndarray:
-        """[B, F + 5]: the rules' features, then MARKET_COLUMNS (no rule reads those)."""
+        """[B, F + 3]: the rules' features, then MARKET_COLUMNS (no rule reads those)."""
         B, H = self.stack.shape[0], self.stack.shape[2]
         rows = np.arange(B)
         prefix = self._prefix()
@@ -249,7 +258,7 @@ class BlocksWorld:
             need_at, need_depth, need,
             tops[:, 1], tops[:, 2], tops[:, 3],
         ], axis=1)[:, self.columns]
-        return np.concatenate([features, self.height[:, 1:], prefix[:, None], self.n[:, None]], axis=1)
+        return np.concatenate([features, self.height[:, 1:]], axis=1)
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
         B = self.stack.shape[0]
@@ -292,18 +301,30 @@ class BlocksWorld:
 
 # --------------------------------------------------------------------- agents
 class BlocksPolicy(RulePolicy):
-    """Rule agents that bid like Hayek's: each agent values the world by how much of the goal
-    already stands (bid = a + c x correct / n, its own a and c, inherited with mutation);
-    newcomers are made from states the world has shown (covering); explore children are revised
-    at the state where their parent's move preceded a failure."""
+    """Rule agents that bid what a turn has earned them (the ``policy`` bid scheme).
+
+    Each agent keeps ``value``: a running estimate, from its own cash flows only, of what one turn
+    earns it (its successor's payment, or the world's reward, less fees). It bids
+    ``(1 - bid_margin) x value`` and keeps the margin as profit. Along a solving chain the bucket
+    brigade then prices every state by how close to the goal it leads (each turn back from the goal
+    is worth ``1 - bid_margin`` less), so in each state the eligible rule whose move leads nearest
+    the goal bids highest and wins, as in Hayek's economy; a rule whose move undoes progress is
+    paid less by its successor, its value falls, and it is outbid.
+
+    Newcomers are made from states the world has shown (covering), preferably where a failed
+    episode found some legal move with no bidder; explore children are revised at the state where
+    their parent's move preceded a failure.
+    """
 
     def __init__(self, space: RuleSpace, cfg: Config, initial_rules: list[str] | None = None):
         super().__init__(space, initial_rules, newcomer=self.covering)
         self.cfg = cfg
-        self.bid = np.zeros((0, 2))  # [N, (a, c)] in credits
+        self.value = np.zeros(0)  # [N] credits: what a turn has earned the agent (its running estimate)
+        self.turns = np.zeros(0, dtype=np.int64)  # [N] turns it has been paid for
         width = len(space.features) + len(MARKET_COLUMNS)
         self.memory = np.zeros((0, width), dtype=np.int64)  # recent training observations
-        self.uncovered = np.zeros((0, width), dtype=np.int64)  # recent ones where nobody woke
+        self.gaps = np.zeros((0, width), dtype=np.int64)  # recent states of failed episodes with a move nobody offered
+        self.gap_moves = np.zeros((0, len(MOVES)), dtype=bool)  # [gap, move] which legal moves had no bidder there
         self.recording = True  # evaluate() turns it off: held-out states never seed newcomers
 
     # --- the market's Policy protocol, plus bids --------------------------------------------
@@ -316,35 +337,72 @@ class BlocksPolicy(RulePolicy):
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:
             self.memory = np.concatenate([self.memory, obs])[-MEMORY:]
-            stalled = (winners < 0) & (_built(obs) < 1)  # nobody woke, and the goal is not built
-            self.uncovered = np.concatenate([self.uncovered, obs[stalled]])[-MEMORY:]
         return super().act(obs, winners)
 
     def bids(self, obs: np.ndarray) -> np.ndarray:
-        """[B, N] credits: a + c x built, built = the share of the goal already in place (the
-        observation's last two columns: correct blocks, n)."""
-        return self.bid[None, :, 0] + _built(obs)[:, None] * self.bid[None, :, 1]
+        """[N] credits: the same in every state; an agent's conditions choose the states it bids for."""
+        return (1 - self.cfg.bid_margin) * self.value
+
+    def learn(self, model) -> None:
+        """After each training round: move each agent's value toward what its turns earned, and
+        keep the gaps of the round's failed episodes for covering.
+
+        The value is the plain mean of a young agent's first 1/value_rate turns, then an
+        exponential average with rate value_rate per turn (the XCS update), so a newcomer's first
+        turns set its value at once and an old agent's follows the market.
+        """
+        m = model._money
+        rows, earned = model.trace.turns(model.cfg.payment == "bucket_brigade", m["fee"], m["reward"])
+        N = self.value.size
+        k = np.bincount(rows, minlength=N)
+        mean = np.bincount(rows, weights=earned / MICRO, minlength=N) / np.maximum(k, 1)
+        young = self.turns + k <= 1 / self.cfg.value_rate
+        averaged = (self.turns * self.value + k * mean) / np.maximum(self.turns + k, 1)
+        tracked = self.value + (1 - (1 - self.cfg.value_rate) ** k) * (mean - self.value)
+        self.value = np.where(k > 0, np.where(young, averaged, tracked), self.value)
+        self.turns += k
+        self._record_gaps(model.trace)
+
+    def _record_gaps(self, trace) -> None:
+        """States of failed episodes where a legal move had no eligible bidder: a market with no
+        supplier for a move there (XCS covers a match set short of actions the same way)."""
+        T, B, N = trace.eligible.shape
+        offered = np.zeros((T, B, len(MOVES)), dtype=bool)
+        t, b, row = np.nonzero(trace.eligible)
+        offered[t, b, self.rules.action[row]] = True
+        live = np.cumsum(trace.done, axis=0) - trace.done == 0  # the episode had not ended before this step
+        gap = legal_moves(trace.obs.reshape(T * B, -1)).reshape(T, B, -1) & ~offered
+        pick = live & ~trace.solved[None, :] & gap.any(axis=2)
+        self.gaps = np.concatenate([self.gaps, trace.obs[pick]])[-MEMORY:]
+        self.gap_moves = np.concatenate([self.gap_moves, gap[pick]])[-MEMORY:]
 
     def resize(self, capacity: int) -> None:
         super().resize(capacity)
-        self.bid = np.concatenate([self.bid, np.zeros((max(capacity - len(self.bid), 0), 2))])
+        grow = max(capacity - self.value.size, 0)
+        self.value = np.r_[self.value, np.zeros(grow)]
+        self.turns = np.r_[self.turns, np.zeros(grow, dtype=np.int64)]
 
     def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         super().spawn(rows, rng)
-        self.bid[rows] = rng.uniform(0, 1, size=(rows.size, 2)) * [self.cfg.bid_max, self.cfg.slope_max]
+        self._untried(rows, rng)
+
+    def _untried(self, rows: np.ndarray, rng: np.random.Generator) -> None:
+        """A new rule's value is a guess from [0, newcomer_value]: its first turns replace it."""
+        self.value[rows] = rng.uniform(0, self.cfg.newcomer_value, size=rows.size)
+        self.turns[rows] = 0
 
     def covering(self, rules, rows: np.ndarray, rng: np.random.Generator) -> None:
         """As in learning classifier systems (XCS covering): a newcomer wakes in a state the world
-        has shown, preferably one where nobody woke (a hole in the economy: episodes stall there),
-        its condition 1..max_terms terms ``feature == value`` read off that state, its move a random
-        one that is legal there."""
+        has shown, preferably a gap (a failed episode's state where a legal move had no bidder,
+        which it then offers), its condition 1..max_terms terms ``feature == value`` read off that
+        state; from other states it makes a random legal move."""
         n, T, F = rows.size, self.space.max_terms, len(self.space.features)
         feature = np.argsort(rng.random((n, F)), axis=1)[:, :T]  # distinct features per rule
-        seen = self.uncovered if len(self.uncovered) else self.memory
-        if len(seen):
-            state = seen[rng.integers(len(seen), size=n)]
-            value = np.take_along_axis(state, feature, axis=1)
-            rules.action[rows] = np.argmax(rng.random((n, len(MOVES))) * legal_moves(state), axis=1)
+        if len(self.gaps) or len(self.memory):
+            seen, moves = (self.gaps, self.gap_moves) if len(self.gaps) else (self.memory, legal_moves(self.memory))
+            pick = rng.integers(len(seen), size=n)
+            value = np.take_along_axis(seen[pick], feature, axis=1)
+            rules.action[rows] = np.argmax(rng.random((n, len(MOVES))) * moves[pick], axis=1)
         else:  # the first population: nothing seen yet
             value = rng.integers(self.low[feature], self.high[feature] + 1)
             rules.action[rows] = rng.integers(len(ACTIONS), size=n)
@@ -353,24 +411,24 @@ class BlocksPolicy(RulePolicy):
         rules.op[rows] = np.where(used, OPS["=="], ALWAYS)
 
     def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
+        """An exploit child starts at child_value x its parent's value: untried, it wins only where
+        its parent does not wake or bids low, until its own turns set its value."""
         super().inherit(rows, parents, rng)
-        self._child_bids(rows, parents, rng)
-
-    def _child_bids(self, rows, parents, rng) -> None:
-        noise = 1 + self.cfg.bid_sigma * rng.standard_normal((rows.size, 2))
-        self.bid[rows] = np.maximum(self.bid[parents] * noise, 0)
+        self.value[rows] = self.cfg.child_value * self.value[parents]
+        self.turns[rows] = 0
 
     def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> None:
         """Explore: a child of each parent, edited at ``obs``, the state its move preceded a failure.
 
         With p_revise_move the child makes another *legal* move there (same condition); otherwise
         it keeps the move but no longer wakes there (a term ``feature != obs[feature]`` is added).
-        Parents with no failure this round are mutated as exploit children are.
+        Parents with no failure this round are mutated as exploit children are. A revised rule is
+        a new rule: its value is a newcomer's guess.
         """
         r = self.rules
         self.inherit(rows[~found], parents[~found], rng)
-        self._child_bids(rows[found], parents[found], rng)
         rows, parents, obs = rows[found], parents[found], obs[found]
+        self._untried(rows, rng)
         for name in FIELDS:
             getattr(r, name)[rows] = getattr(r, name)[parents]
         move = rng.random(rows.size) < self.cfg.p_revise_move
@@ -386,24 +444,21 @@ class BlocksPolicy(RulePolicy):
             r.feature[row, slot], r.op[row, slot], r.value[row, slot] = feature, OPS["!="], state[feature]
 
     # --- checkpoints ---------------------------------------------------------------------------
+    STATE = ("value", "turns", "memory", "gaps", "gap_moves")
+
     def state_dict(self) -> dict:
-        return super().state_dict() | {"bid": self.bid.copy(), "memory": self.memory.copy(),
-                                       "uncovered": self.uncovered.copy()}
+        return super().state_dict() | {name: getattr(self, name).copy() for name in self.STATE}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
-        self.bid, self.memory, self.uncovered = state["bid"].copy(), state["memory"].copy(), state["uncovered"].copy()
+        for name in self.STATE:
+            setattr(self, name, state[name].copy())
 
 
 def legal_moves(obs: np.ndarray) -> np.ndarray:
     """[B, 6] bool: which moves are legal (their source stack is not empty), from MARKET_COLUMNS."""
-    heights = obs[:, -5:-2]  # h1, h2, h3
+    heights = obs[:, -3:]  # h1, h2, h3
     return heights[:, SOURCE - 1] > 0
-
-
-def _built(obs: np.ndarray) -> np.ndarray:
-    """[B] the share of the goal in place, from MARKET_COLUMNS (correct blocks / n)."""
-    return obs[:, -2] / obs[:, -1]
 
 
 def build(cfg: Config, initial_rules: list[str] | None = None):

@@ -157,7 +157,7 @@ def test_blocks_solver_value_is_exact_along_the_solvers_own_path():
     def trajectories_of(model):
         return [t for g in credit_compare.trajectories(model, world_signals=model.world.credit_signals, group=4) for t in g]
 
-    cfg = W.Config(train_sizes=[4, 6], curriculum=False)
+    cfg = W.Config(train_sizes=[4, 6], curriculum=False, features=["wrong1", "progress", "need_at", "need_depth"])
     exp = load("relay", ["market.batch=8", "population.initial_agents=6", "population.births=false"], seed=2)
     world = credit_signals.BlocksRecorder(cfg)
     model = MarketModel(world, Solver(world.space, cfg, initial_rules=list(W.SOLUTION)), exp.market, exp.population, seed=2)

@@ -247,3 +247,29 @@ def test_lockstep_solves_like_sequential():
         rates[batch] = np.mean([e["success"] for e in episodes])
     assert rates[1] > 0.8  # about half the wakers advance the item; 12 steps for 3 stages
     assert abs(rates[4] - rates[1]) < 0.15, rates
+
+
+@pytest.mark.parametrize("payment, conserve", [("bucket_brigade", True), ("bucket_brigade", False), ("final_only", True)])
+def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
+    """Trace.turns, summed per agent, is what the books paid each agent in the round: prices received
+    from successors, plus rewards, less action fees (blocks: holes, owners that outbid themselves)."""
+    from scenarios import blocks
+
+    cfg = blocks.Config(train_sizes=[4], curriculum=False)
+    world, policy = blocks.build(cfg, initial_rules=list(blocks.SOLUTION))  # some episodes are solved
+    market = MarketConfig(bid_scheme="policy", payment=payment, conserve=conserve, action_fee=0.003, batch=8)
+    model = MarketModel(world, policy, market, PopulationConfig(initial_agents=10), seed=3)
+    model.ledger.flush()  # the birth grants
+    rewarded = 0
+    for _ in range(3):
+        model.run_episodes()
+        log = model.ledger.flush()
+        rows, earned = model.trace.turns(payment == "bucket_brigade", model._money["fee"], model._money["reward"])
+        ids = model.population.ids[rows]
+        paid = log[np.isin(log["reason"], [Reason.BID, Reason.REWARD]) & (log["dst"] != 0)]
+        fees = log[log["reason"] == Reason.FEE]
+        size = max(ids.max(), paid["dst"].max(initial=0), fees["src"].max(initial=0)) + 1
+        books = np.bincount(paid["dst"], paid["amount"], size) - np.bincount(fees["src"], fees["amount"], size)
+        assert (np.bincount(ids, earned, size) == books).all() and len(earned) > 8
+        rewarded += (log["reason"] == Reason.REWARD).sum()
+    assert rewarded > 0, rewarded

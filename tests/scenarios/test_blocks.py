@@ -34,13 +34,14 @@ def test_moves_and_illegal_moves():
     assert stacks(world) == [[1, 2], [], [2], [1]] and world.invalid.tolist() == [1]
 
 
-def test_goal_check_pays_once_and_only_for_the_whole_goal():
-    world = world_of([1, 2], [], [2], [1])
+@pytest.mark.parametrize("reward, paid", [("unit", 1.0), ("size", 2.0)])
+def test_goal_check_pays_once_and_only_for_the_whole_goal(reward, paid):
+    world = world_of([1, 2], [], [2], [1], reward=reward)
     world.reset(1, None)
     reward, done = move(world, "3to1")  # a correct prefix is not the goal
     assert reward.tolist() == [0.0] and not done[0] and not world.solved[0]
     reward, done = move(world, "2to1")
-    assert reward.tolist() == [2.0] and done[0] and world.solved[0]  # n credits: one per goal block
+    assert reward.tolist() == [paid] and done[0] and world.solved[0]  # 1 credit, or n: one per goal block
     reward, done = move(world, "1to2")  # the episode is over: later steps change nothing
     assert reward.tolist() == [0.0] and not done[0] and stacks(world)[1] == [1, 2]
 
@@ -62,10 +63,10 @@ def test_features():
     # next needed colour is 2: on top of stack 1's wrong part (depth 0) and under the 1 in stack 2 (depth 1)
     assert dict(zip(blocks.FEATURES, obs)) == {"wrong1": 2, "prefix": 1, "progress": 2, "need_at": 1,
                                                "need_depth": 0, "next": 2, "top1": 2, "top2": 1, "top3": 3}
-    assert obs[-5:] == [3, 2, 1, 1, 4]  # the market's columns: heights of stacks 1..3, correct blocks, n
+    assert obs[-3:] == [3, 2, 1]  # the market's columns: heights of stacks 1..3
     hidden = world_of([1, 2], [], [2], [1], features=["need_at", "wrong1"])
     hidden.reset(1, None)
-    assert hidden.space.features == ("wrong1", "need_at") and hidden.observe().tolist() == [[0, 3, 0, 1, 1, 0, 2]]
+    assert hidden.space.features == ("wrong1", "need_at") and hidden.observe().tolist() == [[0, 3, 0, 1, 1]]
 
 
 def test_generator_is_deterministic_and_deals_the_goals_blocks():
@@ -106,7 +107,7 @@ def test_revise_edits_the_failed_rule_at_its_failure_state():
     world, policy = blocks.build(cfg, initial_rules=["wrong1 == 0 -> 2to1"])
     policy.resize(8)
     policy.spawn(np.array([1]), np.random.default_rng(0))
-    state = np.array([[0, 1, 2, 2, 0, 1, 1, 0, 3, 1, 0, 1, 1, 5]])  # stack 2 is empty: 2to1 and 2to3 are illegal there
+    state = np.array([[0, 1, 2, 2, 0, 1, 1, 0, 3, 1, 0, 1]])  # stack 2 is empty: 2to1 and 2to3 are illegal there
     policy.revise(np.array([2]), np.array([1]), state, np.array([True]), np.random.default_rng(0))
     terms, action = parse(policy.describe([2])[0], world.space)
     assert terms == parse("wrong1 == 0 -> 2to1", world.space)[0]
@@ -136,3 +137,48 @@ def test_catallax_run_blocks_reports_heldout_success_per_size():
                              progress=False)
     assert set(summary["heldout_success"]) == {"4", "8", "16", "32"}
     assert summary["episodes"] == 160 and summary["population"] > 0 and summary["conservation_ok"]
+
+
+def test_rules_that_undo_progress_go_bankrupt():
+    """The six solving rules plus two that wake in the same states and undo progress: at first held-out
+    episodes fail; after training (no births) every held-out instance is solved, and the two are gone:
+    the loops they start end at the horizon with one of them holding a world nobody buys."""
+    exp = load("blocks", ["population.births=false", "population.initial_agents=8", "population.min_agents=0",
+                          "blocks.curriculum=false", "blocks.train_sizes=[4]", "blocks.heldout_count=50"], seed=1)
+    destroyers = ["wrong1 == 0 -> 1to3", "wrong1 > 0 -> 2to1"]
+    world, policy = blocks.build(exp.scenario, initial_rules=blocks.SOLUTION + destroyers)
+    model = MarketModel(world, policy, exp.market, exp.population, seed=1)
+    before = blocks.evaluate(model, exp.scenario, [4, 8])
+    for _ in range(60):
+        model.step()
+    after = blocks.evaluate(model, exp.scenario, [4, 8])
+    assert min(before.values()) < 0.5 and after == {"4": 1.0, "8": 1.0}, (before, after)
+    assert sorted(model.population.ids[model.population.traders].tolist()) == [1, 2, 3, 4, 5, 6]
+
+
+def test_values_price_each_move_by_how_near_the_goal_it_leads():
+    """Trained on the solving rules alone, each rule's value is what its turns earned: under 1 (the
+    reward), and higher for the rules that place needed blocks than for those that clear stack 1,
+    which act earlier in every solving chain."""
+    exp = load("blocks", ["population.births=false", "population.initial_agents=6", "population.min_agents=0",
+                          "population.initial_wealth=10", "blocks.curriculum=false", "blocks.train_sizes=[4, 8]"], seed=0)
+    world, policy = blocks.build(exp.scenario, initial_rules=list(blocks.SOLUTION))
+    model = MarketModel(world, policy, exp.market, exp.population, seed=0)
+    for _ in range(40):
+        model.step()
+    value = policy.value[1:7]  # rows 1..6 (row 0 is the house) hold SOLUTION[0..5]: clear, clear, place, place, dig, dig
+    assert model.population.size == 6 and (policy.turns[1:7] > 0).all(), policy.turns
+    assert (value > 0).all() and (value < 1).all(), value
+    assert value[2:4].min() > value[:2].max(), value
+
+
+def test_covering_offers_the_move_a_failed_episode_lacked():
+    cfg = blocks.Config(features=list(blocks.FEATURES))
+    world = world_of([1, 2], [2], [], [1], features=list(blocks.FEATURES))
+    world.reset(1, None)
+    _, policy = blocks.build(cfg)
+    state = world.observe()
+    policy.gaps, policy.gap_moves = state, np.array([[False, True, False, False, False, False]])  # 1to3 lacked a bidder
+    policy.resize(16)
+    policy.spawn(np.arange(16), np.random.default_rng(0))
+    assert policy.eligible(state)[0].all() and (policy.rules.action[:16] == blocks.ACTIONS.index("1to3")).all()
