@@ -82,7 +82,8 @@ class Trace:
         path, T = self.path.T, self.path.shape[0]  # [B, T]: the flat order below is world by world
         world, t = np.nonzero(path >= 0)
         agent = path[world, t]
-        start = np.r_[True, (agent[1:] != agent[:-1]) | (world[1:] != world[:-1])]
+        start = np.ones(agent.size, dtype=bool)
+        start[1:] = (agent[1:] != agent[:-1]) | (world[1:] != world[:-1])
         turn = np.cumsum(start) - 1  # the turn each action belongs to
         K = int(start.sum())
         earned = -fee * np.bincount(turn, minlength=K)

@@ -331,8 +331,9 @@ class BlocksPolicy(RulePolicy):
     def eligible(self, obs: np.ndarray) -> np.ndarray:
         """A rule wakes where its condition holds *and* its move is legal: an agent that could only
         make an illegal move would otherwise win a state, spend it, and own it again for free
-        (no one else wakes there), until the horizon."""
-        return super().eligible(obs) & legal_moves(obs)[:, self.rules.action]
+        (no one else wakes there), until the horizon. An agent whose turns have lost money on
+        average (value < 0) sits out: any bid would cost it more than it expects to earn."""
+        return super().eligible(obs) & legal_moves(obs)[:, self.rules.action] & (self.value >= 0)
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:

@@ -5,7 +5,7 @@ import pytest
 
 from agents.rules import parse
 from market import MarketConfig, MarketModel, PopulationConfig
-from scenarios import blocks
+from scenarios import blocks, blocks_ablation
 from scenarios.config import load
 from scenarios.runner import run_experiment
 
@@ -182,3 +182,11 @@ def test_covering_offers_the_move_a_failed_episode_lacked():
     policy.resize(16)
     policy.spawn(np.arange(16), np.random.default_rng(0))
     assert policy.eligible(state)[0].all() and (policy.rules.action[:16] == blocks.ACTIONS.index("1to3")).all()
+
+
+@pytest.mark.parametrize("name", list(blocks_ablation.ABLATIONS))
+def test_every_ablation_runs_and_keeps_the_books(name):
+    """Each row of the ablation table, briefly: e.g. under random clearing an agent whose turns lost
+    money must not pay a negative price."""
+    result = blocks_ablation.run_one((name, ["run.episodes=160", "blocks.heldout_count=5"] + blocks_ablation.ABLATIONS[name], 0))
+    assert result["episodes"] == 160 and set(result["heldout_success"]) == {"4", "8", "16", "32"}
