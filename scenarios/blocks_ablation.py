@@ -74,7 +74,7 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sizes = list(results[0]["heldout_success"])
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
     for name in ABLATIONS:
         rows = [r for r in results if r["ablation"] == name]
         if rows:
@@ -84,7 +84,7 @@ def plot(results: list[dict], path: Path) -> None:
            title="Blocks World: held-out success")
     ax.set_xticks([int(n) for n in sizes], sizes)
     ax.minorticks_off()  # log-axis minor labels (2 x 10^1, ...) would collide with the sizes
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # outside: the curves span the whole axes
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
