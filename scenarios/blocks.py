@@ -360,21 +360,25 @@ class BlocksPolicy(RulePolicy):
         young = self.turns + k <= 1 / self.cfg.value_rate
         averaged = (self.turns * self.value + k * mean) / np.maximum(self.turns + k, 1)
         tracked = self.value + (1 - (1 - self.cfg.value_rate) ** k) * (mean - self.value)
+        self._record_gaps(model.trace, model.population.traders)  # before the update: who sat out this round
         self.value = np.where(k > 0, np.where(young, averaged, tracked), self.value)
         self.turns += k
-        self._record_gaps(model.trace)
 
-    def _record_gaps(self, trace) -> None:
-        """States of failed episodes where a legal move had no eligible bidder: a market with no
-        supplier for a move there (XCS covers a match set short of actions the same way)."""
-        T, B, N = trace.eligible.shape
-        offered = np.zeros((T, B, len(MOVES)), dtype=bool)
-        t, b, row = np.nonzero(trace.eligible)
-        offered[t, b, self.rules.action[row]] = True
-        live = np.cumsum(trace.done, axis=0) - trace.done == 0  # the episode had not ended before this step
-        gap = legal_moves(trace.obs.reshape(T * B, -1)).reshape(T, B, -1) & ~offered
-        pick = live & ~trace.solved[None, :] & gap.any(axis=2)
-        self.gaps = np.concatenate([self.gaps, trace.obs[pick]])[-MEMORY:]
+    def _record_gaps(self, trace, traders: np.ndarray) -> None:
+        """States of failed episodes where a legal move had no live rule waking for it: a market with
+        no supplier for a move there (XCS covers a match set short of actions the same way). A rule
+        that sits out (value < 0) still counts as offering its move: its losses are the market's
+        evidence that the move does not pay there, and a newcomer should not offer it again."""
+        T, B = trace.path.shape
+        obs = trace.obs.reshape(T * B, -1)
+        wakes = RulePolicy.eligible(self, obs) & legal_moves(obs)[:, self.rules.action] & traders[None, :]
+        offered = np.zeros((T * B, len(MOVES)), dtype=bool)
+        state, row = np.nonzero(wakes)
+        offered[state, self.rules.action[row]] = True
+        live = (np.cumsum(trace.done, axis=0) - trace.done == 0).reshape(-1)  # the episode had not ended before
+        gap = legal_moves(obs) & ~offered
+        pick = live & ~np.repeat(trace.solved[None, :], T, axis=0).reshape(-1) & gap.any(axis=1)
+        self.gaps = np.concatenate([self.gaps, obs[pick]])[-MEMORY:]
         self.gap_moves = np.concatenate([self.gap_moves, gap[pick]])[-MEMORY:]
 
     def resize(self, capacity: int) -> None:

@@ -190,3 +190,26 @@ def test_every_ablation_runs_and_keeps_the_books(name):
     money must not pay a negative price."""
     result = blocks_ablation.run_one((name, ["run.episodes=160", "blocks.heldout_count=5"] + blocks_ablation.ABLATIONS[name], 0))
     assert result["episodes"] == 160 and set(result["heldout_success"]) == {"4", "8", "16", "32"}
+
+
+def test_a_gap_is_a_legal_move_no_rule_wakes_for_even_one_sitting_out():
+    """Gaps come from failed episodes. A rule whose turns lost money (value < 0) sits out of the
+    auction but still counts as offering its move there: covering must not offer that move again."""
+    from market.model import Trace
+
+    cfg = blocks.Config(features=list(blocks.FEATURES))
+    world = world_of([1, 2], [2], [], [1], features=list(blocks.FEATURES))  # legal: 1to2, 1to3, 3to1, 3to2
+    world.reset(1, None)
+    _, policy = blocks.build(cfg, initial_rules=["wrong1 > 0 -> 1to2", "wrong1 > 0 -> 1to3"])
+    policy.resize(2)
+    policy.spawn(np.array([0, 1]), np.random.default_rng(0))
+    policy.value[:] = [-0.1, 0.3]
+    obs = world.observe()
+    assert policy.eligible(obs).tolist() == [[False, True]]  # the loser sits out
+    trace = Trace(path=np.array([[1]]), obs=obs[None], solved=np.array([False]), done=np.array([[True]]))
+    policy._record_gaps(trace, traders=np.array([True, True]))
+    assert [blocks.ACTIONS[a] for a in np.flatnonzero(policy.gap_moves[0])] == ["3to1", "3to2"]
+    policy.gaps, policy.gap_moves = policy.gaps[:0], policy.gap_moves[:0]
+    policy._record_gaps(Trace(path=np.array([[1]]), obs=obs[None], solved=np.array([True]), done=np.array([[True]])),
+                        traders=np.array([True, True]))
+    assert len(policy.gaps) == 0  # a solved episode has no gaps
