@@ -360,7 +360,7 @@ class BlocksPolicy(RulePolicy):
         young = self.turns + k <= 1 / self.cfg.value_rate
         averaged = (self.turns * self.value + k * mean) / np.maximum(self.turns + k, 1)
         tracked = self.value + (1 - (1 - self.cfg.value_rate) ** k) * (mean - self.value)
-        self._record_gaps(model.trace, model.population.traders)  # before the update: who sat out this round
+        self._record_gaps(model.trace, model.population.traders)
         self.value = np.where(k > 0, np.where(young, averaged, tracked), self.value)
         self.turns += k
 
