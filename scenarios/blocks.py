@@ -333,7 +333,11 @@ class BlocksPolicy(RulePolicy):
         make an illegal move would otherwise win a state, spend it, and own it again for free
         (no one else wakes there), until the horizon. An agent whose turns have lost money on
         average (value < 0) sits out: any bid would cost it more than it expects to earn."""
-        return super().eligible(obs) & legal_moves(obs)[:, self.rules.action] & (self.value >= 0)
+        return self.wakes(obs) & (self.value >= 0)
+
+    def wakes(self, obs: np.ndarray) -> np.ndarray:
+        """[B, N] the rule's condition holds and its move is legal, whatever its value."""
+        return super().eligible(obs) & legal_moves(obs)[:, self.rules.action]
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:
@@ -360,9 +364,9 @@ class BlocksPolicy(RulePolicy):
         young = self.turns + k <= 1 / self.cfg.value_rate
         averaged = (self.turns * self.value + k * mean) / np.maximum(self.turns + k, 1)
         tracked = self.value + (1 - (1 - self.cfg.value_rate) ** k) * (mean - self.value)
-        self._record_gaps(model.trace, model.population.traders)
         self.value = np.where(k > 0, np.where(young, averaged, tracked), self.value)
         self.turns += k
+        self._record_gaps(model.trace, model.population.traders)
 
     def _record_gaps(self, trace, traders: np.ndarray) -> None:
         """States of failed episodes where a legal move had no live rule waking for it: a market with
@@ -371,13 +375,12 @@ class BlocksPolicy(RulePolicy):
         evidence that the move does not pay there, and a newcomer should not offer it again."""
         T, B = trace.path.shape
         obs = trace.obs.reshape(T * B, -1)
-        wakes = RulePolicy.eligible(self, obs) & legal_moves(obs)[:, self.rules.action] & traders[None, :]
         offered = np.zeros((T * B, len(MOVES)), dtype=bool)
-        state, row = np.nonzero(wakes)
+        state, row = np.nonzero(self.wakes(obs) & traders[None, :])
         offered[state, self.rules.action[row]] = True
-        live = (np.cumsum(trace.done, axis=0) - trace.done == 0).reshape(-1)  # the episode had not ended before
+        live = np.cumsum(trace.done, axis=0) - trace.done == 0  # [T, B] the episode had not ended before
         gap = legal_moves(obs) & ~offered
-        pick = live & ~np.repeat(trace.solved[None, :], T, axis=0).reshape(-1) & gap.any(axis=1)
+        pick = (live & ~trace.solved[None, :]).reshape(-1) & gap.any(axis=1)
         self.gaps = np.concatenate([self.gaps, obs[pick]])[-MEMORY:]
         self.gap_moves = np.concatenate([self.gap_moves, gap[pick]])[-MEMORY:]
 
