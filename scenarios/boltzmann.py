@@ -213,7 +213,7 @@ def validate(exp) -> None:
 
 
 def make_model(exp) -> BoltzmannModel:
-    """The runner's hook for a scenario with its own model (see scenarios.runner.build_model)."""
+    """The runner's hook for a scenario with its own model (see scenarios.run.runner.build_model)."""
     return BoltzmannModel(exp.scenario, seed=exp.run.seed)
 
 

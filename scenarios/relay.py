@@ -11,18 +11,28 @@ Under the bucket brigade the stage-s specialist is paid by the stage-(s+1)
 winner who buys the item from it, so every stage stays solvent; with
 ``market.payment = "final_only"`` early specialists only ever pay, go
 bankrupt, and the chain collapses (Holland 1985; Baum 1999).
+
+Credit signals (agents/credit; ``CREDIT_SIGNALS`` names them, the config loader checks an
+estimator's needs against it): the item's stage s_t is the whole state, so state s_t, progress
+s_t / K, meter (work left) K - s_t, solver value -(K - s_t), conditions {stages done}, role
+"stage s_t", a step's deps = the last earlier step that advanced the item, checked = the last
+advancing step, criteria / evidence = whether the step advanced it, labels from progress, results
+(one sub-action: v({}) = p_t, v({a}) = p_{t+1}), skill = the action's name, embedding =
+MiniLM("stage = s, action = NAME") (only with ``embed=True``).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents import RulePolicy, RuleSpace
+from agents.credit.triage import labels_from_progress
 from agents.rules import OPS
 from market.config import STRICT
-from scenarios import credit_signals
 
 
 @dataclass(config=STRICT)
@@ -66,8 +76,8 @@ class RelayWorld:
         return self.stage == self.stages
 
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b=None, steps=None) -> dict:
-        """One trajectory's signals (scenarios/credit_signals.py) from its observations [T+1, 1] and actions [T]."""
-        return credit_signals.relay(self.stages, self.space.actions)(obs, actions)
+        """One trajectory's signals (``credit_signals`` below) from its observations [T+1, 1] and actions [T]."""
+        return credit_signals(self.stages, self.space.actions)(obs, actions)
 
 
 def build(cfg: Config):
@@ -85,7 +95,37 @@ def build(cfg: Config):
     return world, RulePolicy(world.space, newcomer=newcomer)
 
 
-CREDIT_SIGNALS = credit_signals.RELAY  # checked against agents.credit when the config is loaded
+CREDIT_SIGNALS = ("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked", "criteria",
+                  "evidence", "labels", "results", "skill")  # checked against agents.credit when the config is loaded
+
+
+def credit_signals(stages: int, actions: tuple[str, ...], embed: bool = False):
+    """``signals(obs [T+1, 1], actions [T]) -> dict`` of Trajectory fields (the module docstring lists them)."""
+    if embed:  # MiniLM imports torch: only runs that embed pay for it
+        from agents.bid_head import Embedder
+    embedder = Embedder() if embed else None
+
+    def signals(obs: np.ndarray, act: np.ndarray, b=None, steps=None) -> dict:
+        s = np.asarray(obs)[:, 0].astype(np.int64)
+        p = s / stages
+        advanced = s[1:] > s[:-1]
+        last = np.maximum.accumulate(np.where(advanced, np.arange(len(act)), -1))  # last advancing step <= t
+        before = np.r_[-1, last[:-1]][: len(act)]  # the last advancing step before t
+        names = [actions[a] if 0 <= a < len(actions) else "invalid" for a in np.asarray(act).tolist()]
+        out = {
+            "state": s.tolist(), "progress": p, "meter": (stages - s).astype(np.float64), "solver": -(stages - s).astype(np.float64),
+            "conditions": [frozenset(range(k)) for k in s.tolist()], "role": [f"stage {k}" for k in s[:-1].tolist()],
+            "deps": [(k,) if k >= 0 else () for k in before.tolist()],
+            "checked": (int(last[-1]),) if len(act) and last[-1] >= 0 else (),
+            "criteria": np.stack([advanced, ~advanced], axis=1).astype(np.float64), "evidence": advanced.astype(np.float64),
+            "labels": labels_from_progress(p, s.tolist()), "results": [np.array([a, b]) for a, b in itertools.pairwise(p)],
+            "skill": names,
+        }
+        if embedder is not None:
+            out["embedding"] = embedder([f"stage = {k}, action = {n}" for k, n in zip(s[:-1].tolist(), names)])
+        return out
+
+    return signals
 
 
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:

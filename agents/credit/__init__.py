@@ -6,7 +6,7 @@ and per skill or sub-action where the method attributes them). Each estimator mo
 declares the signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals`, naming
 them, when a world does not provide them. A MarketModel round becomes trajectories in
 ``agents/credit/market.py`` (its Trace and ledger), with the world's own signals
-(scenarios/credit_signals.py: relay, blocks); a team workflow trace in ``agents/credit/workflow.py``
+(each world's own: scenarios/relay.py, scenarios/blocks/signals.py); a team workflow trace in ``agents/credit/workflow.py``
 (recsys); the learner calls ``agents/credit/learner.py``.
 """
 

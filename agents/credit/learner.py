@@ -7,7 +7,7 @@ runs the estimator on each group and scatters the advantages back to [T, B], ali
 round's transfers are flushed.
 
 A world provides its signals through ``credit_signals(obs [T+1, F], actions [T], b, steps) -> dict``
-(scenarios/credit_signals.py) and names them in its scenario module's ``CREDIT_SIGNALS``. A learning
+(its ``credit_signals``, e.g. scenarios/relay.py) and names them in its scenario module's ``CREDIT_SIGNALS``. A learning
 market round adds ``outcome``, ``profit`` (the ledger), ``score`` (the clearing price) and, when
 actions are sampled, ``logp``: :func:`provides` is that whole set.
 """

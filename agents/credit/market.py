@@ -13,7 +13,7 @@ form a group (G worlds of the same task: ``group``). Signals filled here:
 * ``score`` = the clearing price in credits (the winner's bid: its own score for its action),
   when the Trace recorded the auctions (a policy with ``learn``);
 * whatever ``world_signals(obs [T+1, F], actions [T], b, steps [T]) -> dict`` returns
-  (scenarios/credit_signals.py; ``b`` is the world's index in the batch, ``steps`` the acting
+  (each world's ``credit_signals``, e.g. scenarios/relay.py; ``b`` is the world's index in the batch, ``steps`` the acting
   steps' indices in the round, for a world that recorded more than its observations).
 """
 

@@ -123,8 +123,8 @@ def test_learned_head_recovers_a_planted_routing_rule():
 def test_minilm_features_run_offline_in_a_learning_market():
     """features = "minilm": the shipped all-MiniLM-L6-v2 embeds each distinct observation once (unit
     vectors, 384-d), a shared projection maps them to the rows, and the market trains on them."""
-    from scenarios.config import load
-    from scenarios.runner import build_model
+    from scenarios.run.config import load
+    from scenarios.run.runner import build_model
 
     exp = load("relay", ["agents.bids=learned", "agents.features=minilm", "agents.dim=8", "market.batch=4"])
     model = build_model(exp)

@@ -8,8 +8,9 @@ from agents.credit.learner import provides
 from market import MarketModel
 from market.ledger import Reason
 from market.money import MICRO
-from scenarios import credit_compare, credit_signals, relay
-from scenarios.config import load
+from experiments import credit_compare
+from scenarios import blocks, relay
+from scenarios.run.config import load
 
 
 class Capture(credit_compare.LogitPolicy):
@@ -29,7 +30,7 @@ class Capture(credit_compare.LogitPolicy):
 def relay_model(seed=0, rounds=6):
     exp = load("relay", ["market.batch=8"], seed=seed)
     world, rules = relay.build(exp.scenario)
-    signals = credit_signals.relay(exp.scenario.stages, world.space.actions)
+    signals = relay.credit_signals(exp.scenario.stages, world.space.actions)
     policy = Capture(rules, exp.scenario.stages, C.make("grpo"), 4, 0.5, 1.0, seed, signals)
     policy.seen = []
     model = MarketModel(world, policy, exp.market, exp.population, seed=seed)
@@ -62,12 +63,12 @@ def test_relay_signals_follow_the_item():
             assert (s[-1] == K) == bool(t.outcome)
             np.testing.assert_allclose(t.progress, s / K)
             np.testing.assert_allclose(t.evidence, np.diff(s) > 0)
-            assert C.provided([t]) >= set(credit_signals.RELAY)
+            assert C.provided([t]) >= set(relay.CREDIT_SIGNALS)
 
 
 def test_every_supported_estimator_runs_on_real_relay_groups():
     _, seen, _ = relay_model(rounds=3)
-    names = C.supported(provides(credit_signals.RELAY))
+    names = C.supported(provides(relay.CREDIT_SIGNALS))
     assert len(names) == 16  # all but skillgate (no selection labels) and scpo (embeddings off here)
     for groups, _, _ in seen:
         for group in groups:
@@ -113,7 +114,7 @@ def test_step_advantages_align_with_the_trace():
 
 
 def test_config_refuses_an_estimator_the_world_cannot_feed():
-    from scenarios.config import ConfigError
+    from scenarios.run.config import ConfigError
 
     base = ['agents.actions="grpo"', "market.batch=8", "agents.group=4"]
     assert load("relay", base + ["agents.credit=draco"]).agents.credit == "draco"
@@ -128,7 +129,7 @@ def test_config_refuses_an_estimator_the_world_cannot_feed():
 
 
 def test_agents_credit_changes_what_the_learner_learns():
-    from scenarios.runner import build_model
+    from scenarios.run.runner import build_model
 
     theta = {}
     for name in ("grpo", "draco"):
@@ -159,7 +160,7 @@ def test_blocks_solver_value_is_exact_along_the_solvers_own_path():
 
     cfg = W.Config(train_sizes=[4, 6], curriculum=False, features=["wrong1", "progress", "need_at", "need_depth"])
     exp = load("relay", ["market.batch=8", "population.initial_agents=6", "population.births=false"], seed=2)
-    world = credit_signals.BlocksRecorder(cfg)
+    world = blocks.BlocksRecorder(cfg)
     model = MarketModel(world, Solver(world.space, cfg, initial_rules=list(W.SOLUTION)), exp.market, exp.population, seed=2)
     model.step()
     cast, trajs = seen[0]
@@ -167,9 +168,9 @@ def test_blocks_solver_value_is_exact_along_the_solvers_own_path():
     np.testing.assert_array_equal(cast[model.trace.path >= 0], 1.0)
     for t in trajs:
         assert t.meter[0] == len(t) and t.meter[-1] == 0 and (np.diff(t.meter) == -1).all()
-        assert C.provided([t]) >= set(credit_signals.BLOCKS_RECORDED)
+        assert C.provided([t]) >= set(blocks.RECORDED_SIGNALS)
     # goal [1, 2], stacks 1..3 = [2], [1], []: stack 1 is wrong and the needed 1 tops stack 2, so 1to3;
     # then 2to1 (the 1), then 3to1 (the 2): 3 moves
     stack = np.zeros((1, 4, 2), dtype=np.int64)
     stack[0, 0], stack[0, 1, 0], stack[0, 2, 0] = [1, 2], 2, 1
-    assert credit_signals.solution_moves(stack, np.array([[2, 1, 1, 0]]))[0] == 3
+    assert blocks.solution_moves(stack, np.array([[2, 1, 1, 0]]))[0] == 3

@@ -12,8 +12,8 @@ from agents.learned import LearnedPolicy
 from agents.learner import HFGRPO, bucket_brigade_profit, group_advantage, pick_device
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
-from scenarios.config import load
-from scenarios.runner import build_model
+from scenarios.run.config import load
+from scenarios.run.runner import build_model
 from tests.agents.test_bid_head import RoutingWorld
 
 

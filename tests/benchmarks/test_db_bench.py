@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from scenarios.cli import main
+from scenarios.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ from agents import RulePolicy, RuleSpace
 from agents.rules import OPS, parse
 from market import MarketConfig, MarketModel, PopulationConfig, Reason, gini
 from scenarios import relay
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 
 credits = st.floats(0.0, 0.3, allow_nan=False)
 market_configs = st.builds(

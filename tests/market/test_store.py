@@ -10,8 +10,8 @@ from sqlmodel import Session, create_engine, select
 
 from market import replay
 from market.store import Agent, Episode, Run, Transfer, load_transfers, make_engine
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 from tests import pg
 
 EPISODES = 60

@@ -4,7 +4,7 @@ error line that names the file (or URL), the key and the value; exit code 2; not
 import pytest
 from sqlalchemy import create_engine, text
 
-from scenarios.cli import main
+from scenarios.cli.main import main
 
 HEAD = '[run]\nscenario = "relay"\nepisodes = 5\n'
 CONFIGS = [  # (file body, what the error line must name besides the file)

@@ -3,7 +3,7 @@ the README reports the full run)."""
 
 import json
 
-from scenarios import bids_compare
+from experiments import bids_compare
 
 
 def test_bids_compare_quick_writes_both_tables(tmp_path):

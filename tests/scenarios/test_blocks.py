@@ -5,9 +5,10 @@ import pytest
 
 from agents.rules import parse
 from market import MarketConfig, MarketModel, PopulationConfig
-from scenarios import blocks, blocks_ablation
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from experiments import blocks_ablation
+from scenarios import blocks
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 
 
 def world_of(goal, s1, s2, s3, **cfg):

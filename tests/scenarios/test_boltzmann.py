@@ -12,9 +12,9 @@ from market.ledger import Reason
 from market.store import RunStore
 from scenarios import boltzmann
 from scenarios.boltzmann import BoltzmannModel, Config, cellmates, moore_table
-from scenarios.cli import main
-from scenarios.config import load
-from scenarios.runner import build_model, resume_experiment, run_experiment
+from scenarios.cli.main import main
+from scenarios.run.config import load
+from scenarios.run.runner import build_model, resume_experiment, run_experiment
 from tests.helpers import Books
 
 

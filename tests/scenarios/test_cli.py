@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.cli import main
+from scenarios.cli.main import main
 
 CATALLAX = Path(sys.executable).parent / "catallax"
 KEYS = {"run_id", "scenario", "seed", "episodes", "ledger_hash", "conservation_ok", "success_rate", "stage_solvent"}
@@ -44,7 +44,7 @@ def test_bad_key_is_one_line_exit_2_and_writes_nothing(tmp_path):
 
 def test_module_entry_point_with_seed_and_db(tmp_path):
     db = tmp_path / "x.db"
-    proc = subprocess.run([sys.executable, "-m", "scenarios.cli", "run", "relay", "--json", "--seed", "3",
+    proc = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "relay", "--json", "--seed", "3",
                            "--set", "run.episodes=20", "--set", "market.batch=4", "--db", f"sqlite:///{db}"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -19,8 +19,8 @@ WRITERS, EPISODES = 4, 60
 
 HELPER = """
 import json, multiprocessing as mp, sys, traceback
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 
 url, writers, episodes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 

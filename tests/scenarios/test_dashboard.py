@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_live_market_records_the_auction_the_market_cleared():
-    from scenarios.dashboard import LiveMarket
+    from scenarios.report.dashboard import LiveMarket
 
     model = LiveMarket(scenario="relay", seed=3)
     for _ in range(5):
@@ -35,7 +35,7 @@ def test_dashboard_renders_in_chromium_and_steps(tmp_path):
         pytest.skip("no chromium binary: .ci/run installs Debian's chromium (apt-get install -y chromium)")
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    cmd = [str(Path(sys.executable).with_name("solara")), "run", "scenarios/dashboard.py", "--host", "127.0.0.1",
+    cmd = [str(Path(sys.executable).with_name("solara")), "run", "scenarios/report/dashboard.py", "--host", "127.0.0.1",
            "--port", str(port), "--production", "--no-open"]
     with serving(cmd, url, tmp_path / "solara.log", timeout=90, cwd=ROOT,
                  env={**os.environ, "CATALLAX_DASHBOARD": "relay"}):

@@ -17,13 +17,13 @@ from sqlmodel import Session, select
 
 from market import gini, replay
 from market.store import Agent, make_engine
-from scenarios.cli import main
-from scenarios.config import load
-from scenarios.plots import (agent_tree_figure, edit_history, flows, flows_figure, load_run, market_evolution_figure,
+from scenarios.cli.main import main
+from scenarios.run.config import load
+from scenarios.report import (agent_tree_figure, edit_history, flows, flows_figure, load_run, market_evolution_figure,
                              rule_tree, rule_tree_figure, skill_evolution_figure, skill_tree_figure, timeline,
                              wealth_figure)
-from scenarios.plots.data import CREDITS, rule_operator
-from scenarios.runner import run_experiment
+from scenarios.report.data import CREDITS, rule_operator
+from scenarios.run.runner import run_experiment
 from skills import Edit, GateResult, SkillLibrary, skill_graph
 
 
@@ -203,7 +203,7 @@ def test_report_reads_a_library_and_credit_stored_with_the_run(tmp_path):
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE run SET summary = ? WHERE id = ?",
                              (json.dumps({**summary, "credit": {"solo": 0.3}}), summary["run_id"]))
-    from scenarios.plots import write_report
+    from scenarios.report import write_report
 
     written = write_report(engine, summary["run_id"], tmp_path / "report")
     assert {"skill_lineage", "skill_evolution"} <= written["figures"].keys()

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from market.store import load_episodes, make_engine
-from scenarios.cli import main as cli
-from scenarios.config import load
+from scenarios.cli.main import main as cli
+from scenarios.run.config import load
 from scenarios.recsys import make_model, seeds
-from scenarios.runner import run_experiment
+from scenarios.run.runner import run_experiment
 from skills import SkillLibrary, edit_path, export_library, import_library, skill_graph
 from tests.scenarios.recsys_small import OVERRIDES
 

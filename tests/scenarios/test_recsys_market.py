@@ -6,9 +6,9 @@ from sqlmodel import Session, select
 
 from market.ledger import HOUSE_ID, Reason
 from market.store import Agent, load_transfers, make_engine
-from scenarios.config import load
+from scenarios.run.config import load
 from scenarios.recsys.market import RolePolicy
-from scenarios.runner import run_experiment
+from scenarios.run.runner import run_experiment
 from skills import SkillLibrary
 from tests.scenarios.recsys_small import OVERRIDES
 
@@ -101,7 +101,7 @@ def test_a_resumed_market_run_continues_exactly(tmp_path):
     cut.step()
     resumed = make_model(exp)
     resumed.load_state_dict(pickle.loads(state))
-    resumed.ledger.restore(log)  # as scenarios.runner.resume_experiment does, from the stored transfers
+    resumed.ledger.restore(log)  # as scenarios.run.runner.resume_experiment does, from the stored transfers
     resumed.attach(store("b"))
     resumed.step()
     history = [[(v.label, v.status, v.rule) for v in m.arms["grse"].library.versions()] for m in (straight, resumed)]

@@ -5,8 +5,8 @@ import pytest
 
 from agents.rules import parse
 from scenarios import relay
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 
 
 def test_relay_world_steps():

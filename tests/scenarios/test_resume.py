@@ -22,8 +22,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from market.store import load_transfers, make_engine
-from scenarios.config import load
-from scenarios.runner import resume_experiment, run_experiment
+from scenarios.run.config import load
+from scenarios.run.runner import resume_experiment, run_experiment
 
 CATALLAX = Path(sys.executable).parent / "catallax"
 FAULT = "CATALLAX_FAULT_HANG_IN_WRITE"

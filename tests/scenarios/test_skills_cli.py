@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.cli import main
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.cli.main import main
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 from skills import SkillLibrary, export_library
 from tests.skills.team import evolve
 

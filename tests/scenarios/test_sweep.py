@@ -28,9 +28,9 @@ from market.store import (
     load_transfers,
     make_engine,
 )
-from scenarios.cli import main
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.cli.main import main
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 
 CATALLAX = Path(sys.executable).parent / "catallax"
 EPISODES = 30

@@ -9,7 +9,7 @@ import pytest
 
 from agents import parse
 from scenarios import wordmath
-from scenarios.config import load
+from scenarios.run.config import load
 
 
 def test_problems_are_exact_deterministic_and_held_out_by_seed():
@@ -50,7 +50,7 @@ def test_world_moves_text_to_expression_to_value_to_answer():
 
 
 def test_config_names_bad_keys():
-    from scenarios.config import ConfigError
+    from scenarios.run.config import ConfigError
 
     with pytest.raises(ConfigError, match="wordmath.llm.backend"):
         load("wordmath", ["wordmath.llm.backend=tpu"])
@@ -59,7 +59,7 @@ def test_config_names_bad_keys():
 
 @pytest.mark.slow
 def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path):
-    cmd = [sys.executable, "-m", "scenarios.cli", "run", "wordmath", "--json", "--out", str(tmp_path),
+    cmd = [sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--json", "--out", str(tmp_path),
            "--set", "run.episodes=16", "--set", "market.batch=8", "--set", "wordmath.heldout=8"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -4,8 +4,8 @@ import pytest
 from sqlmodel import Session, select
 
 from market.store import Agent, make_engine
-from scenarios.config import load
-from scenarios.runner import run_experiment
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
 from skills import ancestors, descendants, edit_path, skill_graph
 from skills.lineage import agent_graph
 from tests.skills.team import evolve

@@ -1,7 +1,7 @@
 """A live view of a running market in the browser, with Mesa's SolaraViz.
 
-    solara run scenarios/dashboard.py                          # relay
-    CATALLAX_DASHBOARD=blocks solara run scenarios/dashboard.py
+    solara run scenarios/report/dashboard.py                          # relay
+    CATALLAX_DASHBOARD=blocks solara run scenarios/report/dashboard.py
 
 Press Step or Play: each step is one round of the market (B episodes, then
 rent, bankruptcy and births). Four panels: the live agents' wealth (coloured
@@ -26,9 +26,9 @@ from mesa.visualization.utils import update_counter
 
 from market import MarketModel
 from market.money import MICRO
-from scenarios.config import load
+from scenarios.run.config import load
 from scenarios.registry import SCENARIO_DIR, SCENARIOS, get_scenario
-from scenarios.plots.style import LINEAGE_PALETTE, figure
+from scenarios.report.style import LINEAGE_PALETTE, figure
 
 RECENT = 20  # rounds in the success rate's moving average
 

@@ -18,8 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scenarios.commands.run import database_url
-from scenarios.config import ConfigError
+from scenarios.cli.run import database_url
+from scenarios.run.config import ConfigError
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 ONLY = {"db": "db", "out": "scaling"}  # options that only one benchmark takes

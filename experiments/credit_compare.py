@@ -1,12 +1,12 @@
 """Compare the credit estimators (agents/credit) by training the same relay population with each.
 
-    python -m scenarios.credit_compare [--seeds 5] [--rounds 60] [--credit grpo,draco,...] [--out FILE]
+    python -m experiments.credit_compare [--seeds 5] [--rounds 60] [--credit grpo,draco,...] [--out FILE]
 
 The economy is relay's (scenarios/relay.toml: holland bids, bucket brigade, rent, births and
 bankruptcy). On top of its rule (which decides when it wakes and what it bids), every agent has
 action logits per stage, sampled when it wins; a newcomer's rule action starts ``rule_logit``
 above the others, and a child copies its parent's logits. After each round the round's
-trajectories (agents/credit/market.py, with relay's signals from scenarios/credit_signals.py)
+trajectories (agents/credit/market.py, with relay's signals from scenarios/relay.py)
 go through the estimator, and each step's advantage A moves its agent's logits by REINFORCE::
 
     logits[agent, stage] += lr * A * (onehot(action) - softmax(logits[agent, stage]))
@@ -28,8 +28,9 @@ from agents import credit as C
 from agents.credit.learner import provides
 from agents.credit.market import trajectories
 from market import MarketModel
-from scenarios import credit_signals, relay
-from scenarios.config import load
+from agents.bid_head import Embedder
+from scenarios import relay
+from scenarios.run.config import load
 
 
 class LogitPolicy:
@@ -113,7 +114,7 @@ def run(name: str, seed: int, rounds: int, group: int, batch: int, lr: float, em
     exp = load("relay", [f"market.batch={batch}", f"relay.p_specialist={0.2}"], seed=seed)
     world, rules = relay.build(exp.scenario)
     K = exp.scenario.stages
-    signals = credit_signals.relay(K, world.space.actions)
+    signals = relay.credit_signals(K, world.space.actions)
     if embed is not None:  # share one MiniLM cache across runs
         base = signals
 
@@ -160,12 +161,12 @@ def main(argv=None) -> str:
     ap.add_argument("--no-embed", action="store_true", help="skip MiniLM (and so scpo)")
     ap.add_argument("--out", default=None, help="also write the table to this file")
     args = ap.parse_args(argv)
-    signals = provides(credit_signals.RELAY) | (set() if args.no_embed else {"embedding"})
+    signals = provides(relay.CREDIT_SIGNALS) | (set() if args.no_embed else {"embedding"})
     names = ["none", *C.supported(signals)] if args.credit == "all" else args.credit.split(",")
     for n in names:
         if n != "none":
             C.require(n, signals, "relay")
-    embed = None if args.no_embed or "scpo" not in names else credit_signals.Embedder()
+    embed = None if args.no_embed or "scpo" not in names else Embedder()
     rows = []
     for name in names:
         t0 = time.time()

@@ -1,16 +1,16 @@
 """Figures of runs, read from the results database (``catallax report``, the notebooks).
 
-Wealth (scenarios/plots/wealth.py), lineage trees (lineage.py), skill evolution
+Wealth (scenarios/report/wealth.py), lineage trees (lineage.py), skill evolution
 (evolution.py), all built from the run's tables by data.py; report.py writes
 them as PNG files with a Markdown summary. Figures are matplotlib ``Figure``
 objects on the Agg canvas (style.py): they need no display.
 """
 
-from scenarios.plots.data import RunData, Timeline, flows, load_run, timeline
-from scenarios.plots.evolution import edit_history, market_evolution_figure, skill_evolution_figure
-from scenarios.plots.lineage import agent_tree_figure, rule_tree, rule_tree_figure, skill_tree_figure
-from scenarios.plots.report import write_report
-from scenarios.plots.wealth import flows_figure, wealth_figure
+from scenarios.report.data import RunData, Timeline, flows, load_run, timeline
+from scenarios.report.evolution import edit_history, market_evolution_figure, skill_evolution_figure
+from scenarios.report.lineage import agent_tree_figure, rule_tree, rule_tree_figure, skill_tree_figure
+from scenarios.report.summary import write_report
+from scenarios.report.wealth import flows_figure, wealth_figure
 
 __all__ = [
     "RunData", "Timeline", "agent_tree_figure", "edit_history", "flows", "flows_figure", "load_run",

@@ -21,8 +21,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from scenarios.plots.data import RunData, Timeline, rule_operator, timeline
-from scenarios.plots.style import OPERATORS, OTHER, STATUS, figure, lineage_colours, short
+from scenarios.report.data import RunData, Timeline, rule_operator, timeline
+from scenarios.report.style import OPERATORS, OTHER, STATUS, figure, lineage_colours, short
 
 LABEL_NODES = 80  # label every node up to this many; beyond, only the roots of the coloured lineages
 UNKNOWN = ("black", "solid")  # an operator this module has no style for

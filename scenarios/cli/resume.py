@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scenarios.commands.run import database_url, print_summary, store_errors
-from scenarios.runner import resume_experiment
+from scenarios.cli.run import database_url, print_summary, store_errors
+from scenarios.run.runner import resume_experiment
 
 
 def add_parser(subparsers):

@@ -14,8 +14,8 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from market.store import make_engine, run_exists
-from scenarios.commands.run import database_url, store_errors
-from scenarios.config import ConfigError
+from scenarios.cli.run import database_url, store_errors
+from scenarios.run.config import ConfigError
 
 
 def add_parser(subparsers):
@@ -35,7 +35,7 @@ def handle(args) -> int:
         engine = make_engine(db_url)
     if not run_exists(engine, args.run_id):
         raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
-    from scenarios.plots.report import write_report  # matplotlib loads only for this command
+    from scenarios.report.summary import write_report  # matplotlib loads only for this command
 
     written = write_report(engine, args.run_id, args.out / f"report-{args.run_id}")
     if args.json:

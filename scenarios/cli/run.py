@@ -11,8 +11,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from market.store import StoreError
-from scenarios.config import ConfigError, load
-from scenarios.runner import default_db, run_experiment
+from scenarios.run.config import ConfigError, load
+from scenarios.run.runner import default_db, run_experiment
 
 
 def add_parser(subparsers):

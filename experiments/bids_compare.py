@@ -1,8 +1,8 @@
 """Learned bids against EoM's fixed schemes, and a learned market's pool scaling and dropout.
 
-    python -m scenarios.bids_compare                      # both tables, 5 seeds (~5 min on 2 cores)
-    python -m scenarios.bids_compare --seeds 5 --workers 2 --out runs/bids_compare.md
-    python -m scenarios.bids_compare --quick              # toy sizes, seconds (what the test runs)
+    python -m experiments.bids_compare                      # both tables, 5 seeds (~5 min on 2 cores)
+    python -m experiments.bids_compare --seeds 5 --workers 2 --out runs/bids_compare.md
+    python -m experiments.bids_compare --quick              # toy sizes, seconds (what the test runs)
 
 **Comparison** (``agents.bids`` = learned | fixed | fixed_with_eps | holland) on ``relay`` and
 ``blocks``, same economy per scenario, several seeds. Each scheme clears under its own rule:
@@ -78,8 +78,8 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
 
 
 def build(data: dict):
-    from scenarios.config import from_dict
-    from scenarios.runner import build_model
+    from scenarios.run.config import from_dict
+    from scenarios.run.runner import build_model
 
     exp = from_dict(data, source="bids_compare")
     return exp, build_model(exp)

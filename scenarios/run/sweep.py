@@ -31,8 +31,8 @@ from sqlalchemy.engine import make_url
 from tqdm import tqdm
 
 from market.store import export_run, import_run, make_engine, new_run_id, run_exists
-from scenarios.config import ConfigError, from_dict, load
-from scenarios.runner import resume_experiment, run_experiment
+from scenarios.run.config import ConfigError, from_dict, load
+from scenarios.run.runner import resume_experiment, run_experiment
 
 
 @dataclass

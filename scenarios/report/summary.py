@@ -16,11 +16,11 @@ import numpy as np
 from sqlalchemy import inspect, select as sa_select
 
 from market.store import Agent
-from scenarios.plots.data import CREDITS, flows, load_run, timeline
-from scenarios.plots.evolution import market_evolution_figure, skill_evolution_figure
-from scenarios.plots.lineage import agent_tree_figure, rule_tree_figure, skill_tree_figure
-from scenarios.plots.style import short
-from scenarios.plots.wealth import flows_figure, wealth_figure
+from scenarios.report.data import CREDITS, flows, load_run, timeline
+from scenarios.report.evolution import market_evolution_figure, skill_evolution_figure
+from scenarios.report.lineage import agent_tree_figure, rule_tree_figure, skill_tree_figure
+from scenarios.report.style import short
+from scenarios.report.wealth import flows_figure, wealth_figure
 from skills.library import SkillLibrary
 from skills.lineage import skill_graph
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from scenarios.plots.data import CREDITS, RunData, rule_operator
-from scenarios.plots.lineage import rule_tree
-from scenarios.plots.style import figure, short
+from scenarios.report.data import CREDITS, RunData, rule_operator
+from scenarios.report.lineage import rule_tree
+from scenarios.report.style import figure, short
 
 ACCEPTED, REJECTED, UNGATED = "#2ca02c", "#d62728", "#7f7f7f"
 

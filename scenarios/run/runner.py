@@ -14,7 +14,7 @@ from tqdm import tqdm
 from market import MarketModel, replay
 from market.population import HOUSE_ROW
 from market.store import RunStore, load_episodes, load_transfers
-from scenarios.config import Experiment, from_dict
+from scenarios.run.config import Experiment, from_dict
 from scenarios.registry import get_scenario
 
 

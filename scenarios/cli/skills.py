@@ -20,8 +20,8 @@ from pathlib import Path
 from sqlmodel import Session
 
 from market.store import Run, make_engine
-from scenarios.commands.run import database_url, store_errors
-from scenarios.config import ConfigError
+from scenarios.cli.run import database_url, store_errors
+from scenarios.run.config import ConfigError
 from skills import SkillError, SkillLibrary, ancestors, descendants, edit_path, export_library, import_library
 from skills.library import current_of
 from skills.lineage import agent_graph, skill_graph

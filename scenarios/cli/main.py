@@ -1,10 +1,10 @@
-"""The ``catallax`` command line: one subcommand per module in ``scenarios/commands/``.
+"""The ``catallax`` command line: one subcommand per module in ``scenarios/cli/``.
 
     catallax run SCENARIO [--set key=value ...] [--seed N] [--db URL] [--out DIR] [--json]
 
 Every subcommand reports a bad scenario, key, value or URL as one error line
 naming it and exits with code 2 before anything is written (it raises
-:class:`scenarios.config.ConfigError`; this module prints it).
+:class:`scenarios.run.config.ConfigError`; this module prints it).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scenarios.commands import COMMANDS
-from scenarios.config import ConfigError
+from scenarios.cli import bench, report, resume, run, skills, sweep
+from scenarios.run.config import ConfigError
+
+COMMANDS = (run, resume, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
 
 
 def build_parser() -> argparse.ArgumentParser:

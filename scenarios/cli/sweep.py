@@ -16,8 +16,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from market.store import new_run_id
-from scenarios.commands.run import database_url, store_errors
-from scenarios.sweep import format_table, parse_grid, plan, sweep, table, write_csv
+from scenarios.cli.run import database_url, store_errors
+from scenarios.run.sweep import format_table, parse_grid, plan, sweep, table, write_csv
 
 
 def add_parser(subparsers):

@@ -5,8 +5,8 @@ Runs the default ``blocks`` scenario and one ablation per row, each a single
 every final population (frozen) as a Markdown table, a JSON file and a plot
 of success versus size::
 
-    python -m scenarios.blocks_ablation --seeds 0 1 2 --workers 2 --out runs/blocks_ablation
-    python -m scenarios.blocks_ablation --seeds 0 --set run.episodes=4000   # a quick look
+    python -m experiments.blocks_ablation --seeds 0 1 2 --workers 2 --out runs/blocks_ablation
+    python -m experiments.blocks_ablation --seeds 0 --set run.episodes=4000   # a quick look
 
 Rows (Baum's claims: property rights and conservation are what make the
 economy work):
@@ -39,8 +39,8 @@ ABLATIONS = {
 
 def run_one(job: tuple[str, list[str], int]) -> dict:
     """One run of the blocks scenario (in a worker process); its summary plus wall time."""
-    from scenarios.config import load
-    from scenarios.runner import run_experiment
+    from scenarios.run.config import load
+    from scenarios.run.runner import run_experiment
 
     name, overrides, seed = job
     start = time.perf_counter()

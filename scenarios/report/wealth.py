@@ -1,7 +1,7 @@
 """Wealth over a run: per-agent balances by lineage, the distribution and its Gini, births and deaths, money flows.
 
-Everything is drawn from :func:`scenarios.plots.data.timeline` (the transfer
-log replayed) and :func:`scenarios.plots.data.flows`, so the figures show the
+Everything is drawn from :func:`scenarios.report.data.timeline` (the transfer
+log replayed) and :func:`scenarios.report.data.flows`, so the figures show the
 ledger itself, not what a scenario chose to report.
 """
 
@@ -13,8 +13,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from scenarios.plots.data import RunData, Timeline, flows, timeline
-from scenarios.plots.style import OTHER, figure, lineage_colours, short
+from scenarios.report.data import RunData, Timeline, flows, timeline
+from scenarios.report.style import OTHER, figure, lineage_colours, short
 
 
 def wealth_figure(data: RunData, tl: Timeline | None = None, top: int = 8) -> Figure:

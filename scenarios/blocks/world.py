@@ -1,0 +1,175 @@
+"""The Blocks World as arrays: B instances in lockstep, their features, moves and curriculum."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents import RuleSpace
+from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOURCE, Config
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One task: the goal (bottom to top) and stacks 1..3 (bottom to top), colours 1..C."""
+
+    goal: tuple[int, ...]
+    stacks: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def generate(n: int, colours: int, rng: np.random.Generator) -> Instance:
+    """A random goal of n blocks, and the same blocks shuffled and dealt onto stacks 1..3."""
+    goal = rng.integers(1, colours + 1, size=n)
+    while True:  # deal again if stack 1 happens to be the goal already: every instance needs work
+        blocks = rng.permutation(goal)
+        where = rng.integers(0, 3, size=n)
+        stacks = tuple(tuple(blocks[where == s].tolist()) for s in range(3))
+        if stacks[0] != tuple(goal.tolist()):
+            return Instance(tuple(goal.tolist()), stacks)
+
+
+def heldout(cfg: Config, n: int) -> list[Instance]:
+    """The held-out instances of size n: a fixed function of (heldout_seed, n, colours)."""
+    rng = np.random.default_rng([cfg.heldout_seed, n, cfg.colours])
+    return [generate(n, cfg.colours, rng) for _ in range(cfg.heldout_count)]
+
+
+class BlocksWorld:
+    """B instances in lockstep, as arrays: ``stack[b, s, i]`` is the colour of block i
+    (from the bottom) of stack s (0 = the goal), 0 above the stack's height."""
+
+    def __init__(self, cfg: Config, instances: list[Instance] | None = None):
+        self.cfg = cfg
+        self.columns = [FEATURES.index(f) for f in cfg.features]
+        self.fixed = instances  # held-out mode: reset() loads these, in order
+        self.unlocked = 1 if cfg.curriculum else len(cfg.train_sizes)
+        self.recent = 0.0  # moving average of training success at the largest unlocked size
+        self.horizon = 1
+        self._seen = False  # whether the current batch was trained on and not yet counted
+        self.load([generate(1, cfg.colours, np.random.default_rng(0))])
+
+    @property
+    def space(self) -> RuleSpace:
+        C = self.cfg.colours
+        high = dict(zip(FEATURES, (CLIP, CLIP, PROGRESS, 3, CLIP, C, C, C, C)))
+        names = tuple(self.cfg.features)
+        return RuleSpace(names, (0,) * len(names), tuple(high[f] for f in names), ACTIONS, max_terms=self.cfg.max_terms)
+
+    # --- instances -------------------------------------------------------
+    def load(self, instances: list[Instance]) -> None:
+        B, H = len(instances), max(len(i.goal) for i in instances)
+        self.stack = np.zeros((B, 4, H), dtype=np.int64)
+        self.height = np.zeros((B, 4), dtype=np.int64)
+        for b, inst in enumerate(instances):
+            for s, blocks in enumerate((inst.goal, *inst.stacks)):
+                self.stack[b, s, : len(blocks)] = blocks
+                self.height[b, s] = len(blocks)
+        self.n = self.height[:, 0].copy()
+        self.limit = self.cfg.horizon_factor * self.n
+        self.horizon = int(self.limit.max())
+        self.t = np.zeros(B, dtype=np.int64)
+        self.invalid = np.zeros(B, dtype=np.int64)  # invalid actions per episode
+        self.over = np.zeros(B, dtype=bool)
+        self._solved = self._complete()
+
+    def reset(self, batch: int, rng: np.random.Generator) -> None:
+        if self.fixed is not None:
+            if batch != len(self.fixed):
+                raise ValueError(f"held-out world holds {len(self.fixed)} instances, asked for {batch}")
+            return self.load(self.fixed)
+        self._update_curriculum()
+        sizes = rng.choice(self.cfg.train_sizes[: self.unlocked], size=batch)
+        self.load([generate(int(n), self.cfg.colours, rng) for n in sizes])
+        self._seen = True
+
+    def _update_curriculum(self) -> None:
+        """Count the last training batch at the largest unlocked size; unlock the next size when it is mastered."""
+        if not self._seen:
+            return
+        at_top = self.n == self.cfg.train_sizes[self.unlocked - 1]
+        if at_top.any():
+            w = min(1.0, at_top.sum() / self.cfg.curriculum_window)
+            self.recent = (1 - w) * self.recent + w * float(self._solved[at_top].mean())
+        if self.recent >= self.cfg.curriculum_threshold and self.unlocked < len(self.cfg.train_sizes):
+            self.unlocked += 1
+            self.recent = 0.0
+
+    # --- dynamics --------------------------------------------------------
+    def _prefix(self) -> np.ndarray:
+        """[B] length of stack 1's correct prefix."""
+        H = self.stack.shape[2]
+        match = (self.stack[:, 1] == self.stack[:, 0]) & (np.arange(H) < self.height[:, 1:2])
+        return np.cumprod(match, axis=1).sum(axis=1)
+
+    def _complete(self) -> np.ndarray:
+        return (self.height[:, 1] == self.n) & (self._prefix() == self.n)
+
+    def observe(self) -> np.ndarray:
+        """[B, F + 3]: the rules' features, then MARKET_COLUMNS (no rule reads those)."""
+        B, H = self.stack.shape[0], self.stack.shape[2]
+        rows = np.arange(B)
+        prefix = self._prefix()
+        need = np.where(prefix < self.n, self.stack[rows, 0, np.minimum(prefix, H - 1)], 0)
+        # depth of the topmost copy of the needed colour in stacks 1 (above the prefix), 2, 3
+        idx = np.arange(H)
+        copy = (self.stack[:, 1:] == need[:, None, None]) & (idx < self.height[:, 1:, None]) & (need[:, None, None] > 0)
+        copy[:, 0] &= idx >= prefix[:, None]
+        top = np.where(copy, idx, -1).max(axis=2)  # [B, 3] index of the topmost copy, -1: none
+        depth = np.where(top >= 0, self.height[:, 1:] - 1 - top, 10**9)
+        order = depth[:, [1, 2, 0]]  # ties: stack 2, then 3, then 1
+        best = order.argmin(axis=1)
+        found = order[rows, best] < 10**9
+        need_at = np.where(found, np.array([2, 3, 1])[best], 0)
+        need_depth = np.where(found, np.minimum(order[rows, best], CLIP), 0)
+        tops = np.where(self.height > 0, self.stack[rows[:, None], np.arange(4), np.maximum(self.height - 1, 0)], 0)
+        features = np.stack([
+            np.minimum(self.height[:, 1] - prefix, CLIP), np.minimum(prefix, CLIP), PROGRESS * prefix // self.n,
+            need_at, need_depth, need,
+            tops[:, 1], tops[:, 2], tops[:, 3],
+        ], axis=1)[:, self.columns]
+        return np.concatenate([features, self.height[:, 1:]], axis=1)
+
+    def step(self, actions: np.ndarray, acting: np.ndarray):
+        B = self.stack.shape[0]
+        rows = np.arange(B)
+        live = ~self.over
+        actions = np.asarray(actions)
+        move = np.asarray(MOVES)[np.clip(actions, 0, len(MOVES) - 1)]
+        src, dst = move[:, 0], move[:, 1]
+        acting = np.asarray(acting) & live & (actions >= 0) & (actions < len(MOVES))
+        legal = acting & (self.height[rows, src] > 0)
+        self.invalid += acting & ~legal
+        b, s, d = rows[legal], src[legal], dst[legal]
+        block = self.stack[b, s, self.height[b, s] - 1]
+        self.stack[b, s, self.height[b, s] - 1] = 0
+        self.height[b, s] -= 1
+        self.stack[b, d, self.height[b, d]] = block
+        self.height[b, d] += 1
+
+        self.t += live
+        solved = self._complete() & live
+        self._solved |= solved
+        done = live & (solved | (self.t >= self.limit))
+        self.over |= done
+        pay = self.n if self.cfg.reward == "size" else 1
+        return (solved * pay).astype(np.float64), done
+
+    @property
+    def solved(self) -> np.ndarray:
+        return self._solved
+
+    # --- checkpoints (the curriculum is the world's only state across rounds) ----
+    def state_dict(self) -> dict:
+        return {"unlocked": self.unlocked, "recent": self.recent, "seen": self._seen,
+                "n": self.n.copy(), "solved": self._solved.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.unlocked, self.recent, self._seen = state["unlocked"], state["recent"], state["seen"]
+        self.n, self._solved = state["n"].copy(), state["solved"].copy()
+
+
+def legal_moves(obs: np.ndarray) -> np.ndarray:
+    """[B, 6] bool: which moves are legal (their source stack is not empty), from MARKET_COLUMNS."""
+    heights = obs[:, -3:]  # h1, h2, h3
+    return heights[:, SOURCE - 1] > 0

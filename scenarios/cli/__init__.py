@@ -1,0 +1,1 @@
+"""The ``catallax`` command line: ``main.py`` parses, one module per subcommand handles."""
