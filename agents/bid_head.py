@@ -137,7 +137,8 @@ def make_features(cfg: AgentsConfig, space, backend=None):
         encoder = MiniLM()
     else:
         if backend is None:
-            from agents.backends import BackendConfig, make_backend
+            from agents.backends import BackendConfig
+            from agents.backends.factory import make_backend
 
             backend = make_backend(BackendConfig(backend="hf"))
         encoder = LastHidden(backend)

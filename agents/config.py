@@ -6,11 +6,13 @@ use these settings are in ``agents/bid_head.py`` and ``agents/learner.py``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
+from agents.credit import NAMES, CreditSettings, make
 from market.config import STRICT
 
 
@@ -67,14 +69,20 @@ class AgentsConfig:
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,
     taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse. A run whose world
     lacks the estimator's signals is refused at load, naming them."""
+    credit_settings: CreditSettings = Field(default_factory=CreditSettings)
+    """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.
+    ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """auto: cuda when available (bf16 autocast), else cpu; the same code path."""
 
     @field_validator("credit")
     @classmethod
     def _credit(cls, name: str) -> str:
-        from agents.credit import NAMES
-
         if name not in NAMES:
             raise ValueError(f"unknown credit estimator (known: {', '.join(NAMES)})")
         return name
+
+    def estimator(self):
+        """The chosen estimator with its settings; a new one per call, so an online estimator (proas's
+        reference graph) starts afresh, as one made by name does."""
+        return make(self.credit, **dataclasses.asdict(getattr(self.credit_settings, self.credit)))

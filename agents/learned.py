@@ -15,8 +15,8 @@ This class composes rather than subclasses: it wraps any policy (rule, blocks, .
 * ``state_dict``: the inner policy's, the weights, Adam's state and the RNG states, so a resumed
   run continues bit for bit.
 
-Attribute reads and writes that this class does not own go to the inner policy (a scenario may
-toggle ``policy.recording``, read ``policy.rules``...), so wrapping is invisible to scenario code.
+Every other call goes to the inner policy (:class:`market.protocols.PolicyWrapper`); scenario code
+that reads its own policy's attributes (``rules``, ``recording``) goes through ``policy.unwrapped``.
 """
 
 from __future__ import annotations
@@ -30,41 +30,26 @@ from agents.config import AgentsConfig
 from agents.learner import (Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage,
                             grpo_objective, pick_device, to_cpu)
 from market.money import MICRO
+from market.protocols import PolicyWrapper
 
 
-class LearnedPolicy:
+class LearnedPolicy(PolicyWrapper):
+    reads_auctions = True  # the bid objective replays every auction of the round
+
     def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None):
-        own = {
-            "inner": inner,
-            "cfg": cfg,
-            "device": pick_device(cfg.device),
-            "features": features or make_features(cfg, inner.space),
-            "rng": np.random.default_rng([seed, 0x1EA2]),  # action sampling: a stream of its own
-            "acted": [],  # (winners, rule action, action, log-prob) per act() since the last learn()
-            "stats": {},
-        }
-        self.__dict__.update(own)
-        self.__dict__["head"] = BidHead(self.features.size, cfg).to(self.device)
-        n_actions = len(inner.space.actions)
-        self.__dict__["theta"] = nn.Parameter(torch.zeros(2, n_actions, device=self.device))
+        super().__init__(inner)
+        self.cfg = cfg
+        self.device = pick_device(cfg.device)
+        self.features = features or make_features(cfg, inner.space)
+        self.rng = np.random.default_rng([seed, 0x1EA2])  # action sampling: a stream of its own
+        self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
+        self.stats = {}
+        self.head = BidHead(self.features.size, cfg).to(self.device)
+        self.theta = nn.Parameter(torch.zeros(2, len(inner.space.actions), device=self.device))
         params = list(self.head.parameters()) + ([self.theta] if cfg.actions == "grpo" else [])
-        self.__dict__["learner"] = Learner(params, cfg.lr, cfg.max_grad_norm)
-        if hasattr(inner, "revise"):  # explore births revise the inner skills; offered only if the inner policy can
-            self.__dict__["revise"] = self._revise
+        self.learner = Learner(params, cfg.lr, cfg.max_grad_norm)
 
-    def __getattr__(self, name):
-        return getattr(self.__dict__["inner"], name)
-
-    def __setattr__(self, name, value):
-        if name in self.__dict__:
-            self.__dict__[name] = value
-        else:
-            setattr(self.inner, name, value)
-
-    # --- the market's Policy protocol ------------------------------------------------------
-    def eligible(self, obs: np.ndarray) -> np.ndarray:
-        return self.inner.eligible(obs)
-
+    # --- the market's Policy protocol (eligible, describe and the rest go to the inner policy) ------
     @torch.no_grad()
     def bids(self, obs: np.ndarray) -> np.ndarray:
         phi = torch.as_tensor(self.features(obs), device=self.device)
@@ -106,10 +91,12 @@ class LearnedPolicy:
         self.head.inherit(rows, parents, rng)
         self._children(rows, parents)
 
-    def _revise(self, rows, parents, obs, found, rng: np.random.Generator) -> None:
-        self.inner.revise(rows, parents, obs, found, rng)
-        self.head.inherit(rows, parents, rng)
-        self._children(rows, parents)
+    def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> np.ndarray:
+        made = self.inner.revise(rows, parents, obs, found, rng)
+        if made.any():
+            self.head.inherit(rows[made], parents[made], rng)
+            self._children(rows[made], parents[made])
+        return made
 
     @torch.no_grad()
     def _children(self, rows: np.ndarray, parents: np.ndarray | None) -> None:
@@ -120,14 +107,10 @@ class LearnedPolicy:
         self.theta[index] = 0.0 if parents is None else self.theta[torch.as_tensor(parents, device=self.device)]
         self.learner.sync_rows(rows)
 
-    def describe(self, rows: np.ndarray) -> list[str]:
-        return self.inner.describe(rows)
-
     # --- learning ---------------------------------------------------------------------------
     def learn(self, model) -> None:
         """One update from the round the model just ran (``model.trace``): bids, then actions."""
-        if hasattr(self.inner, "learn"):  # the wrapped policy may learn from the round too
-            self.inner.learn(model)
+        self.inner.learn(model)  # the wrapped policy may learn from the round too
         trace, market, cfg = model.trace, model.cfg, self.cfg
         acted, self.acted = self.acted[-len(trace.path):], []  # this round's act() calls, one per step
         bid_batch = self._bid_batch(trace, market) if market.bid_scheme == "learned" else None
@@ -168,7 +151,7 @@ class LearnedPolicy:
         if self.cfg.advantage == "global":
             advantage = group_advantage(trace.reward.sum(axis=0), self.cfg.group, normalize=False)[b]
         else:
-            advantage = bucket_brigade_profit(trace, market)[t, b] / MICRO / self.cfg.bid_scale  # in typical bids
+            advantage = bucket_brigade_profit(trace)[t, b] / MICRO / self.cfg.bid_scale  # in typical bids
         d = self.device
         return (torch.as_tensor(self.features(trace.obs[t, b]), device=d), torch.as_tensor(eligible, device=d),
                 torch.as_tensor(trace.winner[t, b], device=d), torch.as_tensor(cap, dtype=torch.float32, device=d),
@@ -182,9 +165,9 @@ class LearnedPolicy:
             return None
         advantage = group_advantage(trace.reward.sum(axis=0), self.cfg.group, normalize=True)[b]
         if self.cfg.credit != "grpo" and model is not None:  # a per-step estimator (agents/credit)
-            from agents.credit.learner import step_advantages
+            from agents.credit.step_advantages import step_advantages
 
-            advantage = step_advantages(model, self.cfg.credit, self.cfg.group, actions, logp)[t, b]
+            advantage = step_advantages(model, self.cfg.estimator(), self.cfg.group, actions, logp)[t, b]
         d = self.device
         return (torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d),
                 torch.as_tensor(actions[t, b], device=d),

@@ -37,8 +37,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from market.money import to_micro
-from market.population import HOUSE_ROW
 from skills.credit import advantages
 
 EPS = 1e-6
@@ -65,47 +63,17 @@ def group_advantage(outcome: np.ndarray, group: int, normalize: bool) -> np.ndar
     return (advantages(g, EPS) if normalize else g - g.mean(axis=1, keepdims=True)).reshape(-1)
 
 
-def bucket_brigade_profit(trace, market) -> np.ndarray:
-    """[T, B] micro-credits each step's winner made from that step, replaying the market's payment rules.
+def bucket_brigade_profit(trace) -> np.ndarray:
+    """[T, B] micro-credits each step's winner made from that step, read from the round's payments.
 
-    A *holding* is a run of wins by one agent in one world with nobody else winning in between;
-    everything it brings (the price paid to buy the item, fees, rewards while holding, what the next
-    owner pays for it) is credited to the step that bought it; later steps of the holding get 0.
-    Summed per agent this is exactly that agent's BID + FEE + REWARD flows in the round's ledger (tested).
+    Everything a holding brings (market/brigade.py: the price paid to buy the world, fees, rewards,
+    what the next owner pays for it) is credited to the step that bought it; later steps of the
+    holding get 0. Summed per agent this is exactly that agent's BID + FEE + REWARD flows in the
+    round's ledger (tested).
     """
-    path, price, done = trace.path, trace.price, trace.done
-    T, B = path.shape
-    reward = np.rint(trace.reward * to_micro(market.reward_scale)).astype(np.int64)
-    fee = to_micro(market.action_fee)
-    profit = np.zeros((T, B), dtype=np.int64)
-    owner, bought = np.full(B, -1), np.full(B, -1)  # the item's owner per world, and the step it bought at
-    bought_at = np.full((T, B), -1)  # for each winning step: the purchase step of its holding
-    cols = np.arange(B)
-    for t in range(T):  # a loop over steps (<= horizon), each vectorized over the B worlds
-        w = path[t]
-        won = w >= 0
-        payee = np.where((market.payment == "bucket_brigade") & (owner >= 0), owner, HOUSE_ROW)
-        payer = w if market.conserve else np.full(B, HOUSE_ROW)
-        pays = won & (payee != w) & (payer != payee)
-        sold = pays & (payee != HOUSE_ROW)  # the previous owner's holding ends: the price is its income
-        profit[bought[sold], cols[sold]] += price[t, sold]
-        bought = np.where(won & (w != owner), t, bought)
-        owner = np.where(won, w, owner)
-        bought_at[t] = np.where(won, bought, -1)
-        if market.conserve:
-            profit[t, pays] -= price[t, pays]
-        profit[bought[won], cols[won]] -= fee
-        step_paid = won & ~done[t]
-        profit[bought[step_paid], cols[step_paid]] += reward[t, step_paid]
-        final = done[t] & (reward[t] > 0) & (owner >= 0)
-        if market.terminal == "owner":
-            profit[bought[final], cols[final]] += reward[t, final]
-        else:  # EoM: equal integer shares to the path's unique authors, each at its last holding's purchase
-            for b in np.flatnonzero(final):
-                authors = np.unique(path[: t + 1, b][path[: t + 1, b] >= 0])
-                for author in authors:
-                    last = np.flatnonzero(path[: t + 1, b] == author)[-1]
-                    profit[bought_at[last, b], b] += reward[t, b] // authors.size
+    held, _ = trace.payments.holdings(trace.path)
+    profit = np.zeros(trace.path.shape, dtype=np.int64)
+    profit[held.start, held.world] = held.sold + held.rewards - held.bought - held.fees
     return profit
 
 

@@ -50,6 +50,7 @@ from pydantic.dataclasses import dataclass as config_dataclass
 from agents import parse
 from agents.backends.base import Backend, Completion, Prompt
 from market.config import STRICT
+from market.protocols import Policy
 
 REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
                   "no preamble.")
@@ -130,7 +131,7 @@ class PolicyConfig:
     """Invalid actions and malformed rewrites kept (the oldest are dropped; counts are kept in full)."""
 
 
-class LLMPolicy:
+class LLMPolicy(Policy):
     def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[tuple[float, list[str]]]],
                  weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=()):
         """``pool[role]``: groups (p, skill lines); a random newcomer of that role holds each line of a
@@ -327,9 +328,9 @@ class LLMPolicy:
         self._rewrite(asks, "exploit: add a general skill", rng)
 
     def revise(self, rows: np.ndarray, parents: np.ndarray, obs: np.ndarray, found: np.ndarray,
-               rng: np.random.Generator) -> None:
+               rng: np.random.Generator) -> np.ndarray:
         """Explore: the child of a failed agent gets a worked example written by the LLM from the
-        parent's failure (its task, what it wrote, the correct output)."""
+        parent's failure (its task, what it wrote, the correct output). Every row is made here (-> all True)."""
         self._copy(rows, parents, rng)
         asks = []
         for row, parent, seen, ok in zip(rows.tolist(), parents.tolist(), obs, found):
@@ -342,6 +343,7 @@ class LLMPolicy:
             asks.append((row, EXPLORE_ASK.format(given=given, wrote=wrote.strip() or "(empty)", correct=correct),
                          EXPLORE_DEMO))
         self._rewrite(asks, "explore: revise from a failure", rng)
+        return np.ones(rows.size, dtype=bool)
 
     def _rewrite(self, asks: list[tuple[int, str, str]], edit: str, rng: np.random.Generator) -> None:
         """One batched generation for all rewrites; a malformed one is recorded and discarded."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from agents import rules as R
+from market.protocols import Policy
 
 EDITS = ("nudge", "operator", "action", "toggle_term")
 
 
-class RulePolicy:
+class RulePolicy(Policy):
     def __init__(self, space: R.RuleSpace, initial_rules: list[str] | None = None, newcomer=None):
         """``newcomer(rules, rows, rng)`` writes random rules into ``rows`` (default: one random
         ``feature == value -> action`` term); worlds pass their own to set what "random" means."""

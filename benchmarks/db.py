@@ -16,7 +16,7 @@ included), median over repeats. Beside it, as a reference for what the database 
 can take, the same rows go in as plain tuples through one DB-API ``executemany`` per round
 (``exec_driver_sql``, no ORM objects or dicts); *share* is write_round's rate over that one,
 the median of per-repeat ratios. SQLite is a fresh file in a temporary folder, WAL journal,
-``synchronous=NORMAL`` (``market.store.make_engine``). With ``--db URL`` the same rounds
+``synchronous=NORMAL`` (``market.schema.make_engine``). With ``--db URL`` the same rounds
 also go to that database (any SQLAlchemy URL, e.g. PostgreSQL), interleaved with SQLite
 round size by round size so the two share the machine's state; the benchmark's runs are
 deleted from it afterwards. The transfer contents do not matter to the database (integers of

@@ -81,7 +81,8 @@ def bid_updates(n: int, in_dim: int, dim: int, repeats: int, device, M: int = 32
 
 def grpo_tokens(batch: int, repeats: int, device) -> tuple[float, int]:
     """Tokens per second of one GRPO update of SmolLM2 with LoRA; returns (tokens/s, tokens per update)."""
-    from agents.backends import BackendConfig, make_backend
+    from agents.backends import BackendConfig
+    from agents.backends.factory import make_backend
 
     backend = make_backend(BackendConfig(backend="hf", device=device.type))
     torch.manual_seed(0)

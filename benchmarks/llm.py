@@ -37,7 +37,8 @@ import time
 
 import numpy as np
 
-from agents.backends import BackendConfig, shared_backend
+from agents.backends import BackendConfig
+from agents.backends.factory import shared_backend
 from agents.llm_policy import PolicyConfig
 from market import MarketConfig, MarketModel, PopulationConfig
 from scenarios import wordmath

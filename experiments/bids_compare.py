@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from market import PolicyWrapper
 from market.model import gini
 from scenarios.registry import SCENARIO_DIR
 
@@ -124,17 +125,15 @@ def compare_run(job: tuple) -> dict:
     return out
 
 
-class Without:
+class Without(PolicyWrapper):
     """The policy with some rows removed: they never wake (evaluation-time dropout)."""
 
     def __init__(self, policy, rows: np.ndarray):
-        self.policy, self.rows = policy, rows
-
-    def __getattr__(self, name):
-        return getattr(self.policy, name)
+        super().__init__(policy)
+        self.rows = rows
 
     def eligible(self, obs):
-        awake = self.policy.eligible(obs).copy()
+        awake = self.inner.eligible(obs).copy()
         awake[:, self.rows] = False
         return awake
 

@@ -25,15 +25,15 @@ import time
 import numpy as np
 
 from agents import credit as C
-from agents.credit.learner import provides
+from agents.credit.step_advantages import provides
 from agents.credit.market import trajectories
-from market import MarketModel
+from market import MarketModel, Policy
 from agents.bid_head import Embedder
 from scenarios import relay
 from scenarios.run.config import load
 
 
-class LogitPolicy:
+class LogitPolicy(Policy):
     """A rule policy whose winners sample their action from per-(agent, stage) logits, learned by credit."""
 
     def __init__(self, rules, stages: int, estimator, group: int, lr: float, rule_logit: float, seed: int, signals):
@@ -94,7 +94,7 @@ class LogitPolicy:
         if self.est is None or not taken:
             return
         actions, logp = (np.stack(x) for x in zip(*taken))
-        groups = trajectories(model, actions=actions, transfers=model.ledger.pending(), world_signals=self.signals,
+        groups = trajectories(model, actions=actions, world_signals=self.signals,
                               group=self.G, logp=logp)
         for group in groups:
             credit = self.est(group)

@@ -1,6 +1,6 @@
 """The comparison table over seeds: initial library, GRSE, presence-based credit, random edits, classic baselines.
 
-    python -m experiments.recsys_compare --seeds 5 [--set recsys.users=3000 ...] [--out table.md] [--db URL]
+    python -m experiments.recsys_compare --seeds 5 [--set recsys.world.users=3000 ...] [--out table.md] [--db URL]
 
 Each seed is one ``catallax run recsys`` with ``plant_harmful = 3`` and ``compare = true``
 (a new synthetic world and new rollouts per seed); all arms of a seed share the world, the

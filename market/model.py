@@ -27,11 +27,12 @@ import numpy as np
 from market.agent import Trader
 from market.auction import clear
 from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
+from market.brigade import Payments, sale, terminal_shares
 from market.config import MarketConfig, PopulationConfig
 from market.ledger import Ledger, Reason
 from market.money import MICRO, share, to_micro
 from market.population import HOUSE_ROW, Population
-from market.protocols import Policy, World
+from market.protocols import Economy, Policy, World
 
 
 @dataclass
@@ -46,19 +47,20 @@ class RoundLog:
 
 @dataclass
 class Trace:
-    """Who acted where in the last training round: explore births revise a rule from its failure;
-    a policy with ``learn(model)`` also gets the auctions in full (the optional fields)."""
+    """Who acted where in the last training round, and every payment it made (``payments``): explore
+    births revise a rule from its failure; a policy's ``learn(model)`` reads the round from here."""
 
     path: np.ndarray  # [T, B] winner row per step (-1: nobody acted)
     obs: np.ndarray  # [T, B, F] the observation each winner acted on
     solved: np.ndarray  # [B]
-    # the auctions in full, recorded only for a policy that learns from them (one with ``learn``):
+    winner: np.ndarray  # [T, B] the auction's winner (-1: none), before an invalid action forfeits
+    price: np.ndarray  # [T, B] clearing price (micro-credits; 0 where nobody won)
+    reward: np.ndarray  # [T, B] the world's reward (world units; 0 where inactive)
+    done: np.ndarray  # [T, B] the episode ended at this step
+    payments: Payments  # the round's in-episode payments, by row, world and step (market/brigade.py)
+    # the auctions in full, recorded only for a policy with ``reads_auctions``:
     eligible: np.ndarray | None = None  # [T, B, N] bool: who could win each auction
     wealth: np.ndarray | None = None  # [T, N] micro-credits at the step's start (bids are capped by it)
-    winner: np.ndarray | None = None  # [T, B] the auction's winner (-1: none), before an invalid action forfeits
-    price: np.ndarray | None = None  # [T, B] clearing price (micro-credits; 0 where nobody won)
-    reward: np.ndarray | None = None  # [T, B] the world's reward (world units; 0 where inactive)
-    done: np.ndarray | None = None  # [T, B] the episode ended at this step
 
     def failures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each row, the observation of its last action in a failed episode -> (obs [k, F], found [k])."""
@@ -69,34 +71,17 @@ class Trace:
         obs = self.obs.reshape(flat.shape[0], -1)[np.where(found, last, 0)]
         return obs, found
 
-    def turns(self, bucket_brigade: bool, fee: int, reward: int) -> tuple[np.ndarray, np.ndarray]:
+    def turns(self) -> tuple[np.ndarray, np.ndarray]:
         """What each *turn* of the round earned its holder -> (rows [K], micro-credits [K]), in
-        (world, time) order. Needs the full record (``price`` and ``reward``).
+        (world, time) order.
 
         A turn is a run of consecutive actions by one agent in one world (an owner that outbids
         everyone keeps the world without paying). It earns the price its successor pays for the
-        world (with the bucket brigade), plus the world's rewards while it holds the world
-        (``reward``: micro-credits per world unit; terminal rewards as with ``terminal = "owner"``),
-        minus ``fee`` per action.
+        world, plus the world's rewards it receives, minus its action fees: what holding the world
+        was worth to it, before what it paid to buy it.
         """
-        path, T = self.path.T, self.path.shape[0]  # [B, T]: the flat order below is world by world
-        world, t = np.nonzero(path >= 0)
-        agent = path[world, t]
-        start = np.ones(agent.size, dtype=bool)
-        start[1:] = (agent[1:] != agent[:-1]) | (world[1:] != world[:-1])
-        turn = np.cumsum(start) - 1  # the turn each action belongs to
-        K = int(start.sum())
-        earned = -fee * np.bincount(turn, minlength=K)
-        if bucket_brigade:  # the next turn in the same world pays this one its price
-            first = np.flatnonzero(start)
-            succeeded = world[first[1:]] == world[first[:-1]]
-            earned[:-1] += np.where(succeeded, self.price[t[first[1:]], world[first[1:]]], 0)
-        rw, rt = np.nonzero(self.reward.T)  # rewards go to the holder at that step: the latest action at or before it
-        at = np.searchsorted(world * T + t, rw * T + rt, side="right") - 1
-        held = (at >= 0) & (world[np.maximum(at, 0)] == rw)
-        paid = np.rint(self.reward[rt, rw] * reward).astype(np.int64)
-        np.add.at(earned, turn[at[held]], paid[held])
-        return agent[start], earned
+        held, _ = self.payments.holdings(self.path)
+        return held.agent, held.sold + held.rewards - held.fees
 
 
 def _no_transfer(*args, **kwargs) -> None:
@@ -112,7 +97,7 @@ def gini(values: np.ndarray) -> float:
     return float((2 * ranks - v.size - 1) @ v / (v.size * v.sum()))
 
 
-class MarketModel(mesa.Model):
+class MarketModel(mesa.Model, Economy):
     def __init__(self, world: World, policy: Policy, market: MarketConfig, population: PopulationConfig, seed: int):
         super().__init__(rng=seed)
         self.world, self.policy = world, policy
@@ -184,7 +169,13 @@ class MarketModel(mesa.Model):
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
         seen = []  # observations per step, for the trace
-        record = [] if hasattr(self.policy, "learn") else None  # the auctions in full, for a learning policy
+        record = []  # per step: winner, price, reward, done (and the auctions in full for a policy that reads them)
+        payments = Payments()
+
+        def pay(src, dst, amount, reason, worlds, t):
+            transfer(src, dst, amount, reason, episode_ids[worlds], t)
+            if settle:
+                payments.add(t, worlds, src, dst, amount, reason)
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
         for t in range(world.horizon):
@@ -193,19 +184,15 @@ class MarketModel(mesa.Model):
             eligible = self.policy.eligible(obs) & traders[None, :] & active[:, None]
             bids = self.current_bids(obs)
             winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
-            if record is not None:  # the auction as cleared, and the wealth that capped its bids
-                record.append([eligible, pop.wealth.copy(), winner, price])
+            step_record = [winner, price] + ([eligible, pop.wealth.copy()] if self.policy.reads_auctions else [])
             actions = self.policy.act(obs, winner)
             won = (winner >= 0) & (actions >= 0)  # action -1 from a winner: invalid, it forfeits (pays and earns nothing)
             winner = np.where(won, winner, -1)
 
-            payee = owner if cfg.payment == "bucket_brigade" else np.full(B, -1)
-            payee = np.where(payee >= 0, payee, HOUSE_ROW)
-            payer = winner if cfg.conserve else np.full(B, HOUSE_ROW)  # not conserved: the house mints it
-            pays = won & (payee != winner) & (payer != payee)  # an owner that outbids everyone keeps the item for free
-            transfer(payer[pays], payee[pays], price[pays], Reason.BID, episode_ids[pays], t)
+            payer, payee, pays = sale(owner, winner, won, cfg.payment, cfg.conserve)
+            pay(payer[pays], payee[pays], price[pays], Reason.BID, worlds[pays], t)
             if self._money["fee"]:  # a tax on each action (Baum: agents pay for the computation they use)
-                transfer(winner[won], HOUSE_ROW, self._money["fee"], Reason.FEE, episode_ids[won], t)
+                pay(winner[won], HOUSE_ROW, self._money["fee"], Reason.FEE, worlds[won], t)
 
             reward, done = world.step(actions, won)
             owner = np.where(won, winner, owner)
@@ -214,12 +201,14 @@ class MarketModel(mesa.Model):
             done &= active
             reward_micro = np.where(active, np.rint(np.asarray(reward) * self._money["reward"]), 0).astype(np.int64)
             earned += reward_micro
-            if record is not None:
-                record[-1] += [np.where(active, reward, 0.0), done.copy()]
+            record.append(step_record + [np.where(active, reward, 0.0), done.copy()])
 
             step_paid = won & ~done
-            transfer(HOUSE_ROW, winner[step_paid], reward_micro[step_paid], Reason.REWARD, episode_ids[step_paid], t)
-            self._pay_terminal(transfer, worlds[done & (reward_micro > 0) & (owner >= 0)], reward_micro, owner, path[: t + 1], episode_ids, t)
+            pay(HOUSE_ROW, winner[step_paid], reward_micro[step_paid], Reason.REWARD, worlds[step_paid], t)
+            finished = worlds[done & (reward_micro > 0) & (owner >= 0)]
+            if finished.size:
+                k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
+                pay(HOUSE_ROW, rows, amounts, Reason.REWARD, finished[k], t)
             active &= ~done
             if not active.any():
                 break
@@ -228,34 +217,21 @@ class MarketModel(mesa.Model):
         if settle:
             self.last_success_rate = float(solved.mean())
             T = len(seen)
-            self.trace = Trace(path[:T], np.stack(seen), solved.copy())
-            if record:
-                (self.trace.eligible, self.trace.wealth, self.trace.winner, self.trace.price, self.trace.reward,
-                 self.trace.done) = (np.stack(column) for column in zip(*record))
+            columns = [np.stack(c) for c in zip(*record)]
+            winners, prices, *auctions, rewards, dones = columns
+            self.trace = Trace(path[:T], np.stack(seen), solved.copy(), winners, prices, rewards, dones, payments,
+                               *auctions)
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
         ]
-
-    def _pay_terminal(self, transfer, worlds, reward, owner, path, episode_ids, t) -> None:
-        if worlds.size == 0:
-            return
-        if self.cfg.terminal == "owner":
-            transfer(HOUSE_ROW, owner[worlds], reward[worlds], Reason.REWARD, episode_ids[worlds], t)
-            return
-        steps, k = np.nonzero(path[:, worlds] >= 0)  # every action on the finished worlds' paths
-        pairs = np.unique(np.stack([k, path[steps, worlds[k]]], axis=1), axis=0)  # (world, author), both ascending
-        world, authors = pairs[:, 0], pairs[:, 1]
-        split = reward[worlds] // np.bincount(world, minlength=worlds.size)  # the remainder stays with the house
-        transfer(HOUSE_ROW, authors, split[world], Reason.REWARD, episode_ids[worlds][world], t)
 
     # -------------------------------------------------------------- economy
     def step(self) -> None:
         """One round: B episodes, then rent, bankruptcy and births."""
         before = self.episodes_done
         episodes = self.run_episodes()
-        if hasattr(self.policy, "learn"):  # a trained policy updates its weights from this round (agents/learner.py)
-            self.policy.learn(self)
+        self.policy.learn(self)  # a trained policy updates its weights from this round (agents/learner.py)
         self.episodes_done += self.cfg.batch
         after = self.episodes_done
         self._charge_rent(before, after)
@@ -302,8 +278,8 @@ class MarketModel(mesa.Model):
     def _born(self, parents: np.ndarray, kinds: np.ndarray | None = None) -> None:
         """Create one newborn per entry of ``parents`` (-1: random), funded by the house.
 
-        A policy with a ``revise(rows, parents, obs, found, rng)`` method gets the explore
-        children with their parents' failure observations (Trace.failures); others inherit.
+        The policy's ``revise`` gets the explore children with their parents' failure observations
+        (Trace.failures); the children it does not revise inherit, as exploit children do.
         """
         if parents.size == 0:
             return
@@ -321,10 +297,11 @@ class MarketModel(mesa.Model):
         pop.bid[rows] = self._newborn_bid()
         mutants = parents >= 0
         revised = np.zeros(parents.size, dtype=bool)
-        if kinds is not None and self.trace is not None and hasattr(self.policy, "revise"):
-            revised = (kinds == EXPLORE) & mutants
-            if revised.any():
-                self.policy.revise(rows[revised], parents[revised], *self.trace.failures(parents[revised]), self.rng)
+        if kinds is not None and self.trace is not None:
+            explore = (kinds == EXPLORE) & mutants
+            if explore.any():
+                revised[explore] = self.policy.revise(rows[explore], parents[explore],
+                                                      *self.trace.failures(parents[explore]), self.rng)
         self.policy.spawn(rows[~mutants], self.rng)
         self.policy.inherit(rows[mutants & ~revised], parents[mutants & ~revised], self.rng)
         funder, grant = np.full(rows.size, HOUSE_ROW), np.full(rows.size, self._money["initial_wealth"])
@@ -342,11 +319,10 @@ class MarketModel(mesa.Model):
     # ---------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
         """Everything needed to continue this run exactly, at a round boundary."""
-        world_state = getattr(self.world, "state_dict", None)
         return {
             "population": self.population.state_dict(),
             "policy": self.policy.state_dict(),
-            "world": world_state() if world_state else None,
+            "world": self.world.state_dict(),
             "rng": self.rng.bit_generator.state,
             "random": self.random.getstate(),
             "episodes_done": self.episodes_done,

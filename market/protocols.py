@@ -1,8 +1,13 @@
-"""What the market needs from a world and from the agents' policy.
+"""What the market needs from a world and from the agents' policy, and the hooks it offers them.
 
-The market imports nothing from ``agents`` or ``scenarios``: it drives any
-object with these methods. Shapes: B worlds in lockstep, N = population rows
-(the house row 0 included, never eligible), F observation features.
+The market imports nothing from ``agents`` or ``scenarios``: it drives any object with these
+methods. Shapes: B worlds in lockstep, N = population rows (the house row 0 included, never
+eligible), F observation features.
+
+Every optional hook is declared here with a default that does nothing, so the market calls hooks
+without asking whether they exist, and a class that subclasses the protocol inherits the defaults.
+A wrapper (a policy around another: a trained bid head, a dashboard watching the auctions, agents
+dropped out) subclasses :class:`PolicyWrapper` and overrides only what it changes.
 """
 
 from __future__ import annotations
@@ -35,6 +40,19 @@ class World(Protocol):
     def solved(self) -> np.ndarray:
         """[B] bool: which instances reached their goal."""
 
+    # --- optional hooks ---------------------------------------------------------------------------
+    def state_dict(self) -> dict | None:
+        """What the world carries from one round to the next (a curriculum), for checkpoints; None: nothing."""
+        return None
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+
+    def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
+        """Fields of :class:`agents.credit.Trajectory` for world ``b``'s trajectory (observations [T+1, F],
+        actions [T], the acting steps' indices in the round), for the credit estimators; {}: none."""
+        return {}
+
 
 class Policy(Protocol):
     """The agents' skills, row-aligned with the population."""
@@ -56,3 +74,102 @@ class Policy(Protocol):
 
     def describe(self, rows: np.ndarray) -> list[str]:
         """The skill text of each row (e.g. its rule), for the record."""
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue from here, for checkpoints."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+
+    # --- optional hooks ---------------------------------------------------------------------------
+    reads_auctions: bool = False
+    """Whether :meth:`learn` reads every auction in full (``Trace.eligible``, ``Trace.wealth``: [T, B, N]
+    and [T, N], so the market records them only for a policy that asks)."""
+
+    def bids(self, obs: np.ndarray) -> np.ndarray:
+        """[N] or [B, N] bids in credits, for ``market.bid_scheme`` = ``policy`` or ``learned``."""
+        raise NotImplementedError(f"{type(self).__name__} has no bids of its own (market.bid_scheme = policy)")
+
+    def learn(self, model) -> None:
+        """Update from the round the model just ran (``model.trace``), before rent, deaths and births,
+        so children inherit the updated rows."""
+
+    def revise(self, rows: np.ndarray, parents: np.ndarray, obs: np.ndarray, found: np.ndarray,
+               rng: np.random.Generator) -> np.ndarray:
+        """Explore births: make ``rows`` children of ``parents`` revised at ``obs``, the state each
+        parent's action preceded a failure (``found``: the parent had one this round). Returns which
+        rows it made ([k] bool); the market has the others inherit as exploit children do."""
+        return np.zeros(rows.size, dtype=bool)
+
+    @property
+    def unwrapped(self) -> Policy:
+        """The scenario's own policy under any wrappers (as in Gymnasium), for scenario code that reads its
+        own attributes (rules, switches)."""
+        return self
+
+
+class PolicyWrapper(Policy):
+    """A policy around another: every call goes to ``inner`` unless the wrapper overrides it."""
+
+    def __init__(self, inner: Policy):
+        self.inner = inner
+
+    def eligible(self, obs):
+        return self.inner.eligible(obs)
+
+    def act(self, obs, winners):
+        return self.inner.act(obs, winners)
+
+    def resize(self, capacity):
+        self.inner.resize(capacity)
+
+    def spawn(self, rows, rng):
+        self.inner.spawn(rows, rng)
+
+    def inherit(self, rows, parents, rng):
+        self.inner.inherit(rows, parents, rng)
+
+    def describe(self, rows):
+        return self.inner.describe(rows)
+
+    def state_dict(self):
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state):
+        self.inner.load_state_dict(state)
+
+    @property
+    def reads_auctions(self) -> bool:
+        return self.inner.reads_auctions
+
+    def bids(self, obs):
+        return self.inner.bids(obs)
+
+    def learn(self, model):
+        self.inner.learn(model)
+
+    def revise(self, rows, parents, obs, found, rng):
+        return self.inner.revise(rows, parents, obs, found, rng)
+
+    @property
+    def unwrapped(self) -> Policy:
+        return self.inner.unwrapped
+
+
+class Economy(Protocol):
+    """What the runner drives (scenarios/run/runner.py): ``MarketModel``, or a scenario's own model."""
+
+    episodes_done: int
+
+    def step(self) -> None:
+        """One round; ``last_round`` then holds what it changed, for persistence."""
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue this run exactly, at a round boundary."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint."""
+
+    def attach(self, store) -> None:
+        """A model that keeps state in the run database too (recsys: its skill libraries) gets the store
+        here before the first round."""

@@ -42,6 +42,7 @@ from market import HOUSE_ROW, Ledger, MarketConfig, Population, PopulationConfig
 from market.agent import Trader
 from market.config import STRICT
 from market.model import RoundLog
+from market.protocols import Economy
 
 
 
@@ -124,7 +125,7 @@ def cellmates(old: np.ndarray, new: np.ndarray, order: np.ndarray, u: np.ndarray
     return mate
 
 
-class BoltzmannModel(mesa.Model):
+class BoltzmannModel(mesa.Model, Economy):
     """N agents as rows 1..N of a Population (row 0: the house); cells, wealth and gifts as arrays."""
 
     def __init__(self, cfg: Config, seed: int | None = None):
@@ -213,7 +214,7 @@ def validate(exp) -> None:
 
 
 def make_model(exp) -> BoltzmannModel:
-    """The runner's hook for a scenario with its own model (see scenarios.run.runner.build_model)."""
+    """The runner's hook for a scenario with its own model (see scenarios.registry.Scenario.make_model)."""
     return BoltzmannModel(exp.scenario, seed=exp.run.seed)
 
 

@@ -33,6 +33,7 @@ from agents import RulePolicy, RuleSpace
 from agents.credit.triage import labels_from_progress
 from agents.rules import OPS
 from market.config import STRICT
+from market.protocols import World
 
 
 @dataclass(config=STRICT)
@@ -46,7 +47,7 @@ class Config:
     otherwise it wakes at stage s but does something useless there."""
 
 
-class RelayWorld:
+class RelayWorld(World):
     """B work items in lockstep. Observation features: ``stage`` (0..K)."""
 
     def __init__(self, cfg: Config):
@@ -131,7 +132,7 @@ def credit_signals(stages: int, actions: tuple[str, ...], embed: bool = False):
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:
     """``success_rate`` over the last 20% of episodes; ``stage_solvent`` per stage."""
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
-    rules = model.policy.rules
+    rules = model.policy.unwrapped.rules
     live = model.population.traders
     rich = live & (model.population.wealth > 0)
     # a specialist of stage s: its action is advance_s and it wakes when the item is at stage s

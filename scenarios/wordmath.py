@@ -47,9 +47,11 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents import parse
-from agents.backends import BackendConfig, shared_backend
+from agents.backends import BackendConfig
+from agents.backends.factory import require_engine, shared_backend
 from agents.llm_policy import LLMPolicy, PolicyConfig, Role
 from market.config import STRICT
+from market.protocols import World
 
 NAMES = ("Ann", "Tom", "Mia", "Sam", "Lea", "Ben", "Ivy", "Max")
 ITEMS = ("apples", "pens", "cards", "stickers", "coins", "books", "shells", "marbles")
@@ -162,7 +164,7 @@ def problem(seed: int, pid: int) -> Problem:
     return Problem(text, expr, int(parse.evaluate(expr)))
 
 
-class WordmathWorld:
+class WordmathWorld(World):
     """B problems in lockstep. Observation row: (stream seed, problem id, stage, world index, episode
     serial): enough to name the problem, the state and the episode."""
 
@@ -267,6 +269,11 @@ class Board:
         return f"Problem: {p.text}", f"The answer is {p.answer}."
 
 
+def validate(exp) -> None:
+    """The LLM's engine must be installed: a missing one is refused before any model loads."""
+    require_engine(exp.scenario.llm.backend, "wordmath.llm.backend")
+
+
 def build(cfg: Config, seed: int = 0):
     board = Board()
     world = WordmathWorld(cfg, board, seed=seed)
@@ -281,11 +288,11 @@ def solo_accuracy(model, rows: np.ndarray, world: WordmathWorld) -> np.ndarray:
     if rows.size == 0:
         return np.zeros(0)
     n = world.fixed.size
-    model.policy.only = np.repeat(rows, n)
+    model.policy.unwrapped.only = np.repeat(rows, n)
     try:
         episodes = model.run_episodes(world=world, batch=rows.size * n, settle=False)
     finally:
-        model.policy.only = None
+        model.policy.unwrapped.only = None
     return np.array([e["success"] for e in episodes], dtype=float).reshape(rows.size, n).mean(axis=1)
 
 

@@ -143,30 +143,3 @@ def pooled(logprobs: dict[str, float], spellings: tuple[str, ...]) -> float:
     values = [logprobs[s] for s in spellings if s in logprobs]
     return float(np.logaddexp.reduce(values)) if values else FLOOR
 
-
-_SHARED: dict[str, Backend] = {}
-
-
-def shared_backend(cfg: BackendConfig) -> Backend:
-    """One engine per distinct config per process (loading vLLM costs tens of seconds; runs and
-    tests in one process reuse it). Its stats are reset for the new user."""
-    key = repr(cfg)
-    if key not in _SHARED:
-        _SHARED[key] = make_backend(cfg)
-    _SHARED[key].stats = Stats()
-    return _SHARED[key]
-
-
-def make_backend(cfg: BackendConfig) -> Backend:
-    """The configured backend; engines are imported only here, so ``rule`` runs never load them."""
-    if cfg.backend == "hf":
-        from agents.backends.hf import HFBackend
-
-        return HFBackend(cfg)
-    if cfg.backend == "vllm":
-        from agents.backends.vllm import VLLMBackend
-
-        return VLLMBackend(cfg)
-    from agents.backends.openai import OpenAIBackend
-
-    return OpenAIBackend(cfg)

@@ -7,7 +7,8 @@ declares the signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals
 them, when a world does not provide them. A MarketModel round becomes trajectories in
 ``agents/credit/market.py`` (its Trace and ledger), with the world's own signals
 (each world's own: scenarios/relay.py, scenarios/blocks/signals.py); a team workflow trace in ``agents/credit/workflow.py``
-(recsys); the learner calls ``agents/credit/learner.py``.
+(recsys); the learner calls ``agents/credit/step_advantages.py``. Each estimator's settings are its
+module's ``Config``, set from a scenario file as ``[agents.credit_settings.<name>]`` (agents/credit/settings.py).
 """
 
 from __future__ import annotations
@@ -24,15 +25,18 @@ from agents.credit.base import (
     check,
     provided,
 )
+from agents.credit.settings import CreditSettings
 
-NAMES = ("grpo", "bucket_brigade", "proas", "traj_graph", "knowgpo", "casi", "delta_ttg", "taspo", "depgpo",
-         "draco", "triage", "scpo", "steppo", "cast", "mcgpo", "skillgate", "credo", "grse")
+NAMES = tuple(f.name for f in dataclasses.fields(CreditSettings))
+MODULES = {"skillgate": "selection_credit"}
+"""Registry name -> module where they differ: the paper's name stays what users write, the module says
+what it does (a ``skillgate.py`` here read as a second ``skills/gate.py``, the library's validation gate)."""
 
 
 def module(name: str):
     if name not in NAMES:
         raise KeyError(f"unknown credit estimator {name!r} (known: {', '.join(NAMES)})")
-    return importlib.import_module(f"agents.credit.{name}")
+    return importlib.import_module(f"agents.credit.{MODULES.get(name, name)}")
 
 
 def needs(name: str) -> frozenset[str]:
@@ -77,5 +81,5 @@ def supported(signals) -> list[str]:
     return [n for n in NAMES if needs(n) <= set(signals)]
 
 
-__all__ = ["NAMES", "SIGNALS", "Credit", "Estimator", "MissingSignals", "Trajectory", "make", "needs", "require",
-           "supported"]
+__all__ = ["NAMES", "SIGNALS", "Credit", "CreditSettings", "Estimator", "MissingSignals", "Trajectory", "make", "needs",
+           "require", "supported"]

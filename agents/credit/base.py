@@ -72,7 +72,7 @@ class Trajectory:
     score: np.ndarray | None = None
     """[T] an action score (taspo): the agent's bid, a judge's score..."""
     profit: np.ndarray | None = None
-    """[T] the step winner's bucket-brigade profit from the ledger (bucket_brigade)."""
+    """[T] the step winner's bucket-brigade profit, from the round's payments (bucket_brigade)."""
     skill: list[str] | None = None
     """[T] the skill the step's agent used (grse)."""
 

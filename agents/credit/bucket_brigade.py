@@ -9,18 +9,19 @@ read off the ledger (:func:`agents.credit.market.trajectories`), in credits, not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import Credit
+from market.config import STRICT
 
 NEEDS = frozenset({"profit"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    scale: float = 1.0
+    scale: float = Field(1.0, gt=0)
     """Credits -> advantage units."""
 
 

@@ -24,16 +24,20 @@ from itertools import combinations
 from math import factorial
 
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "results"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    kappa: float = 0.5
-    eps: float = EPS
+    kappa: float = Field(0.5, gt=0)
+    """Bound of the zero-sum shaping: |x_{g,t}| <= kappa."""
+    eps: float = Field(EPS, gt=0)
 
 
 def shapley(v: np.ndarray) -> np.ndarray:

@@ -8,18 +8,20 @@ finish; relay: minus the stages left). No outcome term: the solver already knows
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import Credit
+from market.config import STRICT
 
 NEEDS = frozenset({"solver"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    scale: float = 1.0
+    scale: float = Field(1.0, gt=0)
+    """Solver-value units -> advantage units."""
 
 
 def estimate(group, cfg: Config) -> Credit:

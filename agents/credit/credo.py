@@ -12,20 +12,23 @@ within the group, so a group whose rollouts all failed (A = 0) still learns from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, flat, group_advantage, split
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "evidence"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    beta: float = 0.5
-    delta: float = 0.05
-    eps: float = EPS
+    beta: float = Field(0.5, ge=0)
+    """Weight of the role-centred evidence bonus."""
+    delta: float = Field(0.05, gt=0)
+    """Added to every step's weight, so that no step gets exactly nothing."""
+    eps: float = Field(EPS, gt=0)
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -15,20 +15,23 @@ shrink a step's share.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "meter"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    rho: float = 0.2
-    cap: float = 5.0
-    eps: float = EPS
+    rho: float = Field(0.2, ge=0, le=1)
+    """Share of the uniform weight mixed into the meter's drop."""
+    cap: float = Field(5.0, gt=0)
+    """M: a step's multiplier T w_t is capped here."""
+    eps: float = Field(EPS, gt=0)
 
 
 def estimate(group, cfg: Config) -> Credit:

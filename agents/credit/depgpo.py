@@ -11,18 +11,19 @@ A_g is the grpo advantage; a step nothing checked depends on (a detour, a dead e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "deps"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
+    eps: float = Field(EPS, gt=0)
 
 
 def relevant(t) -> np.ndarray:

@@ -12,18 +12,19 @@ Winners credit their good steps, losers blame their bad ones; sum (A_g T) and si
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "criteria"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
+    eps: float = Field(EPS, gt=0)
 
 
 def quality(criteria) -> np.ndarray:

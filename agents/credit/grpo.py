@@ -8,16 +8,19 @@ A group whose outcomes are all equal gets 0 everywhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, broadcast, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
+    eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

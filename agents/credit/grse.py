@@ -13,20 +13,22 @@ those of :func:`skills.credit.group_relative_credit`, which this module calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, broadcast
+from market.config import STRICT
 from skills.credit import CreditConfig, group_relative_credit
 
 NEEDS = frozenset({"outcome", "skill"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
-    ridge: float = 1.0
+    eps: float = Field(EPS, gt=0)
+    ridge: float = Field(1.0, gt=0)
+    """Ridge of the joint (agent, skill) fit (skills/credit.py)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

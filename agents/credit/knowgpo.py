@@ -11,19 +11,21 @@ condition set, and the mix with the outcome advantage A_g (grpo)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage, split
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "conditions"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    omega: float = 0.3
-    eps: float = EPS
+    omega: float = Field(0.3, ge=0, le=1)
+    """Weight of the condition-gain advantage against the outcome's."""
+    eps: float = Field(EPS, gt=0)
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -1,17 +1,15 @@
-r"""A MarketModel round -> groups of trajectories (the Trace, plus the ledger for bucket_brigade).
+r"""A MarketModel round -> groups of trajectories (the Trace and its payment record).
 
 World b of the round is one trajectory: its acting steps (path[t, b] >= 0), in order, with
 the observation each winner acted on, then the world's final observation. Consecutive worlds
 form a group (G worlds of the same task: ``group``). Signals filled here:
 
-* ``profit`` from the round's transfers (call during ``policy.learn``: ``model.ledger.pending()``;
-  after ``model.step()``: ``model.last_round.transfers``). For acting step k of episode e won by
-  account i at step t_k, with t_{k+1} the episode's next acting step::
+* ``profit`` from the round's payments (``Trace.payments``, market/brigade.py). For acting step k of
+  world b won by row i at step t_k, with t_{k+1} the world's next acting step::
 
       profit_k = BID to i at t_{k+1}  -  (BID + FEE) from i at t_k  +  REWARD to i at t_k
 
-* ``score`` = the clearing price in credits (the winner's bid: its own score for its action),
-  when the Trace recorded the auctions (a policy with ``learn``);
+* ``score`` = the clearing price in credits (the winner's bid: its own score for its action);
 * whatever ``world_signals(obs [T+1, F], actions [T], b, steps [T]) -> dict`` returns
   (each world's ``credit_signals``, e.g. scenarios/relay.py; ``b`` is the world's index in the batch, ``steps`` the acting
   steps' indices in the round, for a world that recorded more than its observations).
@@ -29,52 +27,45 @@ from market.ledger import Reason
 from market.money import MICRO
 
 
-def _sums(transfers: np.ndarray) -> dict:
-    """(kind, episode, step, account) -> summed amount, kind in {"in_bid", "out", "in_reward"}."""
+def _sums(payments) -> dict:
+    """(kind, world, step, row) -> summed amount, kind in {"in_bid", "out", "in_reward"}."""
     out = defaultdict(int)
-    for src, dst, amount, reason, episode, step in transfers.tolist():
+    for t, world, src, dst, amount, reason in zip(*(c.tolist() for c in payments.columns())):
         if reason == Reason.BID:
-            out["in_bid", episode, step, dst] += amount
+            out["in_bid", world, t, dst] += amount
         if reason in (Reason.BID, Reason.FEE):
-            out["out", episode, step, src] += amount
+            out["out", world, t, src] += amount
         if reason == Reason.REWARD:
-            out["in_reward", episode, step, dst] += amount
+            out["in_reward", world, t, dst] += amount
     return out
 
 
-def trajectories(model, actions: np.ndarray | None = None, transfers: np.ndarray | None = None,
-                 world_signals: Callable | None = None, final_obs: np.ndarray | None = None,
-                 first_episode: int | None = None, group: int = 1, logp: np.ndarray | None = None) -> list[list[Trajectory]]:
+def trajectories(model, actions: np.ndarray | None = None, world_signals: Callable | None = None,
+                 final_obs: np.ndarray | None = None, group: int = 1,
+                 logp: np.ndarray | None = None) -> list[list[Trajectory]]:
     """The last round of ``model`` as ``B // group`` groups. ``actions`` [T, B] (default: the policy's
     ``act`` replayed, exact for deterministic rule policies); ``logp`` [T, B] optional; ``final_obs``
-    [B, F] (default: the world's current observation, right for a call inside ``policy.learn``);
-    ``first_episode``: the round's first episode id (default: ``model.episodes_done``, as inside ``learn``)."""
+    [B, F] (default: the world's current observation, right for a call inside ``policy.learn``)."""
     trace = model.trace
     T, B = trace.path.shape
     if actions is None:
         actions = np.stack([model.policy.act(trace.obs[t], trace.path[t]) for t in range(T)]) if T else np.zeros((0, B), int)
     final_obs = model.world.observe() if final_obs is None else final_obs
-    first = model.episodes_done if first_episode is None else first_episode
-    ids = model.population.ids
-    sums = _sums(transfers) if transfers is not None else None
+    sums = _sums(trace.payments)
     out = []
     for b in range(B):
         steps = np.flatnonzero(trace.path[:, b] >= 0)
         rows = trace.path[steps, b]
         obs = np.concatenate([trace.obs[steps, b], np.asarray(final_obs)[b][None]])
-        fields = {"outcome": float(trace.solved[b]), "agent": rows.copy(), "action": np.asarray(actions)[steps, b].copy()}
-        if trace.reward is not None:
-            fields["reward"] = np.asarray(trace.reward)[steps, b].astype(np.float64)
-        if trace.price is not None:
-            fields["score"] = np.asarray(trace.price)[steps, b] / MICRO
+        nxt = np.r_[steps[1:], -1].tolist()
+        profit = [sums.get(("in_bid", b, n, i), 0) * (n >= 0) - sums.get(("out", b, t, i), 0) + sums.get(("in_reward", b, t, i), 0)
+                  for t, n, i in zip(steps.tolist(), nxt, rows.tolist())]
+        fields = {"outcome": float(trace.solved[b]), "agent": rows.copy(), "action": np.asarray(actions)[steps, b].copy(),
+                  "reward": np.asarray(trace.reward)[steps, b].astype(np.float64),
+                  "score": np.asarray(trace.price)[steps, b] / MICRO,
+                  "profit": np.array(profit, dtype=np.float64) / MICRO}
         if logp is not None:
             fields["logp"] = np.asarray(logp)[steps, b].astype(np.float64)
-        if sums is not None:
-            e, acct = first + b, ids[rows].tolist()
-            nxt = np.r_[steps[1:], -1].tolist()
-            fields["profit"] = np.array([
-                sums.get(("in_bid", e, n, a), 0) * (n >= 0) - sums.get(("out", e, t, a), 0) + sums.get(("in_reward", e, t, a), 0)
-                for t, n, a in zip(steps.tolist(), nxt, acct)], dtype=np.float64) / MICRO
         if world_signals is not None:
             fields.update(world_signals(obs, fields["action"], b, steps))
         out.append(Trajectory(**fields))

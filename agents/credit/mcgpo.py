@@ -13,18 +13,20 @@ kappa = 1 (per task). One-rollout groups get 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import Credit, split
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "state", "progress"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    kappa: float = 1.0
+    kappa: float = Field(1.0, ge=0)
+    """Shrinkage: a context-action seen n times keeps n / (n + kappa) of its estimate."""
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -19,22 +19,28 @@ is not penalised. The paper's ``pruned up to 40%`` is ``Config.keep`` (fraction 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
 
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "state", "progress"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
-    reference: set = field(default_factory=set)
-    """The online reference graph: edges (s, s') from successful trajectories."""
-    keep: float = 1.0
+    eps: float = Field(EPS, gt=0)
+    keep: float = Field(1.0, ge=0, le=1)
     """Fraction of the reference edges consulted (a deterministic hash prune; the paper: >= 0.6 still works)."""
+
+    def __post_init__(self):
+        # The online reference graph, edges (s, s') from successful trajectories: state the estimator
+        # keeps, not a setting, so an attribute of each Config made (each estimator grows its own) and
+        # not a field (not set from a scenario file, not stored with a run's config).
+        object.__setattr__(self, "reference", set())
 
 
 def _kept(edge, keep: float) -> bool:

@@ -12,19 +12,21 @@ Successful rollouts keep A_g at every step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "embedding"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    tau: float = 0.9
-    eps: float = EPS
+    tau: float = Field(0.9, ge=-1, le=1)
+    """Cosine similarity above which a failed step is credited like the successful one it resembles."""
+    eps: float = Field(EPS, gt=0)
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -14,19 +14,21 @@ is per step, length normalised (geometric mean over the step's tokens)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "logp"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    gamma: float = 1.0
-    eps: float = EPS
+    gamma: float = Field(1.0, ge=0, le=1)
+    """Discount per step."""
+    eps: float = Field(EPS, gt=0)
 
 
 def returns(t, gamma: float) -> np.ndarray:

@@ -11,19 +11,21 @@ so sign and sum (A_g T) are those of grpo. eps = 0.2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "score"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = 0.2
-    std_eps: float = EPS
+    eps: float = Field(0.2, ge=0, le=1)
+    """The weights' spread: w_t in [1 - eps, 1 + eps] (at most 1, so no weight is negative)."""
+    std_eps: float = Field(EPS, gt=0)
 
 
 def weights(score: np.ndarray, eps: float) -> np.ndarray:

@@ -14,18 +14,19 @@ summed outcomes of trajectories ending in s, the node values solve the Bellman b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, split
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "state"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
+    eps: float = Field(EPS, gt=0)
     normalise: bool = True
     """False: return the raw a = V(s') - V(s)."""
 

@@ -9,20 +9,34 @@ labels from :func:`labels_from_progress`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
 
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "labels"})
 LABELS = ("progress", "exploration", "noop", "regression")
 
 
-@dataclass
+@dataclass(config=STRICT)
+class Bonus:
+    """b(label): the process reward added to the outcome advantage, one field per label of LABELS."""
+
+    progress: float = 0.5
+    exploration: float = 0.2
+    noop: float = 0.0
+    regression: float = -0.5
+
+
+@dataclass(config=STRICT)
 class Config:
-    bonus: dict = field(default_factory=lambda: {"progress": 0.5, "exploration": 0.2, "noop": 0.0, "regression": -0.5})
-    eps: float = EPS
+    bonus: Bonus = Field(default_factory=Bonus)
+    """Its own table: ``[agents.credit_settings.triage.bonus]``."""
+    eps: float = Field(EPS, gt=0)
 
 
 def labels_from_progress(progress, state) -> list[str]:
@@ -40,8 +54,9 @@ def labels_from_progress(progress, state) -> list[str]:
 
 
 def estimate(group, cfg: Config) -> Credit:
-    unknown = {l for t in group for l in t.labels} - set(cfg.bonus)
+    bonus = dataclasses.asdict(cfg.bonus)
+    unknown = {l for t in group for l in t.labels} - set(bonus)
     if unknown:
         raise ValueError(f"triage: unknown step labels {sorted(unknown)}; expected {LABELS}")
-    return Credit([a + np.array([cfg.bonus[l] for l in t.labels], dtype=np.float64)
+    return Credit([a + np.array([bonus[l] for l in t.labels], dtype=np.float64)
                    for t, a in zip(group, group_advantage(group, cfg.eps))])

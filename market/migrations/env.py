@@ -1,6 +1,6 @@
-"""Alembic environment for the run tables (``market.store.TABLES``).
+"""Alembic environment for the run tables (``market.schema.TABLES``).
 
-``market.store.make_engine`` runs the migrations itself, on a connection that
+``market.schema.make_engine`` runs the migrations itself, on a connection that
 already holds the schema lock (see ``migrate``); the alembic command line
 works too, for writing the next revision from the SQLModel classes::
 
@@ -15,7 +15,7 @@ from alembic import context
 from sqlalchemy import create_engine
 from sqlmodel import SQLModel
 
-from market.store import TABLES
+from market.schema import TABLES
 
 
 def include_object(obj, name, type_, reflected, compare_to):

@@ -67,8 +67,7 @@ class BlocksPolicy(RulePolicy):
         exponential average with rate value_rate per turn (the XCS update), so a newcomer's first
         turns set its value at once and an old agent's follows the market.
         """
-        m = model._money
-        rows, earned = model.trace.turns(model.cfg.payment == "bucket_brigade", m["fee"], m["reward"])
+        rows, earned = model.trace.turns()
         N = self.value.size
         k = np.bincount(rows, minlength=N)
         mean = np.bincount(rows, weights=earned / MICRO, minlength=N) / np.maximum(k, 1)
@@ -136,15 +135,15 @@ class BlocksPolicy(RulePolicy):
         self.value[rows] = self.cfg.child_value * self.value[parents]
         self.turns[rows] = 0
 
-    def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> None:
+    def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> np.ndarray:
         """Explore: a child of each parent, edited at ``obs``, the state its move preceded a failure.
 
         With p_revise_move the child makes another *legal* move there (same condition); otherwise
         it keeps the move but no longer wakes there (a term ``feature != obs[feature]`` is added).
         Parents with no failure this round are mutated as exploit children are. A revised rule is
-        a new rule: its value is a newcomer's guess.
+        a new rule: its value is a newcomer's guess. Every row is made here (-> all True).
         """
-        r = self.rules
+        r, made = self.rules, np.ones(rows.size, dtype=bool)
         self.inherit(rows[~found], parents[~found], rng)
         rows, parents, obs = rows[found], parents[found], obs[found]
         self._untried(rows, rng)
@@ -161,6 +160,7 @@ class BlocksPolicy(RulePolicy):
             slot = rng.choice(free) if free.size else rng.integers(self.space.max_terms)
             feature = rng.integers(len(self.space.features))
             r.feature[row, slot], r.op[row, slot], r.value[row, slot] = feature, OPS["!="], state[feature]
+        return made
 
     # --- checkpoints ---------------------------------------------------------------------------
     STATE = ("value", "turns", "memory", "gaps", "gap_moves")

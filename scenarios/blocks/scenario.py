@@ -16,14 +16,14 @@ def build(cfg: Config, initial_rules: list[str] | None = None):
 
 def evaluate(model, cfg: Config, sizes: list[int] | None = None) -> dict[str, float]:
     """Held-out success per size of the current population, frozen: no payments, no births."""
-    result, model.policy.recording = {}, False
+    result, model.policy.unwrapped.recording = {}, False
     try:
         for n in sizes or cfg.heldout_sizes:
             world = BlocksWorld(cfg, heldout(cfg, n))
             episodes = model.run_episodes(world=world, batch=cfg.heldout_count, settle=False)
             result[str(n)] = float(np.mean([e["success"] for e in episodes]))
     finally:
-        model.policy.recording = True
+        model.policy.unwrapped.recording = True
     return result
 
 

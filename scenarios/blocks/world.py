@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents import RuleSpace
+from market.protocols import World
 from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOURCE, Config
 
 
@@ -35,7 +36,7 @@ def heldout(cfg: Config, n: int) -> list[Instance]:
     return [generate(n, cfg.colours, rng) for _ in range(cfg.heldout_count)]
 
 
-class BlocksWorld:
+class BlocksWorld(World):
     """B instances in lockstep, as arrays: ``stack[b, s, i]`` is the colour of block i
     (from the bottom) of stack s (0 = the goal), 0 above the stack's height."""
 

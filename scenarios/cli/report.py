@@ -2,7 +2,7 @@
 
     catallax report RUN_ID [--db URL] [--out DIR] [--json]
 
-Writes ``DIR/report-RUN_ID/summary.md`` and its figures (see scenarios/plots).
+Writes ``DIR/report-RUN_ID/summary.md`` and its figures (see scenarios/report).
 A missing database or run is bad input: one error line, exit 2, nothing written.
 """
 

@@ -19,9 +19,9 @@ Modules, one job each::
     evolve.py      one iteration of an arm               team.py       team mode (a Mesa model per run)
     market.py      market mode (a MarketModel per run)   llm_rerank.py the rerank role played by an LLM
     baselines.py   popularity, item-kNN, MF              report.py     the run summary
-    compare.py     the comparison table over seeds       fixture.py    writes the MovieLens-format test fixture
+    fixture.py     writes the MovieLens-format test fixture  (the comparison over seeds: experiments/recsys_compare.py)
 
-The runner's hooks: ``Config``, ``validate(exp)``, ``make_model(exp)`` and ``metrics(model, episodes, cfg)``;
+The scenario interface (scenarios/registry.py): ``Config``, ``validate(exp)``, ``make_model(exp)`` and ``metrics(model, episodes, cfg)``;
 the model's ``attach(store)`` puts the skill libraries into the run database.
 """
 
@@ -48,6 +48,9 @@ def validate(exp) -> None:
             find(cfg.path)
         except MovieLensError as err:
             raise ValueError(f"recsys.path = {cfg.path!r}: {err}") from None
+    if cfg.rerank_backend != "rule":  # an LLM plays rerank: its engine must be installed before anything loads
+        from agents.backends.factory import require_engine
+        require_engine(cfg.rerank_backend, "recsys.rerank_backend")
     if cfg.seed_library:
         from scenarios.recsys import rules
         from skills import SkillError

@@ -1,4 +1,4 @@
-"""The ``[recsys]`` section: data, pipeline, evolution. Every field documents itself.
+"""The ``[recsys]`` section: data, pipeline, evolution, and the synthetic world as ``[recsys.world]``.
 
 Budget: one round of the runner is one evolution iteration over ``market.batch``
 rollouts (``market.batch / group_size`` questions, G rollouts each), so
@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from market.config import STRICT
+from scenarios.recsys.synthetic import WorldConfig
 
 
 @dataclass(config=STRICT)
@@ -25,11 +26,9 @@ class Config:
     """MovieLens ``u.data`` or ``ratings.csv`` (or a folder holding one), for data = movielens."""
     min_rating: float = Field(0.0, ge=0)
     """MovieLens: keep ratings at or above this as interactions (implicit feedback)."""
-    users: int = Field(1500, ge=10)
-    items: int = Field(400, ge=20)
-    genres: int = Field(8, ge=2, le=64)
-    mean_history: float = Field(30.0, gt=0)
-    """Synthetic: mean interactions per user."""
+    world: WorldConfig = Field(default_factory=WorldConfig)
+    """The synthetic world (data = synthetic), its own table: ``[recsys.world]``, ``--set recsys.world.users=300``
+    (scenarios/recsys/synthetic.py declares its fields)."""
     holdout: int = Field(3, ge=1)
     """Items per user in each of the validation and test segments."""
     min_train: int = Field(5, ge=1)

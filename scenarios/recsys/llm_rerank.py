@@ -94,7 +94,7 @@ _BACKENDS: dict[tuple, object] = {}
 
 def backend(cfg) -> object:
     """One loaded model per process and backend config (loading costs seconds; runs in a sweep share it)."""
-    from agents.backends import make_backend
+    from agents.backends.factory import make_backend
 
     key = tuple(sorted(vars(cfg).items())) if hasattr(cfg, "__dict__") else (cfg,)
     if key not in _BACKENDS:

@@ -30,6 +30,8 @@ import dataclasses
 import numpy as np
 
 from market import MarketModel
+from market.protocols import Policy
+from market.protocols import World as MarketWorld
 from market.population import HOUSE_ROW
 from scenarios.recsys import pipeline as P
 from scenarios.recsys import seeds
@@ -42,7 +44,7 @@ from skills import Rollout, SkillLibrary
 ROLES = P.ROLES
 
 
-class RolePolicy:
+class RolePolicy(Policy):
     """The market's Policy: per row a role (-1: none), the names of the skills it holds, and its bid.
 
     Bids (``market.bid_scheme = "policy"``) are the agents' own, in credits: a newcomer of role r
@@ -115,7 +117,7 @@ class RolePolicy:
         self.catalogue, self.next_role = dict(state["catalogue"]), state["next_role"]
 
 
-class RecsysWorld:
+class RecsysWorld(MarketWorld):
     """B = Q x G requests in lockstep: step s is role s; the pipeline runs once all three have acted."""
 
     horizon = len(ROLES)

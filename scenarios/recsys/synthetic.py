@@ -40,6 +40,8 @@ from scenarios.recsys.data import Interactions
 
 @dataclass(config=STRICT)
 class WorldConfig:
+    """The ``[recsys.world]`` table (``--set recsys.world.users=300``): the size and shape of the world."""
+
     users: int = Field(1500, ge=10)
     items: int = Field(400, ge=20)
     genres: int = Field(8, ge=2, le=64)

@@ -30,6 +30,7 @@ from market.agent import Trader
 from market.ledger import Ledger
 from market.model import RoundLog
 from market.population import Population
+from market.protocols import Economy
 from scenarios.recsys import rules, seeds
 from scenarios.recsys.data import QUESTION, TEST, VALIDATION
 from scenarios.recsys.evolve import Arm
@@ -53,7 +54,7 @@ def arm_names(cfg) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-class RecsysTeam(mesa.Model):
+class RecsysTeam(mesa.Model, Economy):
     def __init__(self, exp):
         super().__init__(rng=exp.run.seed)
         self.exp, self.cfg = exp, exp.scenario

@@ -7,6 +7,7 @@ and the seed only deals the users into groups.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -16,8 +17,8 @@ from scenarios.recsys.data import Split, split
 from scenarios.recsys.pipeline import Pipeline, PipelineConfig
 from scenarios.recsys.signals import Signals, fit
 
-DATA_KEYS = ("data", "path", "min_rating", "users", "items", "genres", "mean_history", "holdout", "min_train",
-             "validation_users", "test_users", "sponsored_share", "rank", "covis_window", "neighbours")
+DATA_KEYS = ("data", "path", "min_rating", "holdout", "min_train", "validation_users", "test_users", "sponsored_share",
+             "rank", "covis_window", "neighbours")
 PIPELINE_KEYS = ("candidates", "k", "reward_k", "diversity_floor", "fresh_days")
 
 
@@ -29,8 +30,9 @@ class World:
 
 
 def load(cfg: Config, seed: int) -> World:
-    """The run's world; the heavy part (data, signals) is shared by runs with the same data keys and seed."""
-    data, signals = _data(tuple((k, getattr(cfg, k)) for k in DATA_KEYS), seed)
+    """The run's world; the heavy part (data, signals) is shared by runs with the same data keys, world and seed."""
+    world = tuple(dataclasses.asdict(cfg.world).items())
+    data, signals = _data(tuple((k, getattr(cfg, k)) for k in DATA_KEYS) + (("world", world),), seed)
     reranker = None
     if cfg.rerank_backend != "rule":
         from agents.backends import BackendConfig
@@ -45,9 +47,7 @@ def load(cfg: Config, seed: int) -> World:
 def _data(keys: tuple, seed: int) -> tuple[Split, Signals]:
     c = dict(keys)
     if c["data"] == "synthetic":
-        world = synthetic.WorldConfig(users=c["users"], items=c["items"], genres=c["genres"],
-                                      mean_history=c["mean_history"])
-        log, _ = synthetic.generate(world, seed)
+        log, _ = synthetic.generate(synthetic.WorldConfig(**dict(c["world"])), seed)
     else:
         log = movielens.load(c["path"], min_rating=c["min_rating"])
     data = split(log, c["holdout"], c["min_train"], c["validation_users"], c["test_users"], c["sponsored_share"],

@@ -24,7 +24,7 @@ import solara
 from mesa.visualization import SolaraViz, make_plot_component
 from mesa.visualization.utils import update_counter
 
-from market import MarketModel
+from market import MarketModel, PolicyWrapper
 from market.money import MICRO
 from scenarios.run.config import load
 from scenarios.registry import SCENARIO_DIR, SCENARIOS, get_scenario
@@ -36,27 +36,25 @@ RECENT = 20  # rounds in the success rate's moving average
 def live_scenarios() -> list[str]:
     """Scenarios with a scenario file that run on ``MarketModel`` (not those with a model of their own)."""
     return [n for n in sorted(SCENARIOS)
-            if (SCENARIO_DIR / f"{n}.toml").is_file() and not hasattr(get_scenario(n), "make_model")]
+            if (SCENARIO_DIR / f"{n}.toml").is_file() and get_scenario(n).own_model is None]
 
 
-class AuctionWatch:
+class AuctionWatch(PolicyWrapper):
     """Wraps a policy to see each auction: ``eligible`` (before bidding) and ``act`` (after clearing, with
     the winners) are the calls the market makes once per step; everything else goes to the policy untouched."""
 
     def __init__(self, policy, on_act):
-        self._policy, self._on_act = policy, on_act
+        super().__init__(policy)
+        self._on_act = on_act
         self.eligible_now: np.ndarray | None = None
 
-    def __getattr__(self, name):
-        return getattr(self._policy, name)
-
     def eligible(self, obs):
-        self.eligible_now = np.asarray(self._policy.eligible(obs))
+        self.eligible_now = np.asarray(self.inner.eligible(obs))
         return self.eligible_now
 
     def act(self, obs, winners):
         self._on_act(obs, winners)
-        return self._policy.act(obs, winners)
+        return self.inner.act(obs, winners)
 
 
 class LiveMarket(MarketModel):

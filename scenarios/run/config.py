@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 from pydantic.dataclasses import dataclass
 
 from agents.config import AgentsConfig
+from agents.credit import NAMES
 from market.config import STRICT, MarketConfig, PopulationConfig
 from scenarios.registry import SCENARIO_DIR, get_scenario
 
@@ -123,16 +124,18 @@ def from_dict(data: dict, source: str) -> Experiment:
         source=source,
         agents=_section(path, data, "agents", AgentsConfig),
     )
-    _learned_bids(path, data, exp)
-    if hasattr(module, "validate"):  # a scenario may check how the sections fit together
-        try:
-            module.validate(exp)
-        except ValueError as err:
-            raise ConfigError(f"{path}: {err}") from None
+    _bids_set_the_scheme(data, exp)
+    for check in CHECKS:
+        if problem := check(exp):
+            raise ConfigError(f"{path}: {problem}")
+    try:
+        module.validate(exp)  # how the sections fit together
+    except ValueError as err:
+        raise ConfigError(f"{path}: {err}") from None
     return exp
 
 
-def _learned_bids(path: str, data: dict, exp: Experiment) -> None:
+def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     """``agents.bids`` is the user-facing name of ``market.bid_scheme`` and overrides it (so ``--set
     agents.bids=learned`` works on a scenario file that sets a scheme); learned bids are trained under
     softmax clearing, so ``agents.bids = "learned"`` brings it along unless market.clearing is set."""
@@ -141,41 +144,91 @@ def _learned_bids(path: str, data: dict, exp: Experiment) -> None:
         market.bid_scheme = agents.bids
         if agents.bids == "learned" and "clearing" not in data.get("market", {}):
             market.clearing = "softmax"
-    if market.bid_scheme == "learned" and market.clearing != "softmax":
-        raise ConfigError(f"{path}: market.clearing = {market.clearing!r}: learned bids are trained on the softmax "
-                          f"auction's probabilities; set market.clearing = \"softmax\"")
-    if agents.group and market.batch % agents.group:
-        raise ConfigError(f"{path}: agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple")
-    learning = market.bid_scheme == "learned" and agents.advantage == "global" or agents.actions == "grpo"
-    if agents.credit != "grpo":  # the world must provide the estimator's signals (agents/credit)
-        from agents.credit import MissingSignals, require
-        from agents.credit.learner import provides
 
-        signals = provides(getattr(get_scenario(exp.run.scenario), "CREDIT_SIGNALS", ()))
-        if agents.actions != "grpo":
-            raise ConfigError(f"{path}: agents.credit = {agents.credit!r}: credit shapes the action advantages; "
-                              f"set agents.actions = \"grpo\"")
+
+def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
+    """The bid head's gradient is that of the softmax auction's probabilities: no other clearing has one."""
+    market = exp.market
+    if market.bid_scheme == "learned" and market.clearing != "softmax":
+        return (f"market.clearing = {market.clearing!r}: learned bids are trained on the softmax "
+                f"auction's probabilities; set market.clearing = \"softmax\"")
+
+
+def _groups_divide_the_batch(exp: Experiment) -> str | None:
+    """A group is G consecutive episodes of one round, so a round must hold whole groups."""
+    agents, market = exp.agents, exp.market
+    if agents.group and market.batch % agents.group:
+        return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple"
+
+
+def _credit_shapes_learned_actions(exp: Experiment) -> str | None:
+    """A credit estimator gives the action logits' advantages; without learned actions it would do nothing."""
+    agents = exp.agents
+    if agents.credit != "grpo" and agents.actions != "grpo":
+        return (f"agents.credit = {agents.credit!r}: credit shapes the action advantages; "
+                f"set agents.actions = \"grpo\"")
+
+
+def _world_feeds_the_estimator(exp: Experiment) -> str | None:
+    """The world must provide the estimator's signals (agents/credit): refused here, not mid-run."""
+    agents = exp.agents
+    if agents.credit != "grpo":
+        from agents.credit import MissingSignals, require
+        from agents.credit.step_advantages import provides
+
+        signals = provides(get_scenario(exp.run.scenario).credit_signals)
         try:
             require(agents.credit, signals, f"scenario {exp.run.scenario!r}")
         except MissingSignals as err:
-            raise ConfigError(f"{path}: agents.credit = {agents.credit!r}: {err}") from None
+            return f"agents.credit = {agents.credit!r}: {err}"
+
+
+def _credit_settings_are_read(exp: Experiment) -> str | None:
+    """The learner reads the settings of the per-step estimator agents.credit names, and no others (grpo's
+    advantage is its own, agents/learner.py): a changed sub-table it does not read would do nothing."""
+    agents = exp.agents
+    for name in NAMES:
+        settings = getattr(agents.credit_settings, name)
+        if (name != agents.credit or name == "grpo") and settings != type(settings)():
+            return (f"agents.credit_settings.{name} = {dataclasses.asdict(settings)}: not read: the learner reads "
+                    f"only the settings of agents.credit (now {agents.credit!r}), and none for grpo")
+
+
+def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
+    """A group-relative advantage compares a rollout with its group's others: one alone has none."""
+    agents, market = exp.agents, exp.market
+    learning = market.bid_scheme == "learned" and agents.advantage == "global" or agents.actions == "grpo"
     if learning and (agents.group or market.batch) < 2:
-        raise ConfigError(f"{path}: agents.group = {agents.group}: a group-relative advantage needs at least 2 "
-                          f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
+        return (f"agents.group = {agents.group}: a group-relative advantage needs at least 2 "
+                f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
+
+
+CHECKS = (_learned_bids_clear_by_softmax, _groups_divide_the_batch, _credit_shapes_learned_actions,
+          _world_feeds_the_estimator, _credit_settings_are_read, _groups_hold_two_rollouts)
+"""How [agents] and [market] fit together, in order (the first problem is the one reported); each returns
+the problem, or None."""
 
 
 SCALARS = {"int": (int, "an integer"), "float": ((int, float), "a number"), "bool": (bool, "true or false")}
 
 
 def _section(path: str, data: dict, name: str, cls):
-    values = data.get(name, {})
+    """``data``'s table ``name`` as ``cls``, every key checked. A field that is itself a config dataclass
+    is a nested table (``[recsys.world]``, ``--set recsys.world.users=300``), checked the same way and
+    named by its dotted path (``recsys.world.userz``)."""
+    values = data.get(name.rsplit(".", 1)[-1], {})
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: {name} = {values!r}: expected a [{name}] section")
-    fields = [f.name for f in dataclasses.fields(cls)]
+    values = dict(values)
     for f in dataclasses.fields(cls):  # pydantic's lax mode would take true as 1, "0.5" as 0.5, "yes" as true
+        if f.name not in values:
+            continue
+        if table := _table(cls, f.name):
+            values[f.name] = _section(path, values, f"{name}.{f.name}", table)
+            continue
         types, expected = SCALARS.get(getattr(f.type, "__name__", f.type), (object, ""))
-        value = values.get(f.name)
-        if f.name in values and (not isinstance(value, types) or (isinstance(value, bool) and types is not bool)):
+        value = values[f.name]
+        if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
             raise ConfigError(f"{path}: {name}.{f.name} = {value!r}: expected {expected}")
     try:
         return cls(**values)
@@ -185,12 +238,30 @@ def _section(path: str, data: dict, name: str, cls):
         value = first["input"] if first["loc"] else values  # a check across keys reports the whole section
         if first["type"] == "unexpected_keyword_argument":
             raise ConfigError(f"{path}: {key} = {value!r}: unknown key"
-                              f"{_did_you_mean(str(first['loc'][-1]), fields)}") from None
+                              f"{_did_you_mean(str(first['loc'][-1]), _keys(cls))}") from None
         raise ConfigError(f"{path}: {key} = {value!r}: {first['msg']}") from None
     except TypeError as err:  # e.g. a positional mix-up pydantic reports as TypeError
         raise ConfigError(f"{path}: [{name}]: {err}") from None
 
 
+def _table(cls, field: str):
+    """The config dataclass a field of ``cls`` holds (a nested table), else None."""
+    info = getattr(cls, "__pydantic_fields__", {}).get(field)
+    kind = info.annotation if info is not None else None
+    return kind if isinstance(kind, type) and dataclasses.is_dataclass(kind) else None
+
+
+def _keys(cls, prefix: str = "") -> list[str]:
+    """A section's keys, and its nested tables' as ``table.key`` (so a key that moved into one is found)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        out.append(prefix + f.name)
+        if table := _table(cls, f.name):
+            out += _keys(table, f"{prefix}{f.name}.")
+    return out
+
+
 def _did_you_mean(word: str, options) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1)
+    moved = [o for o in options if o.endswith(f".{word}")]  # recsys.users -> 'world.users'
+    close = moved if len(moved) == 1 else difflib.get_close_matches(word, list(options), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

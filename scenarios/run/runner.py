@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from market import MarketModel, replay
+from market import Economy, MarketModel, replay
 from market.population import HOUSE_ROW
 from market.store import RunStore, load_episodes, load_transfers
 from scenarios.run.config import Experiment, from_dict
@@ -35,16 +35,8 @@ def conservation_ok(model: MarketModel, transfers: np.ndarray) -> bool:
     )
 
 
-def build_model(exp: Experiment) -> MarketModel:
-    scenario = get_scenario(exp.run.scenario)
-    if hasattr(scenario, "make_model"):  # a scenario with a model of its own (boltzmann: no auction)
-        return scenario.make_model(exp)
-    world, policy = scenario.build(exp.scenario)
-    if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":  # trained bids or actions
-        from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
-
-        policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed)
-    return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
+def build_model(exp: Experiment) -> Economy:
+    return get_scenario(exp.run.scenario).make_model(exp)
 
 
 def run_experiment(exp: Experiment, db_url: str, progress: bool = True, run_id: str | None = None,
@@ -67,11 +59,10 @@ def resume_experiment(run_id: str, db_url: str, progress: bool = True) -> dict:
     return _drive(exp, model, store, load_episodes(store.engine, run_id), progress)
 
 
-def _drive(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict], progress: bool) -> dict:
+def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool) -> dict:
     """Step to the end; a run that raises is marked failed (and stays resumable from its checkpoint)."""
     try:
-        if hasattr(model, "attach"):  # a model that keeps state in the run database too (recsys: skill libraries)
-            model.attach(store)
+        model.attach(store)  # a model that keeps state in the run database too (recsys: skill libraries)
         return _steps(exp, model, store, episodes, progress)
     except Exception as err:
         try:
@@ -83,7 +74,7 @@ def _drive(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[
         store.engine.dispose()  # a sweep worker runs many experiments: leave no connections behind
 
 
-def _steps(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict], progress: bool) -> dict:
+def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool) -> dict:
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
     done = model.episodes_done // exp.market.batch
     bar = tqdm(total=rounds, initial=done, desc=exp.run.scenario, unit="round", disable=not progress, file=sys.stderr)
@@ -99,7 +90,7 @@ def _steps(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[
     return _finish(exp, model, store, episodes)
 
 
-def _finish(exp: Experiment, model: MarketModel, store: RunStore, episodes: list[dict]) -> dict:
+def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict]) -> dict:
     pop = model.population
     live = np.flatnonzero(pop.traders)
     summary = {

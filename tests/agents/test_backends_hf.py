@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from agents.backends import BackendConfig, Prompt, shared_backend
+from agents.backends import BackendConfig, Prompt
 from agents.backends import smollm2
 from agents.backends.base import NO, YES
+from agents.backends.factory import shared_backend
 
 CFG = BackendConfig(backend="hf", dtype="float32", max_batch=8)
 

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from agents.backends import BackendConfig, Prompt, make_backend, shared_backend
+from agents.backends import BackendConfig, Prompt
 from agents.backends import smollm2
+from agents.backends.factory import make_backend, shared_backend
 from tests.processes import free_port, serving
 
 pytestmark = pytest.mark.slow

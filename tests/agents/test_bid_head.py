@@ -16,9 +16,10 @@ from agents.config import AgentsConfig
 from agents.learned import LearnedPolicy
 from agents.learner import bid_objective
 from market import MarketConfig, MarketModel, PopulationConfig
+from market.protocols import World
 
 
-class RoutingWorld:
+class RoutingWorld(World):
     """One step per episode: a random region 0..R-1 is shown; the winner solves it iff its action is that region."""
 
     horizon = 1
@@ -115,7 +116,7 @@ def test_learned_head_recovers_a_planted_routing_rule():
         success.append(model.last_success_rate)
     bids = model.policy.head.bids(phi).detach().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
     rows = np.flatnonzero(model.population.traders)
-    specialty = model.policy.rules.action[rows]  # agent at row rows[k] solves region specialty[k]
+    specialty = model.policy.unwrapped.rules.action[rows]  # agent at row rows[k] solves region specialty[k]
     assert (np.argmax(bids, axis=1) == np.argsort(specialty)).all(), (start, bids)
     assert success[0] < 0.5 and np.mean(success[-10:]) > 0.9, success  # from chance (1/4) to routed
 

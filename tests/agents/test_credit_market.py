@@ -1,10 +1,10 @@
 """A MarketModel round as trajectories: profits agree with the ledger, relay's signals agree with
-the world, and the comparison script runs at toy size."""
+the world (through the comparison script's policy; the script itself: tests/experiments)."""
 
 import numpy as np
 
 from agents import credit as C
-from agents.credit.learner import provides
+from agents.credit.step_advantages import provides
 from market import MarketModel
 from market.ledger import Reason
 from market.money import MICRO
@@ -14,14 +14,14 @@ from scenarios.run.config import load
 
 
 class Capture(credit_compare.LogitPolicy):
-    """The comparison's policy, keeping each round's groups and transfers (a subclass, not a mock)."""
+    """The comparison's policy, keeping each round's groups and the ledger's transfers (a subclass, not a mock)."""
 
     seen: list
 
     def learn(self, model):
         actions, logp = (np.stack(x) for x in zip(*self.taken))
         transfers = model.ledger.pending()
-        groups = credit_compare.trajectories(model, actions=actions, transfers=transfers, world_signals=self.signals,
+        groups = credit_compare.trajectories(model, actions=actions, world_signals=self.signals,
                                              group=self.G, logp=logp)
         self.seen.append((groups, transfers, model.episodes_done))
         super().learn(model)
@@ -77,22 +77,13 @@ def test_every_supported_estimator_runs_on_real_relay_groups():
                 assert all(np.isfinite(a).all() for a in out.steps)
 
 
-def test_compare_script_writes_a_table(tmp_path):
-    out = tmp_path / "table.md"
-    table = credit_compare.main(["--seeds", "2", "--rounds", "4", "--batch", "8", "--credit", "none,grpo,cast",
-                                 "--no-embed", "--out", str(out)])
-    assert out.read_text().strip() == table.strip()
-    assert [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "credit" not in line] \
-        == ["none", "grpo", "cast"]
-
-
 class Aligned(credit_compare.LogitPolicy):
     """Checks, inside the learning hook, that step_advantages lands each step's credit on its (t, b)."""
 
     checks: list
 
     def learn(self, model):
-        from agents.credit.learner import step_advantages
+        from agents.credit.step_advantages import step_advantages
 
         actions, logp = (np.stack(x) for x in zip(*self.taken))
         cast = step_advantages(model, "cast", 4, actions, logp)  # relay's solver value: -(stages left)
@@ -151,7 +142,7 @@ def test_blocks_solver_value_is_exact_along_the_solvers_own_path():
 
     class Solver(W.BlocksPolicy):
         def learn(self, model):
-            from agents.credit.learner import step_advantages
+            from agents.credit.step_advantages import step_advantages
 
             seen.append((step_advantages(model, "cast", 4), trajectories_of(model)))
 

@@ -34,7 +34,7 @@ def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
     for _ in range(8):
         model.step()
         trace, transfers = model.trace, model.last_round.transfers
-        profit = bucket_brigade_profit(trace, model.cfg)
+        profit = bucket_brigade_profit(trace)
         trading = np.isin(transfers["reason"], [Reason.BID, Reason.FEE, Reason.REWARD])
         for row in np.unique(trace.path[trace.path >= 0]):
             account = model.population.ids[row]
@@ -108,7 +108,8 @@ def test_device_is_cuda_only_when_present():
 def test_one_grpo_update_of_smollm2_moves_the_chosen_log_probs_the_right_way():
     """SmolLM2-135M (the hf backend's model) with LoRA: two prompts x two completions, one rewarded per
     group; after one update the rewarded completion gains log-probability relative to its sibling."""
-    from agents.backends import BackendConfig, make_backend
+    from agents.backends import BackendConfig
+    from agents.backends.factory import make_backend
 
     backend = make_backend(BackendConfig(backend="hf", device="cpu"))
     torch.manual_seed(0)  # the LoRA adapters' random init

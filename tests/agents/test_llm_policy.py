@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from agents import RulePolicy
-from agents.backends import BackendConfig, shared_backend
+from agents.backends import BackendConfig
+from agents.backends.factory import shared_backend
 from agents.llm_policy import PolicyConfig
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason

@@ -264,7 +264,7 @@ def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
     for _ in range(3):
         model.run_episodes()
         log = model.ledger.flush()
-        rows, earned = model.trace.turns(payment == "bucket_brigade", model._money["fee"], model._money["reward"])
+        rows, earned = model.trace.turns()
         ids = model.population.ids[rows]
         paid = log[np.isin(log["reason"], [Reason.BID, Reason.REWARD]) & (log["dst"] != 0)]
         fees = log[log["reason"] == Reason.FEE]

@@ -1,12 +1,12 @@
 """Runs persisted to SQLite and PostgreSQL: the transfer table alone recomputes every final balance;
-determinism by seed; the schema version, its migrations and moving a run between databases."""
+determinism by seed; moving a run between databases (the schema itself: test_schema.py)."""
 
 import hashlib
 import json
 
 import pytest
 from sqlalchemy import inspect, text
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, select
 
 from market import replay
 from market.store import Agent, Episode, Run, Transfer, load_transfers, make_engine
@@ -112,70 +112,6 @@ def test_lockstep_batch_4_conserves(db_url):
     assert summary["episodes"] == EPISODES  # 60 = 15 rounds of 4
     with Session(engine) as s:
         assert len(s.exec(select(Episode.episode).where(Episode.run_id == summary["run_id"])).all()) == EPISODES
-
-
-# ---------------------------------------------------------------- schema version and migrations
-
-
-def test_migrations_build_exactly_the_tables_the_code_writes(db_url):
-    """A change to a table class without its alembic revision fails here (write the revision: market/migrations)."""
-    from alembic.autogenerate import compare_metadata
-    from alembic.migration import MigrationContext
-    from sqlmodel import SQLModel
-
-    from market.store import SCHEMA, TABLES, head
-
-    engine = make_engine(db_url)
-    with engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"include_object": lambda obj, name, type_, *_: (
-            (obj if type_ == "table" else obj.table).name in TABLES)})
-        assert context.get_current_revision() == head() == SCHEMA
-        assert compare_metadata(context, SQLModel.metadata) == []
-
-
-def test_a_database_from_before_versioning_is_stamped_and_upgraded(tmp_path):
-    """The baseline tables with a run in them, no alembic_version: opened, upgraded, the run kept."""
-    from alembic import command
-    from alembic.config import Config
-
-    from market.store import MIGRATIONS, head
-
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    with create_engine(url).begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
-        conn.execute(text("DROP TABLE alembic_version"))
-        conn.execute(text("INSERT INTO run (id, scenario, seed, config, status, started_at, episodes) "
-                          "VALUES ('old', 'relay', 0, '{}', 'finished', '2026-01-01 00:00:00', 5)"))
-    engine = make_engine(url)
-    with engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head()
-        assert conn.execute(text("SELECT id, sweep FROM run")).all() == [("old", None)]
-
-
-def test_a_newer_or_foreign_schema_is_refused_and_left_alone(db_url):
-    from market.store import StoreError
-
-    make_engine(db_url).dispose()
-    engine = create_engine(db_url)
-    with engine.begin() as conn:
-        conn.execute(text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
-    with pytest.raises(StoreError, match="schema revision '9999_from_the_future' is unknown"):
-        make_engine(db_url)
-    with engine.connect() as conn:  # nothing was changed
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "9999_from_the_future"
-
-
-def test_an_unversioned_database_with_other_tables_is_refused(tmp_path):
-    from market.store import StoreError
-
-    url = f"sqlite:///{tmp_path / 'foreign.db'}"
-    with create_engine(url).begin() as conn:
-        conn.execute(text("CREATE TABLE run (id TEXT PRIMARY KEY, owner TEXT)"))
-    with pytest.raises(StoreError, match="incompatible schema .*'run'"):
-        make_engine(url)
 
 
 def test_a_run_moves_between_databases_whole_and_once(stored, tmp_path):

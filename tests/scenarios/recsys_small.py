@@ -3,12 +3,15 @@
 from pathlib import Path
 
 from scenarios.recsys.config import Config
+from scenarios.recsys.synthetic import WorldConfig
 from scenarios.recsys.world import load
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "movielens"
-SMALL = dict(users=500, items=150, genres=6, validation_users=120, test_users=120, rank=16)
-OVERRIDES = [f"recsys.{k}={v}" for k, v in SMALL.items()] + ["market.batch=64", "run.episodes=192"]
+WORLD = dict(users=500, items=150, genres=6)
+SMALL = dict(validation_users=120, test_users=120, rank=16)
+OVERRIDES = ([f"recsys.world.{k}={v}" for k, v in WORLD.items()] + [f"recsys.{k}={v}" for k, v in SMALL.items()]
+             + ["market.batch=64", "run.episodes=192"])
 
 
 def small_world(seed: int = 0, **changes):
-    return load(Config(**{**SMALL, **changes}), seed)
+    return load(Config(**{"world": WorldConfig(**WORLD), **SMALL, **changes}), seed)

@@ -7,6 +7,7 @@ from sqlalchemy import create_engine, text
 from scenarios.cli.main import main
 
 HEAD = '[run]\nscenario = "relay"\nepisodes = 5\n'
+CREDIT = HEAD + '[market]\nbatch = 8\n[agents]\nactions = "grpo"\ngroup = 4\ncredit = "delta_ttg"\n'
 CONFIGS = [  # (file body, what the error line must name besides the file)
     (HEAD + '[market]\nclearng = "first_price"\n', ["market.clearng", "'first_price'", "did you mean 'clearing'"]),
     ('[run]\nscenario = "relay"\nepisodes = "ten"\n', ["run.episodes", "'ten'"]),
@@ -22,6 +23,19 @@ CONFIGS = [  # (file body, what the error line must name besides the file)
     (HEAD + "[markt]\nbatch = 2\n", ["[markt]", "did you mean 'market'"]),
     (HEAD + "[market\nbatch = 2\n", ["not valid TOML", "line 4"]),
     ('[run]\nscenario = "nosuch"\n', ["run.scenario", "'nosuch'"]),
+    (CREDIT + "[agents.credit_settings.delta_ttg]\nrhoo = 0.3\n",
+     ["agents.credit_settings.delta_ttg.rhoo", "0.3", "unknown key", "did you mean 'rho'"]),
+    (CREDIT + "[agents.credit_settings.delta_ttg]\nrho = 2\n", ["agents.credit_settings.delta_ttg.rho", "2", "less than"]),
+    (CREDIT + '[agents.credit_settings.delta_ttg]\nrho = "0.3"\n', ["agents.credit_settings.delta_ttg.rho", "number"]),
+    (CREDIT + "[agents.credit_settings.draco]\neps = 0.1\n", ["agents.credit_settings.draco", "not read"]),
+    ('[run]\nscenario = "recsys"\n[recsys.world]\nuserz = 300\n', ["recsys.world.userz", "did you mean 'users'"]),
+    ('[run]\nscenario = "recsys"\n[recsys.world]\nusers = 5\n', ["recsys.world.users", "5", "greater than"]),
+    ('[run]\nscenario = "recsys"\n[recsys]\nusers = 300\n', ["recsys.users", "did you mean 'world.users'"]),
+]
+OVERRIDES = [  # (--set arguments, what the error line must name)
+    (["agents.credit_settings.delta_ttg.rhoo=0.3"], ["agents.credit_settings.delta_ttg.rhoo", "did you mean 'rho'"]),
+    (["agents.credit_settings.triage.bonus.progress=true"], ["agents.credit_settings.triage.bonus.progress", "number"]),
+    (["recsys.world.userz=300"], ["recsys.world.userz", "did you mean 'users'"]),
 ]
 
 
@@ -43,6 +57,14 @@ def test_malformed_scenario_file(tmp_path, capsys, body, named):
     line = one_error_line(capsys, ["run", str(path), "--out", str(out)])
     assert str(path) in line and all(n in line for n in named), line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("sets, named", OVERRIDES)
+def test_bad_override(tmp_path, capsys, sets, named):
+    scenario = "recsys" if sets[0].startswith("recsys") else "relay"
+    line = one_error_line(capsys, ["run", scenario, *(a for s in sets for a in ("--set", s)), "--out", str(tmp_path)])
+    assert all(n in line for n in named), line
+    assert not any(tmp_path.iterdir())
 
 
 def test_unreachable_database(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""scenarios/plots: the series rebuilt from the tables, the figures, and ``catallax report``.
+"""scenarios/report: the series rebuilt from the tables, the figures, and ``catallax report``.
 
 One small relay run (real, stored in SQLite) feeds every test: the replayed
 balances are checked against the ledger's own replay and the stored final

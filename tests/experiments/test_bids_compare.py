@@ -1,26 +1,32 @@
-"""The bids comparison script runs end to end at toy size and writes both tables (numbers not asserted:
-the README reports the full run)."""
+"""The bids comparison runs end to end at toy size and writes both tables, every scheme on both scenarios
+and every pool (numbers not asserted beyond their ranges: the README reports the full run)."""
 
 import json
+
+import numpy as np
 
 from experiments import bids_compare
 
 
-def test_bids_compare_quick_writes_both_tables(tmp_path):
+def test_bids_compare_quick_writes_both_tables(tmp_path, capsys):
     out = tmp_path / "bids.md"
     assert bids_compare.main(["--quick", "--workers", "1", "--out", str(out)]) == 0
     text = out.read_text()
+    assert text.strip() == capsys.readouterr().out.strip()  # what it prints is what it writes
     for scheme in bids_compare.SCHEMES:
         assert f"| relay (target 0.9) | {scheme} |" in text and f"| blocks (target 0.2) | {scheme} |" in text
     assert "| learned/global | 10 |" in text and "| holland | 10 |" in text
     runs = json.loads(out.with_suffix(".json").read_text())
     assert len(runs["compare"]) == 2 * len(bids_compare.SCHEMES) and len(runs["pools"]) == 2
-    assert all(0 <= r["success"] <= 1 and 0 <= r["gini"] <= 1 for r in runs["compare"])
+    for r in runs["compare"]:
+        assert 0 <= r["success"] <= 1 and 0 <= r["gini"] <= 1
+        assert r["episodes_to_target"] is None or 16 <= r["episodes_to_target"] <= 64  # window .. episodes
+        assert ("heldout" in r) == (r["scenario"] == "blocks")
+    for r in runs["pools"]:
+        assert 0 < r["live"] <= 10 and all(0 <= r[k] <= 1 for k in ("train_success", "eval_full", "eval_dropout"))
 
 
 def test_episodes_to_target():
-    import numpy as np
-
     success = np.array([0, 0, 1, 1, 1, 0, 1, 1], dtype=float)
     assert bids_compare.episodes_to(success, 1.0, 3) == 5  # episodes 3..5 all succeeded
     assert bids_compare.episodes_to(success, 1.0, 9) is None

@@ -9,18 +9,19 @@ oracle one; -1 an execution step. Over the group's selection steps::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, flat, group_advantage, split
+from market.config import STRICT
 
 NEEDS = frozenset({"outcome", "selection"})
 
 
-@dataclass
+@dataclass(config=STRICT)
 class Config:
-    eps: float = EPS
+    eps: float = Field(EPS, gt=0)
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -1,14 +1,14 @@
-"""What the learner calls: per-step advantages of a MarketModel round from a named estimator.
+"""What the learner calls: per-step advantages of a MarketModel round from an estimator.
 
-``step_advantages(model, "draco", group=4, ...)`` turns the round (model.trace, the unflushed
-ledger, the world's ``credit_signals``) into groups of trajectories (agents/credit/market.py),
-runs the estimator on each group and scatters the advantages back to [T, B], aligned with
-``model.trace.path`` (0 where nobody acted). Call it from ``policy.learn(model)``, before the
-round's transfers are flushed.
+``step_advantages(model, "draco", group=4, ...)`` (a name: the defaults; or an Estimator with its
+settings, as ``AgentsConfig.estimator()`` builds it from ``[agents.credit_settings]``) turns the round
+(model.trace with its payment record, the world's ``credit_signals``) into groups of trajectories
+(agents/credit/market.py), runs the estimator on each group and scatters the advantages back to [T, B], aligned with
+``model.trace.path`` (0 where nobody acted). Call it from ``policy.learn(model)``.
 
 A world provides its signals through ``credit_signals(obs [T+1, F], actions [T], b, steps) -> dict``
 (its ``credit_signals``, e.g. scenarios/relay.py) and names them in its scenario module's ``CREDIT_SIGNALS``. A learning
-market round adds ``outcome``, ``profit`` (the ledger), ``score`` (the clearing price) and, when
+market round adds ``outcome``, ``profit`` (the round's payments), ``score`` (the clearing price) and, when
 actions are sampled, ``logp``: :func:`provides` is that whole set.
 """
 
@@ -33,8 +33,8 @@ def step_advantages(model, estimator, group: int, actions: np.ndarray | None = N
     est = make(estimator) if isinstance(estimator, str) else estimator
     path = model.trace.path
     T, B = path.shape
-    groups = trajectories(model, actions=actions, transfers=model.ledger.pending(),
-                          world_signals=getattr(model.world, "credit_signals", None), group=group or B, logp=logp)
+    groups = trajectories(model, actions=actions,
+                          world_signals=model.world.credit_signals, group=group or B, logp=logp)
     out = np.zeros((T, B))
     b = 0
     for g in groups:

@@ -1,0 +1,230 @@
+"""The run tables and the database that holds them: SQLModel classes, the engine, schema versions.
+
+SQLite by default (one file, WAL journal); any SQLAlchemy URL (PostgreSQL)
+works the same. Amounts are INTEGER micro-credits. The ``transfer`` table alone
+is enough to recompute every final balance in ``agent`` (see tests). Writing
+and reading runs is ``market/store.py``.
+
+The schema is versioned with alembic (``market/migrations``): opening a
+database upgrades an older one, and refuses one whose revision this code does
+not know. Several processes may write runs into one database at once: SQLite
+transactions take the write lock up front (``BEGIN IMMEDIATE``) and wait for it
+(``busy_timeout``), and schema changes happen under a lock on either backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import time
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import BigInteger, Column, LargeBinary, event, inspect, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlmodel import Field, SQLModel, create_engine
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+SCHEMA = "0002"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
+BASELINE = "0001"  # the schema databases had before it was versioned
+SQLITE_BUSY_MS = 60_000  # how long a SQLite writer waits for the lock before "database is locked"
+
+
+class StoreError(Exception):
+    """A database that cannot be used (unreachable, not a database, unknown schema); one line for the user."""
+
+
+class Run(SQLModel, table=True):
+    id: str = Field(primary_key=True)
+    scenario: str
+    seed: int
+    config: str  # JSON of the validated config
+    status: str = "running"  # running | finished | failed
+    started_at: datetime
+    finished_at: datetime | None = None
+    episodes: int = 0
+    ledger_hash: str | None = None
+    summary: str | None = None  # JSON of the final summary (failed: {"error": ...})
+    sweep: str | None = Field(default=None, index=True)  # the sweep this run belongs to (catallax sweep)
+
+
+class Agent(SQLModel, table=True):
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    agent_id: int = Field(primary_key=True)
+    parent_id: int | None = None
+    born_episode: int
+    died_episode: int | None = None
+    final_wealth: int | None = Field(default=None, sa_column=Column(BigInteger))
+    skill: str | None = None  # the agent's skill text at birth (its rule)
+
+
+class Transfer(SQLModel, table=True):
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    seq: int = Field(primary_key=True)
+    src: int = Field(sa_column=Column(BigInteger, nullable=False))
+    dst: int = Field(sa_column=Column(BigInteger, nullable=False))
+    amount: int = Field(sa_column=Column(BigInteger, nullable=False))
+    reason: int
+    episode: int
+    step: int
+
+
+class Episode(SQLModel, table=True):
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    episode: int = Field(primary_key=True)
+    success: bool
+    steps: int
+    reward: int = Field(sa_column=Column(BigInteger, nullable=False))
+    population: int
+
+
+class Checkpoint(SQLModel, table=True):
+    """The latest resumable state of a run, written in the same transaction as its round."""
+
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    episodes_done: int
+    transfers: int  # rows of the transfer log this state has seen
+    state: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+MODELS = (Run, Agent, Transfer, Episode, Checkpoint)  # parents first: the order rows are inserted in
+TABLES = {m.__tablename__ for m in MODELS}
+
+
+def make_engine(url: str):
+    """An engine on an up-to-date schema; SQLite files get WAL, foreign keys and write locks taken up front.
+
+    Raises :class:`StoreError` for a database that cannot be opened or was
+    written by a schema revision this code does not know; nothing is written then.
+    """
+    shown = shown_url(url)
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":  # plain postgresql:// means psycopg2, which we do not ship
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    try:
+        engine = create_engine(parsed)
+    except ImportError as err:
+        raise StoreError(f"--db {shown}: database driver missing ({err})") from None
+    if engine.dialect.name == "sqlite":
+        _sqlite_setup(engine)
+    try:
+        migrate(engine)
+    except StoreError as err:
+        engine.dispose()
+        raise StoreError(f"--db {shown}: {err}") from None
+    except DBAPIError as err:  # unreachable server, refused login, a file that is not a database, ...
+        engine.dispose()
+        reason = str(err.orig).strip().splitlines()[0] if err.orig else str(err)
+        raise StoreError(f"--db {shown}: cannot open the database ({reason})") from None
+    return engine
+
+
+def shown_url(url: str) -> str:
+    """The URL as error messages show it: the password as ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def _sqlite_setup(engine) -> None:
+    """WAL + NORMAL (atomic, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``.
+
+    pysqlite would open transactions lazily and run DDL outside them; taking
+    the write lock at BEGIN instead makes every transaction (schema changes
+    included) wait its turn for ``busy_timeout`` rather than fail with
+    "database is locked" when another process wrote in between.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _connect(conn, _record):
+        conn.isolation_level = None  # we emit BEGIN ourselves, below
+        cur = conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        # Turning a new file to WAL takes an exclusive lock, and SQLite reports "locked" at once (no busy
+        # handler) when another process opens the file at that moment: retry (seen: 1 in ~40 fresh files
+        # opened by 6 processes together).
+        retrying(lambda: cur.execute("PRAGMA journal_mode=WAL"), attempts=10, errors=(sqlite3.OperationalError,))
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def retrying(fn, attempts: int = 5, errors=(OperationalError,)):
+    """Run a write transaction, again if SQLite still reports a lock after busy_timeout (a last resort)."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except errors as err:
+            if "locked" not in str(err) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
+
+
+# ------------------------------------------------------------------ schema version
+
+
+@functools.cache
+def _scripts():
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(MIGRATIONS))
+
+
+def head() -> str:
+    """The newest revision among the migration scripts (what :data:`SCHEMA` must say)."""
+    return _scripts().get_current_head()
+
+
+def migrate(engine) -> None:
+    """Bring the database to :data:`SCHEMA` in one locked transaction; refuse a revision we do not know.
+
+    A database from before the schema was versioned (run tables, no
+    ``alembic_version``) holds the :data:`BASELINE` tables; it is checked and
+    stamped, then upgraded like any other.
+    """
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":  # one schema change at a time across processes
+            conn.execute(text("SELECT pg_advisory_xact_lock(7201730)"))
+        versioned = inspect(conn).has_table("alembic_version")
+        current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar() if versioned else None
+        if current == SCHEMA:
+            return
+        from alembic import command
+        from alembic.config import Config
+        from alembic.util import CommandError
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        cfg.attributes["connection"] = conn
+        if current is None and inspect(conn).has_table("run"):
+            _check_baseline(conn)
+            command.stamp(cfg, BASELINE)
+        elif current is not None:
+            try:
+                _scripts().get_revision(current)
+            except CommandError:
+                raise StoreError(f"schema revision {current!r} is unknown to this catallax (it knows up to "
+                                 f"{SCHEMA!r}); the database was written by a newer or different version") from None
+        command.upgrade(cfg, "head")
+
+
+def _check_baseline(conn) -> None:
+    """An unversioned database must hold exactly the baseline columns, or we cannot tell what it is."""
+    expected = {"run": {"id", "scenario", "seed", "config", "status", "started_at", "finished_at", "episodes",
+                        "ledger_hash", "summary"},
+                "agent": {"run_id", "agent_id", "parent_id", "born_episode", "died_episode", "final_wealth", "skill"},
+                "transfer": {"run_id", "seq", "src", "dst", "amount", "reason", "episode", "step"},
+                "episode": {"run_id", "episode", "success", "steps", "reward", "population"},
+                "checkpoint": {"run_id", "episodes_done", "transfers", "state"}}
+    insp = inspect(conn)
+    for table, columns in expected.items():
+        found = {c["name"] for c in insp.get_columns(table)} if insp.has_table(table) else set()
+        if found != columns:
+            raise StoreError(f"unversioned database with an incompatible schema (table {table!r} has columns "
+                             f"{sorted(found)}, expected {sorted(columns)})")

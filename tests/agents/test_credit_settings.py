@@ -1,0 +1,102 @@
+"""Each credit estimator's settings: strict config dataclasses, one table per registry name under
+``[agents.credit_settings]``, set from a scenario file or ``--set`` and reaching the estimator the
+learner builds. (Bad keys and values, end to end: tests/scenarios/test_bad_input.py.)"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from agents import credit as C
+from agents.credit.step_advantages import step_advantages
+from experiments import credit_compare
+from market import MarketModel
+from scenarios import relay
+from scenarios.run.config import ConfigError, load
+
+GRPO_ACTIONS = ['agents.actions="grpo"', "market.batch=8", "agents.group=4"]
+
+
+def test_the_settings_table_is_the_registry():
+    fields = dataclasses.fields(C.CreditSettings)
+    assert tuple(f.name for f in fields) == C.NAMES
+    for f in fields:  # each sub-table is its module's strict Config, defaults as written there
+        cls = C.module(f.name).Config
+        assert isinstance(getattr(C.CreditSettings(), f.name), cls)
+        assert cls.__pydantic_config__["extra"] == "forbid"
+
+
+def test_bounds_and_unknown_settings_are_refused():
+    with pytest.raises(ValueError, match="rho"):
+        C.make("delta_ttg", rho=1.5)
+    with pytest.raises(KeyError, match="no setting rhoo"):
+        C.make("delta_ttg", rhoo=0.3)
+    with pytest.raises(ValueError, match="prog"):
+        C.make("triage", bonus={"prog": 1.0})
+
+
+def test_a_setting_from_the_command_line_reaches_the_estimator():
+    exp = load("relay", GRPO_ACTIONS + ["agents.credit=delta_ttg", "agents.credit_settings.delta_ttg.rho=0.3"])
+    est = exp.agents.estimator()
+    assert (est.name, est.cfg.rho, est.cfg.cap) == ("delta_ttg", 0.3, 5.0)
+
+
+def test_a_setting_from_a_scenario_file_reaches_the_estimator(tmp_path):
+    path = tmp_path / "credit.toml"
+    path.write_text('[run]\nscenario = "relay"\n[market]\nbatch = 8\n[agents]\nactions = "grpo"\ngroup = 4\n'
+                    'credit = "triage"\n[agents.credit_settings.triage.bonus]\nprogress = 0.7\n')
+    est = load(str(path)).agents.estimator()
+    assert dataclasses.asdict(est.cfg.bonus) == {"progress": 0.7, "exploration": 0.2, "noop": 0.0, "regression": -0.5}
+
+
+def test_settings_of_an_estimator_the_learner_does_not_read_are_refused():
+    for sets in (["agents.credit=draco", "agents.credit_settings.delta_ttg.rho=0.3"],
+                 ["agents.credit_settings.grpo.eps=0.1"]):
+        with pytest.raises(ConfigError, match=r"agents\.credit_settings\.\w+ = .*: not read"):
+            load("relay", GRPO_ACTIONS + sets)
+
+
+def test_the_settings_are_stored_with_the_run_and_read_back():
+    from scenarios.run.config import from_dict
+
+    exp = load("relay", GRPO_ACTIONS + ["agents.credit=cast", "agents.credit_settings.cast.scale=2.0"])
+    assert from_dict(exp.to_dict(), source="stored").agents.estimator().cfg.scale == 2.0
+
+
+class Scaled(credit_compare.LogitPolicy):
+    """Inside the learning hook: cast with scale 2 (from --set) gives twice cast's advantages by name."""
+
+    seen: list
+    estimator: object
+
+    def learn(self, model):
+        actions, logp = (np.stack(x) for x in zip(*self.taken))
+        by_name = step_advantages(model, "cast", 4, actions, logp)
+        self.seen.append((step_advantages(model, self.estimator, 4, actions, logp), by_name))
+        super().learn(model)
+
+
+def test_step_advantages_use_the_estimators_settings():
+    exp = load("relay", GRPO_ACTIONS + ["agents.credit=cast", "agents.credit_settings.cast.scale=2.0"], seed=1)
+    world, rules = relay.build(exp.scenario)
+    policy = Scaled(rules, exp.scenario.stages, None, 4, 0.5, 1.0, 1, None)
+    policy.seen, policy.estimator = [], exp.agents.estimator()
+    model = MarketModel(world, policy, exp.market, exp.population, seed=1)
+    for _ in range(2):
+        model.step()
+    for scaled, by_name in policy.seen:
+        assert np.abs(by_name).sum() > 0
+        np.testing.assert_allclose(scaled, 2 * by_name)
+
+
+def test_a_setting_changes_what_the_learner_learns():
+    from scenarios.run.runner import build_model
+
+    theta = {}
+    for rho in (0.0, 1.0):  # the meter's drop alone, or uniform over the steps (Adam would hide a mere scale)
+        model = build_model(load("relay", GRPO_ACTIONS + ["agents.credit=delta_ttg",
+                                                          f"agents.credit_settings.delta_ttg.rho={rho}"], seed=3))
+        for _ in range(3):
+            model.step()
+        theta[rho] = model.policy.theta.detach().cpu().numpy().copy()
+    assert not np.allclose(theta[0.0], theta[1.0])
