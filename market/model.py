@@ -172,10 +172,11 @@ class MarketModel(mesa.Model, Economy):
         record = []  # per step: winner, price, reward, done (and the auctions in full for a policy that reads them)
         payments = Payments()
 
-        def pay(src, dst, amount, reason, worlds, t):
-            transfer(src, dst, amount, reason, episode_ids[worlds], t)
+        def pay(src, dst, amount, reason, where, t):
+            """Move money in worlds ``where`` at step t: through the ledger, and into the round's payment record."""
+            transfer(src, dst, amount, reason, episode_ids[where], t)
             if settle:
-                payments.add(t, worlds, src, dst, amount, reason)
+                payments.add(t, where, src, dst, amount, reason)
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
         for t in range(world.horizon):
