@@ -14,6 +14,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.credit import NAMES, CreditSettings, make
 from market.config import STRICT
+from market.money import MAX_CREDITS
 
 
 @dataclass(config=STRICT)
@@ -36,8 +37,8 @@ class AgentsConfig:
     dim: int = Field(0, ge=0)
     """Size of each agent's embedding row. 0: the feature size itself (no shared projection; right
     for one-hot features); above 0: a shared learned projection of phi to this size (text features)."""
-    bid_scale: float = Field(0.1, gt=0)
-    """Credits per unit of softplus(score): bid = bid_scale x softplus(phi . row + bias)."""
+    bid_scale: float = Field(0.1, gt=0, le=MAX_CREDITS)
+    """Credits per unit of softplus(score): bid = bid_scale x softplus(phi . row + bias); at most 1e9."""
     init_std: float = Field(0.5, ge=0)
     """Std of a random newcomer's row and bias (score units)."""
     inherit_sigma: float = Field(0.1, ge=0)

@@ -40,7 +40,7 @@ skills). Every accepted rewrite is a new version with its parent version.
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Protocol
 
 import numpy as np
@@ -200,8 +200,10 @@ class LLMPolicy(Policy):
         """[B, N] wake-up. LLM agents: one batched scoring pass over the (agent, state summary)
         pairs not scored before; an agent wakes where its yes-vs-no log-odds, centred on its own
         mean over all of the task's summaries (a weak model's yes-bias differs per prompt), exceed
-        its threshold. Tool agents wake by the task's rule. An agent that forfeited on an
-        observation stays asleep on that same observation."""
+        its threshold. A score the backend could not give (NaN) is no opinion: no wake-up there, the
+        mean is over the others, and it is not cached (asked again next step). Tool agents wake by
+        the task's rule. An agent that forfeited on an observation stays asleep on that same
+        observation."""
         B, N = len(obs), self.role.size
         wake = np.zeros((B, N), dtype=bool)
         if self.only is not None:
@@ -216,9 +218,14 @@ class LLMPolicy(Policy):
                 summaries, every = self.task.summaries(obs), list(self.task.all_summaries)
                 keys = {r: (int(self.role[r]), self._skills(r, wake=True)) for r in llm}
                 missing = sorted({(*keys[r], s) for r in llm for s in every} - self.scores.keys())
-                self.scores.update(zip(missing, self._score([self._wake_prompt(*k) for k in missing]).tolist()))
-                table = np.array([[self.scores[(*keys[r], s)] for s in every] for r in llm])  # [n, S]
-                centred = table - table.mean(axis=1, keepdims=True)
+                fresh = dict(zip(missing, self._score([self._wake_prompt(*k) for k in missing]).tolist()))
+                self.scores.update((k, v) for k, v in fresh.items() if np.isfinite(v))  # a failed score: asked again
+                table = np.array([[self.scores.get((*keys[r], s), fresh.get((*keys[r], s))) for s in every]
+                                  for r in llm], dtype=float)  # [n, S], NaN: no opinion
+                known = np.isfinite(table)
+                count = np.maximum(known.sum(axis=1, keepdims=True), 1)
+                mean = np.where(known, table, 0.0).sum(axis=1, keepdims=True) / count
+                centred = np.where(known, table - mean, -np.inf)  # no opinion: no wake-up
                 column = {s: i for i, s in enumerate(every)}
                 wake[:, llm] = centred[:, [column[s] for s in summaries]].T > self.theta[llm][None, :]
         for b in range(B):
@@ -373,14 +380,15 @@ class LLMPolicy(Policy):
     def state_dict(self) -> dict:
         return {"role": self.role.copy(), "theta": self.theta.copy(), "version": self.version.copy(),
                 "skills": list(self.skills), "versions": [dict(v) for v in self.versions],
-                "scores": dict(self.scores), "memo": dict(self.memo), "bench": {k: set(v) for k, v in self.bench.items()},
-                "recent": dict(self.recent), "counts": dict(self.counts),
-                "seed_agents": list(self._seed_agents)}
+                "scores": dict(self.scores), "memo": [(asdict(p), asdict(c)) for p, c in self.memo.items()],
+                "bench": {k: set(v) for k, v in self.bench.items()}, "recent": dict(self.recent),
+                "counts": dict(self.counts), "seed_agents": list(self._seed_agents)}  # data only: see market/checkpoint.py
 
     def load_state_dict(self, state: dict) -> None:
         self.role, self.theta, self.version = state["role"].copy(), state["theta"].copy(), state["version"].copy()
         self.skills, self.versions = list(state["skills"]), [dict(v) for v in state["versions"]]
-        self.scores, self.memo, self.recent = dict(state["scores"]), dict(state["memo"]), dict(state["recent"])
+        self.scores, self.recent = dict(state["scores"]), dict(state["recent"])
+        self.memo = {Prompt(**p): Completion(**c) for p, c in state["memo"]}
         self.bench = {k: set(v) for k, v in state["bench"].items()}
         self.counts = collections.Counter(state["counts"])
         self._seed_agents = list(state["seed_agents"])

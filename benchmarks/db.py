@@ -46,7 +46,7 @@ from sqlmodel import Session  # noqa: E402
 from benchmarks._units import label  # noqa: E402
 from market.ledger import TRANSFER_DTYPE  # noqa: E402
 from market.model import RoundLog  # noqa: E402
-from market.store import Agent, Checkpoint, Episode, Run, RunStore, Transfer  # noqa: E402
+from market.store import Agent, Checkpoint, Episode, Lease, Run, RunStore, Transfer  # noqa: E402
 
 
 def rounds_of(size: int, count: int, rng: np.random.Generator, first_episode: int) -> list[RoundLog]:
@@ -82,7 +82,7 @@ def driver_throughput(store: RunStore, logs: list[RoundLog], seq: itertools.coun
 
 def cleanup(store: RunStore) -> None:
     with Session(store.engine) as s:
-        for table in (Transfer, Episode, Agent, Checkpoint):
+        for table in (Transfer, Episode, Agent, Checkpoint, Lease):
             s.execute(delete(table).where(table.run_id == store.run_id))
         s.execute(delete(Run).where(Run.id == store.run_id))
         s.commit()

@@ -3,7 +3,10 @@
 Each field documents itself; ranges and choices are checked when the config is
 built (pydantic dataclasses), so a bad value fails before anything runs.
 Amounts are in credits here and converted to integer micro-credits by the
-model (see ``market/money.py``).
+model (see ``market/money.py``); each is at most ``MAX_CREDITS`` (1e9 credits),
+so no single amount comes near int64, and the ledger refuses the transfer that
+would take a balance past it. Floats must be finite (``allow_inf_nan=False``):
+``rent = inf`` is refused here, not mid-run.
 """
 
 from __future__ import annotations
@@ -13,29 +16,33 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
-STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+from market.money import MAX_CREDITS
+
+STRICT = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+MAX_BATCH = 65_536
+"""market.batch at most: [B, N] arrays per step stay small (B = 65536 x 64 agents is 4 M entries)."""
 
 
 @dataclass(config=STRICT)
 class MarketConfig:
     """The auction, the payments and the house's rules (DESIGN.md, "The economy")."""
 
-    batch: int = Field(1, ge=1)
-    """B: episodes run in lockstep over one population (1 = the sequential EoM economy)."""
+    batch: int = Field(1, ge=1, le=MAX_BATCH)
+    """B: episodes run in lockstep over one population (1 = the sequential EoM economy); at most 65536."""
     clearing: Literal["first_price", "second_price", "softmax", "random"] = "first_price"
     """Clearing rule; see market/auction.py."""
-    temperature: float = Field(0.05, gt=0)
-    """Softmax clearing temperature, in credits."""
+    temperature: float = Field(0.05, gt=0, le=MAX_CREDITS)
+    """Softmax clearing temperature, in credits (at most 1e9)."""
     bid_scheme: Literal["fixed", "fixed_with_eps", "holland", "policy", "learned"] = "fixed"
     """fixed: every agent bids base_bid; fixed_with_eps: a newborn bids max(others)+bid_eps, then
     keeps it; holland: bid = max(base_bid, holland_c x wealth); policy: the policy's
     ``bids(obs)`` ([N] or [B, N] credits: evolved or feature-conditioned bids); learned: the same
     hook, the policy being a trained bid head (agents/learner.py; the runner wraps the scenario's
     policy in ``agents.LearnedPolicy``; it needs ``clearing = "softmax"``, the rule it is trained under)."""
-    base_bid: float = Field(0.05, ge=0)
-    """Bid of the fixed scheme, and the floor of the holland scheme, in credits."""
-    bid_eps: float = Field(0.01, ge=0)
-    """Newcomer's increment over the highest bid (fixed_with_eps), in credits."""
+    base_bid: float = Field(0.05, ge=0, le=MAX_CREDITS)
+    """Bid of the fixed scheme, and the floor of the holland scheme, in credits (at most 1e9)."""
+    bid_eps: float = Field(0.01, ge=0, le=MAX_CREDITS)
+    """Newcomer's increment over the highest bid (fixed_with_eps), in credits (at most 1e9)."""
     holland_c: float = Field(0.1, ge=0, le=1)
     """Holland's bid coefficient: the share of wealth bid."""
     bid_cap: float = Field(1.0, gt=0, le=1)
@@ -50,15 +57,15 @@ class MarketConfig:
     terminal: Literal["owner", "path"] = "owner"
     """Who gets the world's terminal reward: the final owner (Hayek) or the path's unique
     authors in equal integer shares (EoM)."""
-    reward_scale: float = Field(1.0, ge=0)
-    """Credits paid by the house per unit of world reward."""
-    rent: float = Field(0.02, ge=0)
-    """Rent each live agent pays the house every rent_interval episodes, in credits."""
+    reward_scale: float = Field(1.0, ge=0, le=MAX_CREDITS)
+    """Credits paid by the house per unit of world reward (at most 1e9)."""
+    rent: float = Field(0.02, ge=0, le=MAX_CREDITS)
+    """Rent each live agent pays the house every rent_interval episodes, in credits (at most 1e9)."""
     rent_interval: int = Field(1, ge=1)
     wealth_tax: float = Field(0.0, ge=0, lt=1)
     """Share of its (positive) wealth each agent pays the house with each rent (Holland's tax)."""
-    action_fee: float = Field(0.0, ge=0)
-    """Credits the winner pays the house for each action it takes (a tax on computation)."""
+    action_fee: float = Field(0.0, ge=0, le=MAX_CREDITS)
+    """Credits the winner pays the house for each action it takes (a tax on computation; at most 1e9)."""
 
 
 @dataclass(config=STRICT)
@@ -66,8 +73,8 @@ class PopulationConfig:
     """Initial population, births and bounds."""
 
     initial_agents: int = Field(20, ge=1)
-    initial_wealth: float = Field(0.5, ge=0)
-    """Credits the house gives each newborn (initial agents included)."""
+    initial_wealth: float = Field(0.5, ge=0, le=MAX_CREDITS)
+    """Credits the house gives each newborn (initial agents included; at most 1e9)."""
     p_exploit: float = Field(0.3, ge=0, le=1)
     """Per episode: probability that the richest agent has a mutated child."""
     p_explore: float = Field(0.3, ge=0, le=1)

@@ -7,6 +7,8 @@ balance, so the invariants hold by construction and are checked cheaply on
 each call:
 
 * amounts are integers and never negative;
+* no balance leaves int64 (``|balance| <= MAX_MICRO``, so negating one is exact): the transfer
+  that would take one past is refused whole, so a sum never wraps (a wrapped house would still "conserve");
 * neither side of a transfer is a dead account;
 * the sum over all accounts is zero (money is only moved, never made);
 * replaying the log from zero reproduces every balance (:func:`replay`).
@@ -21,6 +23,8 @@ import hashlib
 from enum import IntEnum
 
 import numpy as np
+
+from market.money import MAX_MICRO
 
 TRANSFER_DTYPE = np.dtype(
     [("src", "<i8"), ("dst", "<i8"), ("amount", "<i8"), ("reason", "<i2"), ("episode", "<i8"), ("step", "<i4")]
@@ -38,8 +42,11 @@ class Reason(IntEnum):
     GIFT = 7  # one agent gives to another (the Boltzmann wealth model)
 
 
+_SAFE = 2.0**62  # below this, n amounts and the largest |balance| cannot together reach MAX_MICRO
+
+
 class LedgerError(RuntimeError):
-    """A transfer broke an invariant (negative amount, dead account)."""
+    """A transfer broke an invariant (negative amount, dead account, a balance past int64)."""
 
 
 class Ledger:
@@ -62,26 +69,47 @@ class Ledger:
         house row) and broadcasts against the others; zero amounts are dropped
         (they move nothing and would only bloat the log).
         """
-        src, dst, amount, episode = np.broadcast_arrays(
-            np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-            np.asarray(amount, dtype=np.int64), np.asarray(episode, dtype=np.int64))
+        try:
+            amount = np.asarray(amount)
+            if amount.dtype.kind not in "iub":  # a float amount would be truncated (or wrap) by the cast
+                raise LedgerError(f"transfer amount of dtype {amount.dtype}: amounts are integer micro-credits")
+            src, dst, amount, episode = np.broadcast_arrays(
+                np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                amount.astype(np.int64, casting="safe", copy=False), np.asarray(episode, dtype=np.int64))
+        except (OverflowError, TypeError) as err:  # a Python int past int64, a uint64 beyond it
+            raise LedgerError(f"transfer amount not an int64: {err}") from None
         keep = amount != 0
         if not keep.any():
             return
         src, dst, amount, episode = src[keep], dst[keep], amount[keep], episode[keep]
-        if (amount < 0).any():
+        if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")
         if min(src.min(), dst.min()) < 0:
             raise LedgerError("transfer names row -1: no such account")
-        alive = self.pop.alive
+        alive, wealth = self.pop.alive, self.pop.wealth
         if not (alive[src].all() and alive[dst].all()):
             raise LedgerError("transfer touches a dead account")
-        np.subtract.at(self.pop.wealth, src, amount)  # .at: a row may appear several times
-        np.add.at(self.pop.wealth, dst, amount)
+        # int64 cannot overflow when n amounts and the largest |balance| stay below 2^62 (every call of an
+        # ordinary run); otherwise each touched balance is computed exactly in Python ints first
+        if float(amount.max()) * amount.size + max(float(wealth.max()), -float(wealth.min())) >= _SAFE:
+            self._check_exact(src, dst, amount)
+        np.subtract.at(wealth, src, amount)  # .at: a row may appear several times
+        np.add.at(wealth, dst, amount)
         n = src.size
         self._pending.append((self.pop.ids[src], self.pop.ids[dst], amount, np.full(n, int(reason)), episode,
                               np.full(n, step)))
         self.count += n
+
+    def _check_exact(self, src, dst, amount) -> None:
+        """Refuse, before anything moves, a transfer after which some balance would be past MAX_MICRO."""
+        balance = {}
+        for s, d, a in zip(src.tolist(), dst.tolist(), amount.tolist()):
+            balance[s] = balance.get(s, int(self.pop.wealth[s])) - a
+            balance[d] = balance.get(d, int(self.pop.wealth[d])) + a
+        for row, value in balance.items():
+            if abs(value) > MAX_MICRO:
+                raise LedgerError(f"transfer would take account {int(self.pop.ids[row])}'s balance to {value} "
+                                  f"micro-credits, past int64 (|balance| <= {MAX_MICRO})")
 
     def pending(self) -> np.ndarray:
         """The transfers since the last flush, in order, without flushing (a learner reads its round's)."""

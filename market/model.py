@@ -30,7 +30,7 @@ from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.brigade import Payments, sale, terminal_shares
 from market.config import MarketConfig, PopulationConfig
 from market.ledger import Ledger, Reason
-from market.money import MICRO, share, to_micro
+from market.money import MICRO, rint_micro, share, to_micro, to_micro_array
 from market.population import HOUSE_ROW, Population
 from market.protocols import Economy, Policy, World
 
@@ -135,7 +135,7 @@ class MarketModel(mesa.Model, Economy):
         """[N] bids of every row under the configured scheme ([B, N] for ``policy``), capped at wealth."""
         pop = self.population
         if self.cfg.bid_scheme in ("policy", "learned"):  # the agents' own bids in credits: evolved, or a bid head
-            raw = np.rint(np.asarray(self.policy.bids(obs), dtype=np.float64) * MICRO).astype(np.int64)
+            raw = to_micro_array(self.policy.bids(obs))
         elif self.cfg.bid_scheme == "holland":
             raw = np.maximum(share(pop.wealth, self.cfg.holland_c), self._money["base_bid"])
         else:
@@ -200,7 +200,7 @@ class MarketModel(mesa.Model, Economy):
             path[t] = np.where(won, winner, -1)
             steps += active
             done &= active
-            reward_micro = np.where(active, np.rint(np.asarray(reward) * self._money["reward"]), 0).astype(np.int64)
+            reward_micro = rint_micro(np.where(active, np.asarray(reward) * self._money["reward"], 0))
             earned += reward_micro
             record.append(step_record + [np.where(active, reward, 0.0), done.copy()])
 

@@ -19,6 +19,7 @@ import sqlite3
 import time
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import BigInteger, Column, LargeBinary, event, inspect, text
 from sqlalchemy.engine import make_url
@@ -26,7 +27,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import Field, SQLModel, create_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-SCHEMA = "0002"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
+SCHEMA = "0003"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
 BASELINE = "0001"  # the schema databases had before it was versioned
 SQLITE_BUSY_MS = 60_000  # how long a SQLite writer waits for the lock before "database is locked"
 
@@ -88,28 +89,54 @@ class Checkpoint(SQLModel, table=True):
     state: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
-MODELS = (Run, Agent, Transfer, Episode, Checkpoint)  # parents first: the order rows are inserted in
-TABLES = {m.__tablename__ for m in MODELS}
+class Lease(SQLModel, table=True):
+    """Which process writes a run: taken when a run or resume starts, renewed by every round, dropped at the end.
+
+    Every write of the run checks ``token`` in its own transaction, so a writer whose lease was taken over
+    (it looked dead) cannot write another row; see ``market/store.py``."""
+
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    token: str  # this writer's own id
+    host: str
+    pid: int
+    since: datetime
+    heartbeat: datetime  # the last round it wrote (or when it took the lease)
 
 
-def make_engine(url: str):
+MODELS = (Run, Agent, Transfer, Episode, Checkpoint)  # a run's record, parents first (as rows are inserted)
+TABLES = {m.__tablename__ for m in (*MODELS, Lease)}  # a lease is who writes now, not part of the record
+
+
+def make_engine(url: str, readonly: bool = False):
     """An engine on an up-to-date schema; SQLite files get WAL, foreign keys and write locks taken up front.
 
     Raises :class:`StoreError` for a database that cannot be opened or was
     written by a schema revision this code does not know; nothing is written then.
+    ``readonly``: for commands that only read: the database is opened read-only
+    (SQLite ``mode=ro``; PostgreSQL read-only transactions) and must already
+    hold this schema revision; nothing, not even its journal mode, is changed.
     """
     shown = shown_url(url)
     parsed = make_url(url)
     if parsed.drivername == "postgresql":  # plain postgresql:// means psycopg2, which we do not ship
         parsed = parsed.set(drivername="postgresql+psycopg")
+    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
+    connect_args = {}
+    if readonly and sqlite_file:
+        parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro",
+                            query={"uri": "true"})
+    elif readonly and parsed.get_backend_name() == "postgresql":
+        connect_args = {"options": "-c default_transaction_read_only=on"}
     try:
-        engine = create_engine(parsed)
+        engine = create_engine(parsed, connect_args=connect_args)
     except ImportError as err:
         raise StoreError(f"--db {shown}: database driver missing ({err})") from None
     if engine.dialect.name == "sqlite":
-        _sqlite_setup(engine)
+        _sqlite_setup(engine, readonly)
     try:
-        migrate(engine)
+        check(engine) if readonly else migrate(engine)
+        if engine.dialect.name == "sqlite" and not readonly:
+            _wal(engine)  # only once the file is known to be ours: a foreign file is left as it was
     except StoreError as err:
         engine.dispose()
         raise StoreError(f"--db {shown}: {err}") from None
@@ -128,13 +155,14 @@ def shown_url(url: str) -> str:
         return url
 
 
-def _sqlite_setup(engine) -> None:
-    """WAL + NORMAL (atomic, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``.
+def _sqlite_setup(engine, readonly: bool) -> None:
+    """NORMAL sync (atomic with WAL, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``.
 
     pysqlite would open transactions lazily and run DDL outside them; taking
     the write lock at BEGIN instead makes every transaction (schema changes
     included) wait its turn for ``busy_timeout`` rather than fail with
-    "database is locked" when another process wrote in between.
+    "database is locked" when another process wrote in between. A read-only
+    connection begins plainly (it never takes the write lock).
     """
 
     @event.listens_for(engine, "connect")
@@ -142,17 +170,25 @@ def _sqlite_setup(engine) -> None:
         conn.isolation_level = None  # we emit BEGIN ourselves, below
         cur = conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-        # Turning a new file to WAL takes an exclusive lock, and SQLite reports "locked" at once (no busy
-        # handler) when another process opens the file at that moment: retry (seen: 1 in ~40 fresh files
-        # opened by 6 processes together).
-        retrying(lambda: cur.execute("PRAGMA journal_mode=WAL"), attempts=10, errors=(sqlite3.OperationalError,))
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _begin(conn):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+
+def _wal(engine) -> None:
+    """Switch the file to WAL (it stays so; a no-op when it is already). Turning a file to WAL takes an
+    exclusive lock, and SQLite reports "locked" at once (no busy handler) when another process opens the
+    file at that moment: retry (seen: 1 in ~40 fresh files opened by 6 processes together)."""
+    raw = engine.raw_connection()
+    try:
+        retrying(lambda: raw.driver_connection.execute("PRAGMA journal_mode=WAL"), attempts=10,
+                 errors=(sqlite3.OperationalError,))
+    finally:
+        raw.close()
 
 
 def retrying(fn, attempts: int = 5, errors=(OperationalError,)):
@@ -212,6 +248,25 @@ def migrate(engine) -> None:
                 raise StoreError(f"schema revision {current!r} is unknown to this catallax (it knows up to "
                                  f"{SCHEMA!r}); the database was written by a newer or different version") from None
         command.upgrade(cfg, "head")
+
+
+def check(engine) -> None:
+    """For a read-only open: the database must hold exactly :data:`SCHEMA` (reading changes nothing)."""
+    with engine.connect() as conn:
+        versioned = inspect(conn).has_table("alembic_version")
+        current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar() if versioned else None
+        if current == SCHEMA:
+            return
+        if current is None and not inspect(conn).has_table("run"):
+            raise StoreError("not a catallax database (no run tables)")
+        if current is None:
+            _check_baseline(conn)
+    known = [s.revision for s in _scripts().walk_revisions()]
+    if current is None or current in known:
+        raise StoreError(f"schema revision {current or BASELINE!r} is older than this catallax's {SCHEMA!r}; "
+                         "a command that writes (catallax run, resume) upgrades it")
+    raise StoreError(f"schema revision {current!r} is unknown to this catallax (it knows up to {SCHEMA!r}); "
+                     "the database was written by a newer or different version")
 
 
 def _check_baseline(conn) -> None:

@@ -41,6 +41,7 @@ from pydantic.dataclasses import dataclass
 from market import HOUSE_ROW, Ledger, MarketConfig, Population, PopulationConfig, Reason, gini, to_micro
 from market.agent import Trader
 from market.config import STRICT
+from market.money import MAX_CREDITS
 from market.model import RoundLog
 from market.protocols import Economy
 
@@ -58,8 +59,8 @@ class Config:
     """Whether the grid wraps around (Mesa's example: no)."""
     initial_units: int = Field(1, ge=0)
     """Units each agent starts with (funded by the house)."""
-    unit: float = Field(1.0, gt=0)
-    """Credits per unit: what one gift moves."""
+    unit: float = Field(1.0, gt=0, le=MAX_CREDITS)
+    """Credits per unit: what one gift moves (at most 1e9, market/money.py)."""
 
     def __post_init__(self):
         if grid_shape(self) == (1, 1):

@@ -1,33 +1,60 @@
-"""Scenario names -> the modules that build them, and the interface a scenario module offers.
+"""Which scenarios exist, where their code is, and the interface a scenario module offers (version 1).
+
+``[run] scenario`` (and ``catallax run NAME``) names one of
+
+* a built-in scenario (``relay``, ``blocks``, ... below);
+* a plugin registered by an installed package under the entry-point group ``catallax.scenarios``
+  (``my_world = "my_lab.world"`` in its pyproject's ``[project.entry-points."catallax.scenarios"]``);
+* a ``.py`` file (relative to the TOML file that names it, or to the working directory on the
+  command line);
+* a dotted module path importable from the working directory or ``sys.path`` (``my_lab.world``).
 
 A scenario module provides
 
-* ``Config``: its config dataclass, the ``[name]`` section of its TOML;
+* ``Config``: a dataclass, its TOML section (named after the scenario: ``[world]`` for ``world.py`` or
+  ``my_lab.world``, the entry point's name for a registered plugin);
 * ``metrics(model, episodes, cfg) -> dict``: its part of the run's summary;
-* ``build(cfg) -> (world, policy)`` (the market runs them), or ``make_model(exp)`` for a model of
-  its own (boltzmann has no auction; recsys runs a team or a market of its own);
+* ``build(cfg) -> (world, policy)`` (the market runs them: market.protocols.World and Policy), or
+  ``make_model(exp)`` for a model of its own (boltzmann has no auction; recsys runs a team);
 
 and optionally
 
 * ``validate(exp)``: how the sections fit together (raise ``ValueError`` naming the key);
 * ``CREDIT_SIGNALS``: the Trajectory fields its world's ``credit_signals`` fills, checked against
-  ``agents.credit`` when the config is loaded.
+  ``agents.credit`` when the config is loaded;
+* ``CATALLAX_API = 1``: the interface version it was written against (refused if this catallax
+  speaks another).
 
-:func:`get_scenario` reads a module once into a :class:`Scenario`, with the defaults filled in, so
-the rest of the code calls every hook without asking whether it exists.
+:func:`get_scenario` reads a module once into a :class:`Scenario`, defaults filled in, so the rest
+of the code calls every hook without asking whether it exists. A module that cannot serve is a
+:class:`ScenarioError`, one line naming the file (the CLI exits 2).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
+
+import numpy as np
 
 from market import MarketModel
 
+API = 1
 SCENARIO_DIR = Path(__file__).parent
-SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann", "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath"}
+SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
+             "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath"}
+ENTRY_POINTS = "catallax.scenarios"
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be found or does not offer the interface; the message is one line."""
 
 
 def _fits(exp) -> None:
@@ -36,34 +63,122 @@ def _fits(exp) -> None:
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str
+    name: str  # what the config names: a built-in or entry-point name, a file's absolute path, a module path
+    section: str  # its TOML section
+    origin: str  # the file its code is in, for error messages
+    description: str  # the module docstring's first line
     Config: type
     metrics: Callable
     build: Callable | None = None
     own_model: Callable | None = None  # the module's make_model, when it has a model of its own
     validate: Callable = _fits
     credit_signals: tuple[str, ...] = ()
+    plugin: bool = False
 
     @classmethod
-    def of(cls, name: str, module) -> Scenario:
-        return cls(name, module.Config, module.metrics, getattr(module, "build", None),
-                   getattr(module, "make_model", None), getattr(module, "validate", _fits),
-                   tuple(getattr(module, "CREDIT_SIGNALS", ())))
+    def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
+        origin = getattr(module, "__file__", None) or name
+        api = getattr(module, "CATALLAX_API", API)
+        if api != API:
+            raise ScenarioError(f"{origin}: written for scenario interface {api}; this catallax speaks {API}")
+        missing = [k for k in ("Config", "metrics") if not hasattr(module, k)]
+        if not (hasattr(module, "build") or hasattr(module, "make_model")):
+            missing.append("build (or make_model)")
+        if missing:
+            raise ScenarioError(f"{origin}: a scenario module defines {', '.join(missing)}; this one does not")
+        if not is_dataclass(module.Config):
+            raise ScenarioError(f"{origin}: Config must be a dataclass (e.g. pydantic.dataclasses.dataclass)")
+        doc = (module.__doc__ or "").strip().splitlines()
+        return cls(name, section, origin, doc[0] if doc else "",
+                   module.Config, module.metrics, getattr(module, "build", None), getattr(module, "make_model", None),
+                   getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())), plugin)
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy
         (wrapped in a trained bid head / action logits when the run learns them)."""
         if self.own_model is not None:
             return self.own_model(exp)
-        world, policy = self.build(exp.scenario)
+        built = self.build(exp.scenario)
+        if not (isinstance(built, tuple) and len(built) == 2):
+            raise ScenarioError(f"{self.origin}: build(cfg) returned {type(built).__name__}; expected (world, policy)")
+        world, policy = built
+        if self.plugin:
+            self._probe(world, exp.market.batch)
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 
             policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed)
         return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
 
+    def _probe(self, world, batch: int) -> None:
+        """A plugin's world, on a copy, before the first round: reset, then one [B, F] numeric observation
+        (built-in worlds are held to this by the test suite)."""
+        try:
+            probe = copy.deepcopy(world)
+        except Exception:  # noqa: BLE001 (a world holding what cannot be copied is not probed)
+            return
+        for hook in ("reset", "observe", "step", "horizon"):
+            if not hasattr(probe, hook):
+                raise ScenarioError(f"{self.origin}: the world has no {hook} (see market/protocols.py World)")
+        probe.reset(batch, np.random.default_rng(0))
+        obs = np.asarray(probe.observe())
+        if obs.ndim != 2 or obs.shape[0] != batch or not np.issubdtype(obs.dtype, np.number):
+            raise ScenarioError(f"{self.origin}: world.observe() gave shape {obs.shape} ({obs.dtype}) for "
+                                f"{batch} worlds; expected a numeric [B, F] array with B = market.batch = {batch}")
 
-def get_scenario(name: str) -> Scenario:
-    if name not in SCENARIOS:
-        raise KeyError(f"unknown scenario (known: {', '.join(sorted(SCENARIOS))})")
-    return Scenario.of(name, importlib.import_module(SCENARIOS[name]))
+
+def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:
+    """(the name to store, the module, its TOML section, whether it is a plugin) for a scenario reference."""
+    if name in SCENARIOS:
+        return name, importlib.import_module(SCENARIOS[name]), name, False
+    plugins = {ep.name: ep for ep in entry_points(group=ENTRY_POINTS)}
+    try:
+        if name in plugins:
+            return name, plugins[name].load(), name, True
+        if name.endswith(".py"):
+            path = Path(name) if Path(name).is_absolute() else (base or Path.cwd()) / name
+            if not path.is_file():
+                raise ScenarioError(f"{path}: no such scenario file")
+            path = path.resolve()
+            module_name = f"catallax_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module  # dataclasses and pickling look their module up here
+            spec.loader.exec_module(module)
+            return str(path), module, path.stem, True
+        if "." in name:
+            if str(Path.cwd()) not in sys.path:  # the console script does not put the working directory there
+                sys.path.insert(0, str(Path.cwd()))
+            if importlib.util.find_spec(name.split(".")[0]) is not None:
+                return name, importlib.import_module(name), name.rsplit(".", 1)[-1], True
+    except ScenarioError:
+        raise
+    except Exception as err:  # noqa: BLE001 (the plugin's own import failed: its last line is the news)
+        last = (str(err).strip().splitlines() or [""])[-1]
+        raise ScenarioError(f"{name}: does not import: {type(err).__name__}: {last}") from None
+    known = sorted({*SCENARIOS, *plugins})
+    raise ScenarioError(f"unknown scenario (known: {', '.join(known)}; or a .py file or a dotted module path)")
+
+
+def get_scenario(name: str, base: Path | None = None) -> Scenario:
+    """The scenario ``name`` (a built-in, an entry point, a .py file relative to ``base``, a module path)."""
+    return Scenario.of(*_import(name, base))
+
+
+def available() -> list[tuple[str, str, str]]:
+    """(name, kind, one-line description) of every scenario that can be named without a path: the
+    built-ins, their extra scenario files (``recsys_large.toml``), and the installed plugins."""
+    out = []
+    for name in sorted(SCENARIOS):
+        out.append((name, "built-in", get_scenario(name).description))
+    for toml in sorted(SCENARIO_DIR.glob("*.toml")):
+        if toml.stem not in SCENARIOS:
+            first = next((line.lstrip("# ").strip() for line in toml.read_text().splitlines() if line.startswith("#")), "")
+            out.append((toml.stem, "scenario file", first))
+    for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            description = get_scenario(ep.name).description
+        except ScenarioError as err:
+            description = f"(broken: {err})"
+        out.append((ep.name, f"plugin ({ep.value})", description))
+    return out

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import UniqueConstraint
+from sqlalchemy import UniqueConstraint, inspect
 from sqlmodel import Field, Session, SQLModel, select
 
 from market.store import make_engine
@@ -125,11 +125,15 @@ def current_of(versions: list[Skill]) -> list[Skill]:
 
 
 class SkillLibrary:
-    """One named library in a database. Creates the skill tables on the engine if missing."""
+    """One named library in a database. Creates the skill tables on the engine if missing; ``create=False``
+    (a read-only engine, commands that only read) creates nothing, and a database without them reads as
+    an empty library."""
 
-    def __init__(self, engine, name: str = "default"):
-        SQLModel.metadata.create_all(engine, tables=[SkillEdit.__table__, Skill.__table__])
+    def __init__(self, engine, name: str = "default", create: bool = True):
+        if create:
+            SQLModel.metadata.create_all(engine, tables=[SkillEdit.__table__, Skill.__table__])
         self.engine, self.name = engine, name
+        self._empty = not create and not inspect(engine).has_table(Skill.__tablename__)
 
     @classmethod
     def open(cls, url: str, name: str = "default") -> "SkillLibrary":
@@ -138,10 +142,14 @@ class SkillLibrary:
     # ------------------------------------------------------------- reading
     def versions(self) -> list[Skill]:
         """Every version, in the order written."""
+        if self._empty:
+            return []
         with Session(self.engine) as s:
             return list(s.exec(select(Skill).where(Skill.library == self.name).order_by(Skill.id)).all())
 
     def edits(self) -> dict[int, SkillEdit]:
+        if self._empty:
+            return {}
         with Session(self.engine) as s:
             return {e.id: e for e in s.exec(select(SkillEdit).where(SkillEdit.library == self.name)).all()}
 

@@ -28,10 +28,14 @@ TOY = {
     "bench": ["--quick"],  # every benchmark's smoke size
     "resume": [],  # resume and report act on RUN_ID, itself a toy run
     "report": [],
+    "scenarios": [],
+    "spoilage.py": ["--set", "run.episodes=32"],  # the tutorial's world, named by lab/spoilage.toml
 }
 
-# Files the README's lines name, made in the folder before they run.
-FILES = {"path/to/my_scenario.toml": ROOT / "scenarios" / "relay.toml"}
+# Files the README's lines name, made in the folder before they run: copies, or a notebook's %%writefile cell.
+FILES = {"path/to/my_scenario.toml": ROOT / "scenarios" / "relay.toml",
+         "lab/spoilage.py": ROOT / "notebooks" / "tutorial_my_economy.ipynb",
+         "lab/spoilage.toml": ROOT / "notebooks" / "tutorial_my_economy.ipynb"}
 
 # Lines that cannot run here: a pattern searched in the line as the README writes it -> why. Empty today:
 # what cannot run here (a Ray cluster's --address, a PostgreSQL --db URL) sits in the lines' optional parts.
@@ -72,13 +76,25 @@ def toy_key(args: list[str], folder: Path) -> str:
     return args[1]
 
 
+def written_by(notebook: Path, name: str) -> str:
+    """The text a notebook's ``%%writefile NAME`` cell writes: the README's example is the tutorial's file."""
+    for cell in json.loads(notebook.read_text())["cells"]:
+        source = "".join(cell["source"])
+        if source.startswith(f"%%writefile {name}\n"):
+            return source.split("\n", 1)[1] + "\n"
+    raise LookupError(f"{notebook.name} writes no {name}")
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     """A fresh folder holding FILES and one toy relay run in runs/catallax.db: its summary, for RUN_ID."""
     folder = tmp_path_factory.mktemp("readme")
     for name, source in FILES.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(source, folder / name)
+        if source.suffix == ".ipynb":
+            (folder / name).write_text(written_by(source, Path(name).name))
+        else:
+            shutil.copy(source, folder / name)
     made = json.loads(catallax(folder, "run", "relay", "--json", *TOY["relay"]).stdout.splitlines()[-1])
     return folder, made
 

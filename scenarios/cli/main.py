@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scenarios.cli import bench, report, resume, run, skills, sweep
+from scenarios.cli import bench, report, resume, run, scenarios, skills, sweep
+from scenarios.registry import ScenarioError
 from scenarios.run.config import ConfigError
 
-COMMANDS = (run, resume, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
+COMMANDS = (run, resume, scenarios, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except ConfigError as err:
+    except (ConfigError, ScenarioError) as err:
         parser.exit(2, f"catallax: error: {err}\n")
 
 

@@ -32,7 +32,7 @@ def handle(args) -> int:
     db_url = database_url(args.db, args.out, must_exist=True)
     url = make_url(db_url)
     with store_errors():
-        engine = make_engine(db_url)
+        engine = make_engine(db_url, readonly=True)  # a report only reads: the database is left as it was
     if not run_exists(engine, args.run_id):
         raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
     from scenarios.report.summary import write_report  # matplotlib loads only for this command

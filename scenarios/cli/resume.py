@@ -1,4 +1,5 @@
-"""``catallax resume RUN_ID``: continue a killed run from its last checkpoint."""
+"""``catallax resume RUN_ID``: continue a killed or interrupted run from its last checkpoint (a finished one:
+print its summary)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from pathlib import Path
 
 from scenarios.cli.run import database_url, print_summary, store_errors
+from scenarios.run.interrupt import Stop
 from scenarios.run.runner import resume_experiment
 
 
@@ -20,7 +22,9 @@ def add_parser(subparsers):
 
 def handle(args) -> int:
     db_url = database_url(args.db, args.out, must_exist=True)
-    with store_errors():  # also: no such run
-        summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty() or not args.json)
+    with store_errors(), Stop() as stop:  # also: no such run, a run another process writes
+        summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty(), stop=stop)  # no \r frames into a pipe
+    if stop.interrupted:
+        return stop.interrupted.exit_code
     print_summary(summary, args.json)
     return 0

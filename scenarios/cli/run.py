@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from market.store import StoreError
 from scenarios.run.config import ConfigError, load
+from scenarios.run.interrupt import Stop
 from scenarios.run.runner import default_db, run_experiment
 
 
@@ -27,9 +29,11 @@ def add_parser(subparsers):
     return p
 
 
-def database_url(db: str | None, out: Path, must_exist: bool = False) -> str:
+def database_url(db: str | None, out: Path, must_exist: bool = False, durable: bool = False) -> str:
     """The --db URL, checked, or the default SQLite file in --out. ``must_exist``: a command that only
-    reads (resume, report, skills) must not create an empty SQLite database."""
+    reads (resume, report, skills) must not create an empty SQLite database. ``durable``: a command that
+    writes runs (run, sweep) refuses an in-memory database, whose runs could never be resumed or reported,
+    and a SQLite file it could not write (checked here, so nothing is half-written)."""
     url = db or default_db(out)
     try:
         parsed = make_url(url)
@@ -43,16 +47,49 @@ def database_url(db: str | None, out: Path, must_exist: bool = False) -> str:
         raise ConfigError(f"--db {url}: folder {Path(parsed.database).parent} does not exist")
     if must_exist and sqlite_file and not Path(parsed.database).is_file():
         raise ConfigError(f"--db {url}: no such database file")
+    if durable and parsed.get_backend_name() == "sqlite" and not sqlite_file:
+        raise ConfigError(f"--db {url}: an in-memory database is gone when the run ends (it could not be "
+                          f"resumed or reported); name a file, e.g. sqlite:///runs/catallax.db")
+    if durable and sqlite_file and db:
+        _writable(Path(parsed.database), f"--db {url}")
     return url
+
+
+def _writable(path: Path, flag: str) -> None:
+    """Refuse a SQLite file that cannot be written, or created in its folder, before anything runs. Tried,
+    not inferred from permission bits (root passes those; a read-only filesystem does not); writes nothing."""
+    try:
+        if path.exists():
+            with open(path, "r+b"):
+                pass
+        else:
+            with tempfile.TemporaryFile(dir=path.parent):
+                pass
+    except OSError as err:
+        raise ConfigError(f"{flag}: cannot write {path if path.exists() else path.parent} ({err.strerror})") from None
+
+
+def output_folder(out: Path) -> None:
+    """Create --out (the default database's folder) or refuse it in one line: a file, or not creatable/writable."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except FileExistsError:
+        raise ConfigError(f"--out {out}: not a folder") from None
+    except OSError as err:
+        raise ConfigError(f"--out {out}: cannot write there ({err.strerror})") from None
 
 
 def handle(args) -> int:
     exp = load(args.scenario, args.overrides, seed=args.seed)
-    db_url = database_url(args.db, args.out)
+    db_url = database_url(args.db, args.out, durable=True)
     if args.db is None:
-        args.out.mkdir(parents=True, exist_ok=True)
-    with store_errors():
-        summary = run_experiment(exp, db_url, progress=sys.stderr.isatty() or not args.json)
+        output_folder(args.out)
+    with store_errors(), Stop() as stop:  # Ctrl-C, SIGTERM: checkpointed at a round boundary, exit 130 / 143
+        summary = run_experiment(exp, db_url, progress=sys.stderr.isatty(), stop=stop)  # no \r frames into a pipe
+    if stop.interrupted:
+        return stop.interrupted.exit_code
     print_summary(summary, args.json)
     return 0
 

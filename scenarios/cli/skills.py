@@ -60,13 +60,14 @@ def handle(args) -> int:
         _checked(read_folder, args.folder)  # a bad file is reported before any database is touched
     if args.db is None and args.action == "import":
         args.out.mkdir(parents=True, exist_ok=True)
+    writes = args.action == "import"
     with store_errors():  # not a database, unreachable, unknown schema: one line, exit 2
-        engine = make_engine(url)
+        engine = make_engine(url, readonly=not writes)  # the others open it read-only: they change nothing
     if args.run is not None:
         with Session(engine) as s:
             if s.get(Run, args.run) is None:
                 raise ConfigError(f"--run {args.run}: not found in {url}")
-    library = SkillLibrary(engine, args.run or args.library)
+    library = SkillLibrary(engine, args.run or args.library, create=writes)
     result = _checked(ACTIONS[args.action], library, args)
     if args.json:
         print(json.dumps(result))

@@ -16,7 +16,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from market.store import new_run_id
-from scenarios.cli.run import database_url, store_errors
+from scenarios.cli.run import database_url, output_folder, store_errors
 from scenarios.run.sweep import format_table, parse_grid, plan, sweep, table, write_csv
 
 
@@ -38,9 +38,9 @@ def add_parser(subparsers):
 def handle(args) -> int:
     grid = parse_grid(args.grid)
     tasks = plan(args.scenario, args.overrides, grid, args.seeds)
-    db_url = database_url(args.db, args.out)
-    if args.db is None:  # the default database lives in --out
-        args.out.mkdir(parents=True, exist_ok=True)
+    db_url = database_url(args.db, args.out, durable=True)
+    if args.db is None:  # the default database lives in --out (the CSV goes there too, once the runs are done)
+        output_folder(args.out)
     sweep_id = new_run_id()
 
     def report(outcome):
@@ -49,7 +49,7 @@ def handle(args) -> int:
                    file=sys.stderr)
 
     with store_errors():
-        outcomes = sweep(tasks, sweep_id, db_url, args.address, progress=sys.stderr.isatty() or not args.json,
+        outcomes = sweep(tasks, sweep_id, db_url, args.address, progress=sys.stderr.isatty(),
                          on_failure=report)
     rows = table(grid, outcomes)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ them as PNG files with a Markdown summary. Figures are matplotlib ``Figure``
 objects on the Agg canvas (style.py): they need no display.
 """
 
-from scenarios.report.data import RunData, Timeline, flows, load_run, timeline
+from scenarios.report.data import RunData, Timeline, flows, load_run, open_run, timeline
 from scenarios.report.evolution import edit_history, market_evolution_figure, skill_evolution_figure
 from scenarios.report.lineage import agent_tree_figure, rule_tree, rule_tree_figure, skill_tree_figure
 from scenarios.report.summary import write_report
@@ -14,6 +14,6 @@ from scenarios.report.wealth import flows_figure, wealth_figure
 
 __all__ = [
     "RunData", "Timeline", "agent_tree_figure", "edit_history", "flows", "flows_figure", "load_run",
-    "market_evolution_figure", "rule_tree", "rule_tree_figure", "skill_evolution_figure", "skill_tree_figure",
+    "market_evolution_figure", "open_run", "rule_tree", "rule_tree_figure", "skill_evolution_figure", "skill_tree_figure",
     "timeline", "wealth_figure", "write_report",
 ]

@@ -24,7 +24,7 @@ from sqlmodel import Session, select
 from market import Reason, gini
 from market.ledger import HOUSE_ID
 from market.money import MICRO
-from market.store import Agent, Run, load_episodes, load_transfers
+from market.store import Agent, Run, load_episodes, load_transfers, make_engine
 from skills.lineage import agent_graph
 
 # Money in the ledger is int64 micro-credits; plots are in credits.
@@ -124,6 +124,17 @@ def load_run(engine, run_id: str) -> RunData:
         summary=json.loads(run.summary) if run.summary else {},
         agents_graph=agent_graph(engine, run_id),
     )
+
+
+def open_run(url: str, run_id: str) -> RunData:
+    """A run read back from its results database, for notebooks and scripts: ``.summary``, ``.config``,
+    ``.transfers`` (the whole ledger), the agents (``.ids``, ``.parent``, ``.born``, ``.died``, ``.skill``),
+    ``.episodes`` and ``.final_balance()`` (replayed from the ledger)."""
+    engine = make_engine(url)
+    try:
+        return load_run(engine, run_id)
+    finally:
+        engine.dispose()
 
 
 @dataclass

@@ -92,14 +92,20 @@ def _ledger_check(engine, data) -> str:
     total = int(data.transfers["amount"].sum()) if data.transfers.size else 0
     if bad:
         return f"**MISMATCH** for {len(bad)} of {len(stored)} agents (first: #{bad[0]})"
-    return (f"ok: replaying {data.transfers.size} transfers ({total * CREDITS:,.2f} credits moved) gives "
-            f"every one of the {len(stored)} agents' stored final balance")
+    return (f"ok: replaying {_count(data.transfers.size, 'transfer')} ({total * CREDITS:,.2f} credits moved) gives "
+            f"the stored final balance of {_count(len(stored), 'agent')}")
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 episode``, ``0 episodes``: the report is read by people."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str] = ()) -> str:
     run, s = data.run, data.summary
     lines = [f"# Run `{run.id}`: {run.scenario}, seed {run.seed}", "",
-             f"Status **{run.status}**, {data.n_episodes} episodes, started {run.started_at:%Y-%m-%d %H:%M} UTC.", ""]
+             f"Status **{run.status}**, {_count(len(data.episodes), 'episode')} run, "
+             f"started {run.started_at:%Y-%m-%d %H:%M} UTC.", ""]
     scalars = {k: v for k, v in s.items() if isinstance(v, (int, float, str, bool)) and k not in ("run_id", "scenario", "seed")}
     if scalars:
         lines += ["| metric | value |", "|---|---|"]
@@ -110,7 +116,7 @@ def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str]
     alive = tl.alive[-1]
     born_later = int((data.born > 0).sum())
     died = int((data.died >= 0).sum())
-    lines += [f"**Population.** {int((data.born == 0).sum())} initial agents, {born_later} born later "
+    lines += [f"**Population.** {_count(int((data.born == 0).sum()), 'initial agent')}, {born_later} born later "
               f"({int((data.parent > 0).sum())} with a parent), {died} died; {int(alive.sum())} alive at the end "
               f"(peak {int(tl.population.max())}). Gini of the live agents' wealth at the end: {tl.gini()[-1]:.3f}.", ""]
     roots = data.roots()

@@ -3,14 +3,17 @@
 The config is a few typed sections: ``[run]``, ``[market]``, ``[population]``
 and the scenario's own section (``[relay]``, ...). Validation happens here, once,
 before anything runs or is written; every problem becomes a :class:`ConfigError`
-whose message names the file, the key and the value (and the nearest valid key
-for a typo). The CLI turns it into one line and exit code 2.
+whose message names the file (or the ``--set``/``--seed`` that gave the value),
+the key and the value (and the nearest valid key for a typo). The CLI turns it
+into one line and exit code 2. Floats must be finite and ints fit int64; money
+keys are bounded (market/money.py), run.episodes and market.batch have maxima.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import reprlib
 import tomllib
 from pathlib import Path
 
@@ -20,21 +23,28 @@ from pydantic.dataclasses import dataclass
 from agents.config import AgentsConfig
 from agents.credit import NAMES
 from market.config import STRICT, MarketConfig, PopulationConfig
-from scenarios.registry import SCENARIO_DIR, get_scenario
+from market.money import MAX_MICRO, MICRO
+from scenarios.registry import SCENARIO_DIR, ScenarioError, available, get_scenario
 
 
 class ConfigError(ValueError):
     """A bad scenario name, file, key or value; the message is the one line the user sees."""
 
 
+MAX_EPISODES = 10**8
+
+
 @dataclass(config=STRICT)
 class RunConfig:
     scenario: str = "relay"
-    """Scenario name (the module under scenarios/ that builds the world and policy)."""
-    episodes: int = Field(300, ge=1)
-    """Total episodes (rounded up to whole rounds of market.batch)."""
-    seed: int = 0
-    """One seed for numpy, torch and sampling."""
+    """The scenario: a built-in name, a plugin's entry-point name, a .py file (relative to this TOML) or a
+    dotted module path (scenarios/registry.py)."""
+    episodes: int = Field(300, ge=1, le=MAX_EPISODES)
+    """Total episodes (rounded up to whole rounds of market.batch); at most 10^8 (days of relay at its
+    fastest: a larger number is a typo, and would run forever)."""
+    seed: int = Field(0, ge=0, le=MAX_MICRO)
+    """One seed for numpy, torch and sampling: 0 .. 2^63 - 1 (numpy's SeedSequence takes no negative seed;
+    the database stores an int64)."""
     checkpoint_every: int = Field(1, ge=1)
     """Rounds between checkpoints (each written atomically with its round; the last round always)."""
 
@@ -47,6 +57,7 @@ class Experiment:
     scenario: object  # the scenario's own config dataclass
     source: str  # the file it came from
     agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)  # bid heads and the learner
+    section: str = ""  # the scenario's own section (its name; a plugin file's stem)
 
     def to_dict(self) -> dict:
         return {
@@ -54,22 +65,27 @@ class Experiment:
             "market": dataclasses.asdict(self.market),
             "population": dataclasses.asdict(self.population),
             "agents": dataclasses.asdict(self.agents),
-            self.run.scenario: dataclasses.asdict(self.scenario),
+            self.section: dataclasses.asdict(self.scenario),
         }
 
 
-def resolve(name_or_path: str) -> Path:
-    """A scenario name (``relay``) or a path to a .toml file -> the file."""
+def resolve(name_or_path: str) -> Path | None:
+    """A scenario name (``relay``) or a path to a .toml file -> the file; None for a scenario named without
+    one (a plugin: an entry-point name, a .py file, a dotted module path), which runs on its defaults."""
     path = Path(name_or_path)
     if path.suffix == ".toml":
         if not path.is_file():
             raise ConfigError(f"{name_or_path}: no such scenario file")
         return path
     path = SCENARIO_DIR / f"{name_or_path}.toml"
-    if not path.is_file():
-        known = sorted(p.stem for p in SCENARIO_DIR.glob("*.toml"))
-        raise ConfigError(f"{name_or_path}: unknown scenario{_did_you_mean(name_or_path, known)} (known: {', '.join(known)})")
-    return path
+    if path.is_file():
+        return path
+    plugins = [name for name, kind, _ in available() if kind.startswith("plugin")]
+    if name_or_path.endswith(".py") or "." in name_or_path or name_or_path in plugins:
+        return None
+    known = sorted([*(p.stem for p in SCENARIO_DIR.glob("*.toml")), *plugins])
+    raise ConfigError(f"{name_or_path}: unknown scenario{_did_you_mean(name_or_path, known)} (known: {', '.join(known)}; "
+                      f"or a .py file or a dotted module path)")
 
 
 def parse_override(item: str) -> tuple[list[str], object]:
@@ -79,40 +95,90 @@ def parse_override(item: str) -> tuple[list[str], object]:
         raise ConfigError(f"--set {item}: expected KEY=VALUE, e.g. market.batch=4")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except ValueError:  # TOMLDecodeError, or an integer past Python's digit limit (then "expected an integer")
         value = raw
     return key.strip().split("."), value
 
 
-def load(name_or_path: str, overrides: list[str] = (), seed: int | None = None) -> Experiment:
+def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None = None) -> Experiment:
+    """The experiment of a scenario (a name, a .toml file or a plugin: :func:`resolve`) with ``overrides``:
+    ``--set`` strings (``["market.batch=8"]``) or, from Python, a dict of dotted keys (``{"market.batch": 8}``)."""
     path = resolve(name_or_path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML ({err})") from None
-    for item in overrides:
-        keys, value = parse_override(item)
+    if path is None:  # a plugin named directly: its defaults
+        path, data = Path(name_or_path), {"run": {"scenario": name_or_path}}
+    else:
+        data = _read(path)
+    named = {}  # dotted key -> the --set that gave it, so a bad value is blamed on the --set, not the file
+    for item in overrides.items() if isinstance(overrides, dict) else overrides:
+        keys, value = parse_override(item) if isinstance(item, str) else (item[0].split("."), item[1])
         node = data
         for k in keys[:-1]:
             node = node.setdefault(k, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"{path}: --set {item}: {k!r} is not a section")
-        node[keys[-1]] = value
+                raise ConfigError(f"--set {_shown(item)}: {k!r} is not a section")
+        old = node.get(keys[-1])
+        node[keys[-1]] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+        named.update((key, f"--set {_shown(item)}") for key in _leaves(".".join(keys), value))
     if seed is not None:
         data.setdefault("run", {})["seed"] = seed
-    return from_dict(data, source=str(path))
+        named["run.seed"] = f"--seed {seed}"
+    try:
+        return from_dict(data, source=str(path))
+    except ConfigError as err:
+        line = str(err).removeprefix(f"{path}: ")
+        given = [flag for key, flag in named.items() if line.startswith((f"{key} =", f"{key}."))]
+        raise ConfigError(f"{given[-1]}: {line}" if given else str(err)) from None
+
+
+def _read(path: Path) -> dict:
+    """A scenario file's tables. It must name its scenario: an empty or mistyped file would run relay's defaults."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except ValueError as err:  # TOMLDecodeError, or an integer of more digits than Python converts
+        raise ConfigError(f"{path}: not valid TOML ({err})") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read it ({err.strerror})") from None
+    if not isinstance(data.get("run"), dict) or "scenario" not in data["run"]:
+        raise ConfigError(f'{path}: no [run] scenario: a scenario file names its world (e.g. scenario = "relay")')
+    return data
+
+
+def _shown(item) -> str:
+    """A --set as the user typed it (a dict override as key=value), shortened in the middle past 80 characters."""
+    text = item if isinstance(item, str) else f"{item[0]}={item[1]!r}"
+    return text if len(text) <= 80 else f"{text[:50]}...{text[-20:]}"
+
+
+def _merged(base: dict, table: dict) -> dict:
+    """``table`` laid over ``base``, sub-tables merged key by key: ``--set market={batch=2}`` sets one key of
+    [market] and keeps the others, as ``--set market.batch=2`` does."""
+    out = dict(base)
+    for key, value in table.items():
+        out[key] = _merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
+
+
+def _leaves(key: str, value) -> list[str]:
+    """The dotted keys a --set value names (a table names each of its keys)."""
+    if not isinstance(value, dict) or not value:
+        return [key]
+    return [leaf for k, v in value.items() for leaf in _leaves(f"{key}.{k}", v)]
 
 
 def from_dict(data: dict, source: str) -> Experiment:
     """Validate a config already read (a TOML file's sections, or a stored run's config)."""
     path = source
     run = _section(path, data, "run", RunConfig)
+    base = Path(source).parent if source.endswith(".toml") else None  # a .py scenario is relative to its TOML
     try:
-        module = get_scenario(run.scenario)
-    except KeyError as err:
-        raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err.args[0]}") from None
+        module = get_scenario(run.scenario, base)
+    except ScenarioError as err:
+        raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err}") from None
+    run.scenario = module.name  # a file's absolute path, so a resume or a sweep worker finds it again
     sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
-                run.scenario: module.Config}
+                module.section: module.Config}
     for name in data:
         if name not in sections:
             raise ConfigError(f"{path}: [{name}]: unknown section{_did_you_mean(name, sections)}")
@@ -120,9 +186,10 @@ def from_dict(data: dict, source: str) -> Experiment:
         run=run,
         market=_section(path, data, "market", MarketConfig),
         population=_section(path, data, "population", PopulationConfig),
-        scenario=_section(path, data, run.scenario, module.Config),
+        scenario=_section(path, data, module.section, module.Config),
         source=source,
         agents=_section(path, data, "agents", AgentsConfig),
+        section=module.section,
     )
     _bids_set_the_scheme(data, exp)
     for check in CHECKS:
@@ -203,9 +270,29 @@ def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
                 f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
 
 
-CHECKS = (_learned_bids_clear_by_softmax, _groups_divide_the_batch, _credit_shapes_learned_actions,
-          _world_feeds_the_estimator, _credit_settings_are_read, _groups_hold_two_rollouts)
-"""How [agents] and [market] fit together, in order (the first problem is the one reported); each returns
+def _funding_fits_int64(exp: Experiment) -> str | None:
+    """The house's sure outlay over the run, in micro-credits, stays below int64 / 1000: one unit of reward
+    per episode, and every newborn funded (at most max_agents births a round). The margin of 1000 is for
+    worlds paying more than one unit, for the first population (its size is bounded by memory, and a sweep
+    reports a point too big to allocate as a failed run), and for what bids move between agents; past it the
+    ledger refuses the transfer that would overflow (LedgerError) rather than let a balance wrap."""
+    market, population, episodes = exp.market, exp.population, exp.run.episodes
+    rounds = -(-episodes // market.batch)
+    newborns = rounds * population.max_agents * population.births
+    outlay = (episodes * market.reward_scale + newborns * population.initial_wealth) * MICRO
+    if outlay > MAX_MICRO / 1000:
+        key = "population.initial_wealth" if newborns * population.initial_wealth >= episodes * market.reward_scale \
+            else "market.reward_scale"
+        value = population.initial_wealth if key.startswith("population") else market.reward_scale
+        return (f"{key} = {value!r}: the house would issue up to {outlay / MICRO:.3g} credits over "
+                f"run.episodes = {episodes}, past {MAX_MICRO / 1000 / MICRO:.3g} (int64 micro-credits / 1000); "
+                f"lower it or run.episodes")
+
+
+CHECKS = (_funding_fits_int64, _learned_bids_clear_by_softmax, _groups_divide_the_batch,
+          _credit_shapes_learned_actions, _world_feeds_the_estimator, _credit_settings_are_read,
+          _groups_hold_two_rollouts)
+"""How [run], [population], [agents] and [market] fit together, in order (the first problem is the one reported); each returns
 the problem, or None."""
 
 
@@ -229,7 +316,9 @@ def _section(path: str, data: dict, name: str, cls):
         types, expected = SCALARS.get(getattr(f.type, "__name__", f.type), (object, ""))
         value = values[f.name]
         if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
-            raise ConfigError(f"{path}: {name}.{f.name} = {value!r}: expected {expected}")
+            raise ConfigError(f"{path}: {name}.{f.name} = {_short(value)}: expected {expected}")
+        if types is int and abs(value) > MAX_MICRO:  # every count, seed and size is stored and computed as int64
+            raise ConfigError(f"{path}: {name}.{f.name} = {_short(value)}: out of range (int64: at most 2^63 - 1)")
     try:
         return cls(**values)
     except ValidationError as err:
@@ -242,6 +331,15 @@ def _section(path: str, data: dict, name: str, cls):
         raise ConfigError(f"{path}: {key} = {value!r}: {first['msg']}") from None
     except TypeError as err:  # e.g. a positional mix-up pydantic reports as TypeError
         raise ConfigError(f"{path}: [{name}]: {err}") from None
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxlong = 60
+
+
+def _short(value) -> str:
+    """repr of a value, shortened in the middle (a 5000-digit number is not repeated to the user)."""
+    return _REPR.repr(value)
 
 
 def _table(cls, field: str):

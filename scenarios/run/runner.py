@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 import sys
 from pathlib import Path
 
@@ -12,9 +11,11 @@ import numpy as np
 from tqdm import tqdm
 
 from market import Economy, MarketModel, replay
+from market.checkpoint import encode
 from market.population import HOUSE_ROW
 from market.store import RunStore, load_episodes, load_transfers
 from scenarios.run.config import Experiment, from_dict
+from scenarios.run.interrupt import Interrupted, Stop
 from scenarios.registry import get_scenario
 
 
@@ -40,30 +41,48 @@ def build_model(exp: Experiment) -> Economy:
 
 
 def run_experiment(exp: Experiment, db_url: str, progress: bool = True, run_id: str | None = None,
-                   sweep: str | None = None) -> dict:
-    """Build the model first (a config that cannot be built writes nothing), then run and persist it."""
+                   sweep: str | None = None, stop: Stop | None = None) -> dict:
+    """Build the model first (a config that cannot be built writes nothing), then run and persist it.
+
+    ``stop``: signals caught by the caller (the CLI); the run then ends at a round boundary, checkpointed,
+    with :class:`Interrupted`."""
     model = build_model(exp)
     store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict(), run_id=run_id, sweep=sweep)
-    return _drive(exp, model, store, [], progress)
+    return _drive(exp, model, store, [], progress, stop)
 
 
-def resume_experiment(run_id: str, db_url: str, progress: bool = True) -> dict:
-    """Continue a run from its last checkpoint; it ends as the uninterrupted run would have."""
-    store, run, ckpt = RunStore.attach(db_url, run_id)
+def resume_experiment(run_id: str, db_url: str, progress: bool = True, stop: Stop | None = None,
+                      take_over: bool = False) -> dict:
+    """Continue a run from its last checkpoint; it ends as the uninterrupted run would have.
+
+    A finished run is not run again: its stored summary is returned and nothing is written.
+    ``take_over``: the caller knows the run's last writer died (a sweep task Ray retried); see
+    :meth:`RunStore.attach`."""
+    store, run, state = RunStore.attach(db_url, run_id, take_over=take_over)
+    if run.status == "finished":
+        store.engine.dispose()
+        print(f"run {run_id} finished at {run.finished_at:%Y-%m-%d %H:%M:%S}; nothing to resume", file=sys.stderr)
+        return json.loads(run.summary)
     exp = from_dict(json.loads(run.config), source=f"run {run_id}")
     model = build_model(exp)
-    if ckpt is None:  # killed before its first checkpoint: start over, with the same run id
-        return _drive(exp, model, store, [], progress)
-    model.load_state_dict(pickle.loads(ckpt.state))
+    if state is None:  # killed before its first checkpoint: start over, with the same run id
+        return _drive(exp, model, store, [], progress, stop)
+    model.load_state_dict(state)
     model.ledger.restore(load_transfers(store.engine, run_id))
-    return _drive(exp, model, store, load_episodes(store.engine, run_id), progress)
+    return _drive(exp, model, store, load_episodes(store.engine, run_id), progress, stop)
 
 
-def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool) -> dict:
+def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool,
+           stop: Stop | None) -> dict:
     """Step to the end; a run that raises is marked failed (and stays resumable from its checkpoint)."""
     try:
+        if stop is not None:
+            stop.started(store.run_id)
         model.attach(store)  # a model that keeps state in the run database too (recsys: skill libraries)
-        return _steps(exp, model, store, episodes, progress)
+        return _steps(exp, model, store, episodes, progress, stop)
+    except Interrupted:
+        store.release("interrupted")
+        raise
     except Exception as err:
         try:
             store.fail(f"{type(err).__name__}: {err}")
@@ -74,20 +93,30 @@ def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
         store.engine.dispose()  # a sweep worker runs many experiments: leave no connections behind
 
 
-def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool) -> dict:
+def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool,
+           stop: Stop | None) -> dict:
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
     done = model.episodes_done // exp.market.batch
+    since_checkpoint = 0
     bar = tqdm(total=rounds, initial=done, desc=exp.run.scenario, unit="round", disable=not progress, file=sys.stderr)
     for r in range(done, rounds):
+        if _stopping(stop):  # a signal came: the rounds so far are written whole; checkpoint them and stop
+            if since_checkpoint:
+                store.checkpoint(encode(model.state_dict()), model.episodes_done)
+            bar.close()
+            raise Interrupted(store.run_id, stop.signum)
         model.step()
-        last = r + 1 == rounds
-        checkpoint = (last or (r + 1) % exp.run.checkpoint_every == 0)
-        state = pickle.dumps(model.state_dict()) if checkpoint else None
-        store.write_round(model.last_round, state, model.episodes_done)
+        checkpoint = r + 1 == rounds or (r + 1) % exp.run.checkpoint_every == 0 or _stopping(stop)
+        store.write_round(model.last_round, encode(model.state_dict()) if checkpoint else None, model.episodes_done)
+        since_checkpoint = 0 if checkpoint else since_checkpoint + 1
         episodes += model.last_round.episodes
         bar.update()
     bar.close()
     return _finish(exp, model, store, episodes)
+
+
+def _stopping(stop: Stop | None) -> bool:
+    return stop is not None and stop.signum is not None
 
 
 def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict]) -> dict:

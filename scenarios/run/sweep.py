@@ -97,8 +97,8 @@ def run_task(task: Task, sweep: str, db_url: str | None) -> tuple[dict, dict | N
         engine = make_engine(db_url)
         retried = run_exists(engine, task.run_id)  # Ray retried us after our worker died: continue that run
         engine.dispose()
-        if retried:
-            return resume_experiment(task.run_id, db_url, progress=False), None
+        if retried:  # the dead worker's lease may be on another node, where no pid can be checked: take it
+            return resume_experiment(task.run_id, db_url, progress=False, take_over=True), None
         return run_experiment(exp, db_url, progress=False, run_id=task.run_id, sweep=sweep), None
     folder = tempfile.mkdtemp(prefix="catallax-run-")
     try:

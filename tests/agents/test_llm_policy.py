@@ -14,6 +14,7 @@ from agents.backends import BackendConfig
 from agents.backends.factory import shared_backend
 from agents.llm_policy import PolicyConfig
 from market import MarketConfig, MarketModel, PopulationConfig
+from market.checkpoint import decode, encode
 from market.ledger import Reason
 from scenarios import wordmath
 from tests.helpers import Books, relay_model
@@ -136,7 +137,7 @@ def test_births_rewrite_skills_with_the_llm_and_never_touch_the_frozen_part(play
 
 def test_state_dict_round_trip_restores_skills_scores_and_memo(played):
     model, _, _ = played
-    state = model.policy.state_dict()
+    state = decode(encode(model.policy.state_dict()))  # through the checkpoint format, as resume does
     twin, _ = small_model(seed=1)
     twin.policy.load_state_dict(state)
     assert twin.policy.skills == model.policy.skills and twin.policy.scores == model.policy.scores

@@ -1,7 +1,6 @@
 """recsys evolution end to end at toy size: gate, run database, SKILL.md export, lineage, planted harm, resume."""
 
 import json
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from market.checkpoint import decode, encode
 from market.store import load_episodes, make_engine
 from scenarios.cli.main import main as cli
 from scenarios.run.config import load
@@ -122,10 +122,10 @@ def test_a_resumed_run_rewrites_the_cut_off_round_exactly(tmp_path):
     cut = make_model(exp)
     cut.attach(store(ids[1]))
     cut.step()
-    state = pickle.dumps(cut.state_dict())
+    state = encode(cut.state_dict())
     cut.step()  # this round's library rows are written, then the process "dies" before its checkpoint
     resumed = make_model(exp)
-    resumed.load_state_dict(pickle.loads(state))
+    resumed.load_state_dict(decode(state))
     resumed.attach(store(ids[1]))
     resumed.step()
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
+from market.checkpoint import decode, encode
 from market.ledger import HOUSE_ID, Reason
 from market.store import Agent, load_transfers, make_engine
 from scenarios.run.config import load
@@ -81,7 +82,6 @@ def test_the_role_policy_bids_wakes_and_mutates_by_role():
 
 def test_a_resumed_market_run_continues_exactly(tmp_path):
     """Checkpoint after one round, let a second round write its library rows, then resume from the checkpoint."""
-    import pickle
     from types import SimpleNamespace
 
     from scenarios.recsys import make_model
@@ -97,10 +97,10 @@ def test_a_resumed_market_run_continues_exactly(tmp_path):
     cut = make_model(exp)
     cut.attach(store("b"))
     cut.step()
-    state, log = pickle.dumps(cut.state_dict()), cut.last_round.transfers  # what the runner stores per round
+    state, log = encode(cut.state_dict()), cut.last_round.transfers  # what the runner stores per round
     cut.step()
     resumed = make_model(exp)
-    resumed.load_state_dict(pickle.loads(state))
+    resumed.load_state_dict(decode(state))
     resumed.ledger.restore(log)  # as scenarios.run.runner.resume_experiment does, from the stored transfers
     resumed.attach(store("b"))
     resumed.step()

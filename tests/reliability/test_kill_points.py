@@ -1,0 +1,52 @@
+"""Kill -9 at many points of one run: 24 SIGKILLs at seeded random moments, inside checkpoint writes and inside
+plain round writes (the store's fault injection holds the transaction open), each followed by `catallax
+resume`; after every kill the database holds whole rounds, and the last resume ends with the uninterrupted
+run's ledger hash and metrics."""
+
+import json
+import random
+import subprocess
+import time
+
+import pytest
+
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
+from tests.scenarios.test_resume import CATALLAX, kill, kill_inside_write, same_as, start, wait_for_checkpoint_past, \
+    whole_rounds
+from tests.scenarios.test_resume import no_strays  # noqa: F401 (the fixture: no process outlives a test)
+
+KILLS, EPISODES, EVERY = 24, 1500, 3
+
+
+@pytest.mark.slow
+def test_24_kills_at_random_points_and_inside_checkpoint_writes_resume_to_the_same_ledger(tmp_path):
+    sets = [f"run.episodes={EPISODES}", f"run.checkpoint_every={EVERY}"]
+    reference = run_experiment(load("relay", sets, seed=8), f"sqlite:///{tmp_path / 'ref.db'}", progress=False)
+    url = f"sqlite:///{tmp_path / 'crash.db'}"
+    rng = random.Random(25)
+    kinds = []
+    run_id, done = None, 0
+    for k in range(KILLS):
+        args = ("run", "relay", *sum((["--set", s] for s in sets), []), "--seed", "8") if run_id is None else \
+            ("resume", run_id)
+        kind = "moment" if k == 0 else rng.choice(["moment", "moment", "checkpoint write", "round write"])
+        if kind == "moment":  # a seeded moment after the process has checkpointed (stepping, encoding, committing)
+            proc = start(*args, "--db", url)
+            wait_for_checkpoint_past(url, done, proc)
+            time.sleep(rng.uniform(0, 0.3))
+            kill(proc)
+        else:  # a resumed process starts at a checkpoint, so its write n carries one when n % EVERY == 0
+            n = EVERY * rng.randint(1, 2) if kind == "checkpoint write" else rng.choice([1, 2, 4, 5])
+            kill_inside_write(start(*args, "--db", url, fault=n))
+            assert len(whole_rounds(url)["episodes"]) == done + n - 1, "the hung write's rows must not be there"
+        s = whole_rounds(url)
+        [(run_id,)] = s["runs"]
+        done = s["checkpoint"][0][0] if s["checkpoint"] else 0
+        kinds.append(kind)
+    assert len(kinds) == KILLS and {"checkpoint write", "round write"} <= set(kinds) and done < EPISODES
+
+    final = subprocess.run([str(CATALLAX), "resume", run_id, "--db", url, "--json"], capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert final.returncode == 0, final.stderr
+    same_as(json.loads(final.stdout.strip().splitlines()[-1]), reference, url)
