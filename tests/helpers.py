@@ -49,3 +49,17 @@ def step_and_check(model: MarketModel, books: Books) -> None:
     books.check(model.population)
 
 
+
+
+def error_line(capsys, argv) -> str:
+    """Run the CLI on ``argv``, which must fail as bad input does: exit 2, one line on stderr, nothing on stdout."""
+    import pytest
+
+    from scenarios.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert exit_.value.code == 2 and len(lines) == 1 and captured.out == "", captured
+    return lines[0].removeprefix("catallax: error: ")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from scenarios.cli.main import main
+from tests.helpers import error_line as shared_error_line
 
 HUGE = "9" * 5000  # past Python's 4300-digit int conversion limit
 CASES = [  # (argv after `run relay`, what the line must start with after "catallax: error: ", and name)
@@ -36,13 +37,9 @@ CASES = [  # (argv after `run relay`, what the line must start with after "catal
 
 
 def error_line(capsys, argv) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert exit_.value.code == 2 and len(lines) == 1 and captured.out == "", captured
-    assert len(lines[0]) < 400, lines[0]  # a 5000-digit value is shortened, not echoed
-    return lines[0].removeprefix("catallax: error: ")
+    line = shared_error_line(capsys, argv)
+    assert len(line) < 400, line  # a 5000-digit value is shortened, not echoed
+    return line
 
 
 @pytest.mark.parametrize("args, starts, names", CASES)

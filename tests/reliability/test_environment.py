@@ -12,18 +12,10 @@ import pytest
 
 from market.store import RunStore
 from scenarios.cli.main import main
+from tests.helpers import error_line
 from scenarios.run.config import load
 
 CATALLAX = Path(sys.executable).parent / "catallax"
-
-
-def error_line(capsys, argv) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert exit_.value.code == 2 and len(lines) == 1 and captured.out == "", captured
-    return lines[0].removeprefix("catallax: error: ")
 
 
 @pytest.mark.parametrize("body, named", [
