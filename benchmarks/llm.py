@@ -1,31 +1,36 @@
-"""LLM agents: lockstep batching against per-agent sequential calls, measured in one run.
+"""LLM agents: lockstep batching against one call per prompt and against the bare engine, on the same prompts.
 
 Usage::
 
-    python benchmarks/llm.py             # B = 8 and 32 (a few minutes on 2 cores, most of it the sequential baseline)
-    python benchmarks/llm.py --quick     # B = 4 and 16
-    python benchmarks/llm.py --sizes 2 4 # any batch sizes (the test suite's smoke run)
+    python benchmarks/llm.py             # B = 8 and 32, 3 repeats (several minutes on 2 cores)
+    python benchmarks/llm.py --quick     # B = 4, one repeat (the smoke size, under a minute)
+    python benchmarks/llm.py --sizes 2 4 --repeats 3
     python benchmarks/llm.py --json      # ... and one final JSON line with the figures
     python benchmarks/llm.py --backend vllm
 
 The work: the ``wordmath`` market (scenarios/wordmath.py) on its embedded SmolLM2, frozen
 (no money moves), a fixed population (the scenario's 12 initial agents, seed 0) playing B
-held-out problems until each is answered or the horizon ends. Each condition starts cold: a
-fresh model with the same seed (same agents), no cached wake-up scores, no memo, so the
-wake-up scoring pass and every action's generation are inside the measurement.
+held-out problems until each is answered or the horizon ends.
 
-* lockstep: every LLM call of a market step is one batch over all B worlds and all agents
-  that need it (agents/llm_policy.py, ``lockstep = true``);
-* sequential: the same prompts, one backend call each (``lockstep = false``), the way a
-  per-agent framework calls its model.
+First one lockstep run *records* every backend call it makes (the wake-up scoring batches
+and the action generations, step by step). Then three modes run exactly those prompts,
+interleaved (mode order rotates every repeat), each repeat starting cold (the hf prefix
+cache emptied; no memo, no cached wake-up scores):
 
-Reported per condition: wall seconds, world-steps per second (steps summed over the B
-episodes / wall), generated tokens per second, prompts sent; for the lockstep runs, the share
-of wall time spent outside the backend (the market, the parsers, the Python around the calls).
-The speed-up is lockstep steps/s over sequential steps/s at the same B. Both conditions send
-the same prompts as long as the engine decodes a batch exactly as it decodes one prompt;
-``same_actions`` reports the share of (step, world) actions that came out identical
-(action and text; bfloat16 decoding of a padded batch can flip a near-tie).
+* ``sequential``: the recorded prompts, one backend call each, in order (a per-agent
+  framework's pattern; with no market around it, so the speed-up below is conservative);
+* ``lockstep``: the market itself again in lockstep (agents/llm_policy.py): every LLM call of
+  a market step is one batch over all B worlds; its prompts are checked against the record;
+* ``raw``: the recorded batches straight into the backend, nothing around them: the ceiling
+  for the market (what the engine alone takes for the same work).
+
+Reported per (B, mode): median wall seconds with min and max, world-steps per second
+(steps of the recorded run / wall), generated tokens per second, and where the backend
+times its phases (hf) tokenisation, prefill and decoding seconds, plus ``market_s`` (wall
+outside the backend). Summary: ``speedup`` = lockstep steps/s over sequential steps/s;
+``share_of_ceiling`` = raw wall / lockstep wall (the market's throughput as a share of
+the bare engine's on the same batches); ``prefix_tokens_saved``: prompt tokens the lockstep
+run did not prefill (prefix cache), with ``prefill_tokens``, the ones it did.
 """
 
 from __future__ import annotations
@@ -33,74 +38,136 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import time
 
 import numpy as np
 
 from agents.backends import BackendConfig
+from agents.backends.base import Stats
 from agents.backends.factory import shared_backend
 from agents.llm_policy import PolicyConfig
 from market import MarketConfig, MarketModel, PopulationConfig
 from scenarios import wordmath
 
+PHASES = ("tokenize_s", "prefill_s", "decode_s")
 
-def play(cfg: wordmath.Config, batch: int, lockstep: bool) -> dict:
-    world, policy = wordmath.build(dataclasses.replace(cfg, policy=PolicyConfig(lockstep=lockstep, memo=0)))
+
+class Recorder:
+    """The backend, with every call written down: [(kind, prompts)]."""
+
+    def __init__(self, backend):
+        self.backend, self.calls = backend, []
+
+    @property
+    def stats(self):
+        return self.backend.stats
+
+    @stats.setter
+    def stats(self, value):
+        self.backend.stats = value
+
+    def generate(self, prompts):
+        self.calls.append(("generate", list(prompts)))
+        return self.backend.generate(prompts)
+
+    def score(self, prompts):
+        self.calls.append(("score", list(prompts)))
+        return self.backend.score(prompts)
+
+
+def cold(backend) -> None:
+    """Each timed run starts with nothing cached in the engine (hf: the prefix cache)."""
+    backend.stats = Stats()
+    if getattr(backend, "prefixes", None) is not None:
+        backend.prefixes.clear()
+
+
+def market(cfg: wordmath.Config, batch: int) -> tuple[float, int, list, Stats]:
+    """One lockstep market run: (wall, world-steps, its backend calls, backend stats)."""
+    world, policy = wordmath.build(dataclasses.replace(cfg, policy=PolicyConfig(lockstep=True, memo=0)))
     model = MarketModel(world, policy, MarketConfig(batch=batch, bid_scheme="holland", base_bid=0.02),
                         PopulationConfig(initial_agents=12, initial_wealth=0.2), seed=0)
     problems = wordmath.WordmathWorld(cfg, world.board, seed=cfg.heldout_seed, fixed=np.arange(batch))
-    actions = []
-    act = policy.act
-
-    def recording(obs, winners):
-        chosen = act(obs, winners)
-        actions.extend(f"{a}:{p}" for a, p in zip(chosen.tolist(), policy.task.payloads))
-        return chosen
-
-    policy.act = recording
-    policy.backend.stats = type(policy.backend.stats)()
+    policy.backend = recorder = Recorder(policy.backend)
+    cold(recorder.backend)
     start = time.perf_counter()
     episodes = model.run_episodes(world=problems, batch=batch, settle=False)
     wall = time.perf_counter() - start
-    stats = policy.backend.stats
-    steps = sum(e["steps"] for e in episodes)
-    return {"batch": batch, "mode": "lockstep" if lockstep else "sequential", "wall_s": round(wall, 2),
-            "steps": steps, "steps_per_s": round(steps / wall, 2),
-            "gen_tokens": stats.completion_tokens, "gen_tokens_per_s": round(stats.completion_tokens / wall, 1),
-            "prompts": stats.prompts, "backend_calls": stats.calls, "solved": int(sum(e["success"] for e in episodes)),
-            "outside_backend": round(1 - stats.seconds / wall, 4), "actions": actions}
+    return wall, sum(e["steps"] for e in episodes), recorder.calls, recorder.stats
+
+
+def replay(backend, calls: list, one_by_one: bool) -> tuple[float, Stats]:
+    cold(backend)
+    start = time.perf_counter()
+    for kind, prompts in calls:
+        fn = getattr(backend, kind)
+        for chunk in ([[p] for p in prompts] if one_by_one else [prompts]):
+            fn(chunk)
+    return time.perf_counter() - start, backend.stats
+
+
+def row(batch: int, mode: str, runs: list[tuple[float, Stats]], steps: int) -> dict:
+    walls = [w for w, _ in runs]
+    wall = statistics.median(walls)
+    stats = runs[walls.index(min(walls, key=lambda w: abs(w - wall)))][1]  # the median run's stats
+    out = {"batch": batch, "mode": mode, "wall_s": round(wall, 3), "wall_min_s": round(min(walls), 3),
+           "wall_max_s": round(max(walls), 3), "steps": steps, "steps_per_s": round(steps / wall, 3),
+           "gen_tokens": stats.completion_tokens, "gen_tokens_per_s": round(stats.completion_tokens / wall, 1),
+           "prompts": stats.prompts, "backend_calls": stats.calls, "market_s": round(wall - stats.seconds, 3),
+           "prefill_tokens": stats.prefill_tokens, "prefix_tokens_saved": stats.prefix_tokens_saved}
+    return out | {k: round(getattr(stats, k), 3) for k in PHASES}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="B = 4 and 16 instead of 8 and 32")
+    ap.add_argument("--quick", action="store_true", help="B = 4, one repeat, instead of 8 and 32")
     ap.add_argument("--json", action="store_true", help="print one final JSON line with the figures")
     ap.add_argument("--backend", choices=("hf", "vllm"), default="hf")
     ap.add_argument("--sizes", type=int, nargs="+", help="batch sizes B to compare (overrides --quick)")
+    ap.add_argument("--repeats", type=int, help="timed runs per (B, mode), interleaved (default 3; --quick: 1)")
     args = ap.parse_args(argv)
-    sizes = args.sizes or ((4, 16) if args.quick else (8, 32))
+    sizes = args.sizes or ((4,) if args.quick else (8, 32))
+    args.repeats = args.repeats or (1 if args.quick else 3)
     cfg = wordmath.Config(llm=BackendConfig(backend=args.backend))
     backend = shared_backend(cfg.llm)  # load once, outside the timings
-    play(cfg, 2, True)  # warm-up: first-call costs (kernels, allocator) stay out of the figures
+    market(cfg, 2)  # warm-up: first-call costs (kernels, allocator, stop masks) stay out of the figures
 
-    rows, summary = [], {"backend": args.backend, "speedup": {}, "outside_backend": {}, "same_actions": {}}
-    print(f"{'B':>3} {'mode':>10} {'wall s':>8} {'steps/s':>8} {'gen tok/s':>10} {'prompts':>8} {'calls':>6} "
-          f"{'outside':>8}")
+    rows, summary = [], {"backend": args.backend, "repeats": args.repeats, "speedup": {}, "share_of_ceiling": {},
+                         "prefix_tokens_saved": {}, "prefill_tokens": {}, "same_prompts": {}}
+    print(f"{'B':>3} {'mode':>10} {'wall s':>8} {'(min-max)':>15} {'steps/s':>8} {'gen tok/s':>10} {'calls':>6} "
+          f"{'tok s':>6} {'prefill':>8} {'decode':>7} {'market':>7}")
     for batch in sizes:
-        pair = [play(cfg, batch, True), play(cfg, batch, False)]
-        for r in pair:
-            print(f"{r['batch']:>3} {r['mode']:>10} {r['wall_s']:>8.2f} {r['steps_per_s']:>8.2f} "
-                  f"{r['gen_tokens_per_s']:>10.1f} {r['prompts']:>8} {r['backend_calls']:>6} {r['outside_backend']:>8.1%}")
-        lock, seq = pair
-        same = [a == b for a, b in zip(lock["actions"], seq["actions"])]
-        summary["same_actions"][batch] = round(float(np.mean(same)), 3) if same else 0.0
+        _, steps, calls, _ = market(cfg, batch)  # the record: these prompts are what every mode runs
+        modes = {"sequential": lambda: replay(backend, calls, True), "raw": lambda: replay(backend, calls, False),
+                 "lockstep": lambda: market(cfg, batch)}
+        runs = {m: [] for m in modes}
+        same = []
+        for r in range(args.repeats):
+            names = list(modes)[r % 3 :] + list(modes)[: r % 3]  # interleaved, the order rotating
+            for m in names:
+                done = modes[m]()
+                if m == "lockstep":
+                    same.append(done[2] == calls)
+                    done = (done[0], done[3])
+                runs[m].append(done)
+        block = {m: row(batch, m, runs[m], steps) for m in modes}
+        for r in block.values():
+            print(f"{r['batch']:>3} {r['mode']:>10} {r['wall_s']:>8.2f} {r['wall_min_s']:>7.2f}-{r['wall_max_s']:<7.2f} "
+                  f"{r['steps_per_s']:>8.2f} {r['gen_tokens_per_s']:>10.1f} {r['backend_calls']:>6} "
+                  f"{r['tokenize_s']:>6.2f} {r['prefill_s']:>8.2f} {r['decode_s']:>7.2f} {r['market_s']:>7.2f}")
+        lock, seq, raw = block["lockstep"], block["sequential"], block["raw"]
         summary["speedup"][batch] = round(lock["steps_per_s"] / seq["steps_per_s"], 2)
-        summary["outside_backend"][batch] = lock["outside_backend"]
-        rows += [{k: v for k, v in r.items() if k != "actions"} for r in pair]
+        summary["share_of_ceiling"][batch] = round(raw["wall_s"] / lock["wall_s"], 3)
+        summary["prefix_tokens_saved"][batch] = lock["prefix_tokens_saved"]
+        summary["prefill_tokens"][batch] = lock["prefill_tokens"]
+        summary["same_prompts"][batch] = float(np.mean(same))
+        rows += block.values()
     for batch in sizes:
-        print(f"B = {batch}: lockstep is {summary['speedup'][batch]}x the sequential steps/s; "
-              f"{summary['outside_backend'][batch]:.1%} of lockstep wall time outside the backend; "
-              f"same actions in {summary['same_actions'][batch]:.0%} of steps")
+        print(f"B = {batch}: lockstep is {summary['speedup'][batch]}x the sequential steps/s and "
+              f"{summary['share_of_ceiling'][batch]:.0%} of the bare engine's throughput on the same batches; "
+              f"the prefix cache saved {summary['prefix_tokens_saved'][batch]} of "
+              f"{summary['prefix_tokens_saved'][batch] + summary['prefill_tokens'][batch]} prompt tokens")
     backend.close()
     if args.json:
         print(json.dumps(summary | {"rows": rows}))

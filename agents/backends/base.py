@@ -9,7 +9,7 @@ market never loops over agents calling a model). Two operations:
   how it ended (``stop``, ``length`` = hit its token cap, ``timeout``, ``error``);
 * ``score``: the wake-up question as one scoring pass, no generation: for each
   prompt, log P(yes) - log P(no) of the assistant's first token (the spellings
-  ``yes``/``Yes``/`` yes``/`` Yes`` pooled, likewise for no).
+  ``yes``/``Yes``/`` yes``/`` Yes`` pooled, likewise for no); NaN where it failed.
 
 A prompt has a frozen part (``system``: role and hard constraints, never edited)
 and a trainable part (``skills``: what births rewrite), then the observation.
@@ -84,7 +84,17 @@ class Stats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     scored: int = 0
+    failures: int = 0
+    """Failed attempts (openai: each retried or final failure of a request)."""
     seconds: float = 0.0
+    tokenize_s: float = 0.0
+    """Where the engine reports its phases (hf): templating + tokenising, prefill, decoding."""
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    prefill_tokens: int = 0
+    """Prompt tokens actually run through the model at prefill."""
+    prefix_tokens_saved: int = 0
+    """Prompt tokens not prefilled because their KV came from the prefix cache (or a shared prefix)."""
     _t0: float = field(default=0.0, repr=False)
 
     def start(self) -> None:
@@ -103,7 +113,8 @@ class Backend(Protocol):
         """One completion per prompt, in order; never raises for a bad or slow completion."""
 
     def score(self, prompts: list[Prompt]) -> np.ndarray:
-        """[n] float: log P(yes) - log P(no) for the assistant's first token."""
+        """[n] float: log P(yes) - log P(no) for the assistant's first token; NaN where the engine
+        could not say (a failed request): "no opinion", never cached, never a wake-up."""
 
     def close(self) -> None:
         """Release the engine (processes, memory)."""
@@ -125,6 +136,9 @@ class BackendConfig:
     """hf: prompts per forward pass (larger calls are split); openai: concurrent requests."""
     threads: int = Field(0, ge=0)
     """hf on CPU: torch threads (0: auto, all cores but one)."""
+    prefix_cache_mb: int = Field(512, ge=0)
+    """hf: memory for the KV of agents' prompt prefixes (frozen part + skills) kept across calls,
+    least recently used out first (0: none)."""
     timeout: float = Field(600.0, gt=0)
     """Seconds one call may take; completions still running then end as ``timeout``."""
     base_url: str = "http://127.0.0.1:8000/v1"

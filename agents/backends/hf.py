@@ -7,18 +7,27 @@ token cap and stop strings, the summed log-probability of what it emitted, a
 per-row sampling seed (reproducible births), and a wall-clock timeout after which
 unfinished rows end as ``timeout`` instead of stalling the run.
 
-Prompts of one agent across worlds share their frozen part and skills (often hundreds
-of tokens of worked examples): that prefix is prefilled once per batch and its KV
-cache repeated across the agent's rows; the groups' caches are then merged (left
-padding, masked) so every row of the batch decodes in one loop, and rows that have
-finished are dropped from the loop once they are the majority. On two CPU cores
-prefill dominates this workload (long few-shot prompts, answers of a few tokens),
-so sharing prefixes is where batching pays most. Results come back in the caller's
-order.
+On two CPU cores prefill dominates this workload (long few-shot prompts, answers of
+a few tokens), so prefill is where the work is saved:
+
+* an agent's prompts share everything before the observation (chat template, frozen
+  part, skills: often hundreds of tokens of worked examples), and that prefix changes
+  only when the agent is reborn. Its KV is computed once and kept in a **prefix cache**
+  across calls, keyed by the prefix's token ids and bounded in memory (least recently
+  used out first: a reborn agent's old prefix is simply never asked for again);
+* a call runs at most two prefill forwards per batch: one over the prefixes not in the
+  cache (one row each), one over every row's own suffix on top of its prefix's KV
+  (left-padded twice: prefix part and suffix part, masked, positions skipping the pads);
+* both ask the LM head for the last position only (``logits_to_keep``): the 49k-wide
+  vocabulary is never computed over prompt tokens.
+
+All rows of a batch then decode in one loop; rows that have finished are dropped from
+it once they are the majority. Results come back in the caller's order.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import time
 
@@ -41,17 +50,43 @@ def cpu_has_bf16() -> bool:
 
 
 MIN_SHARED = 32
-"""Shortest prefix worth prefilling once for a group of prompts."""
+"""Shortest prefix worth keeping (shorter ones are prefilled with the row)."""
 
 
-def _common_prefix(rows: list[list[int]]) -> int:
-    """Length of the longest common token prefix, leaving every row at least one token of its own."""
-    n = min(len(r) for r in rows) - 1
-    first = rows[0]
+def _common(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
     for k in range(n):
-        if any(r[k] != first[k] for r in rows[1:]):
+        if a[k] != b[k]:
             return k
-    return max(n, 0)
+    return n
+
+
+class PrefixCache:
+    """Prefix token ids -> per-layer (keys, values) [1, heads, L, dim]; least recently used out
+    first once the entries exceed ``budget`` bytes."""
+
+    def __init__(self, budget: int):
+        self.budget, self.used, self.entries = budget, 0, collections.OrderedDict()
+
+    def get(self, key: tuple[int, ...]):
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+            return entry[0]
+        return None
+
+    def put(self, key: tuple[int, ...], layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        size = sum(k.nbytes + v.nbytes for k, v in layers)
+        if size > self.budget or key in self.entries:
+            return
+        self.entries[key] = (layers, size)
+        self.used += size
+        while self.used > self.budget:
+            self.used -= self.entries.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.used = 0
 
 
 class HFBackend:
@@ -62,7 +97,9 @@ class HFBackend:
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device
         dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if self.device != "cpu" or cpu_has_bf16() else "float32")
         if self.device == "cpu":  # auto: leave one core to the rest (on 2 cores a second thread spin-waits
-            # whenever anything else runs: measured 3-5x slower under load, at most ~1.6x faster idle)
+            # whenever anything else runs: measured 3-5x slower under load, at most ~1.6x faster idle; again
+            # 2026-12-01, 16 prompts of 4 agents under load 3: 1 thread 1.6-2.2 s cold, 0.7 s with prefixes
+            # cached; 2 threads 3.1-3.3 s and 1.6-2.0 s)
             torch.set_num_threads(cfg.threads or max(1, min(torch.get_num_threads(), (os.cpu_count() or 2) - 1)))
         folder = smollm2.resolve(cfg.model)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -74,6 +111,8 @@ class HFBackend:
         self.yes_ids, self.no_ids = self._first_tokens(YES), self._first_tokens(NO)
         self._pieces = None  # token id -> decoded text, built on first use of stop strings
         self._stop_masks: dict[tuple[str, ...], torch.Tensor] = {}
+        self._prefix_ids: collections.OrderedDict = collections.OrderedDict()  # (system, skills) -> prefix token ids
+        self.prefixes = PrefixCache(cfg.prefix_cache_mb * 2**20)
         self.stats = Stats()
 
     def _first_tokens(self, spellings) -> list[int]:
@@ -89,39 +128,38 @@ class HFBackend:
             self._stop_masks[stop] = mask
         return self._stop_masks[stop]
 
-    def _encode(self, prompts: list[Prompt]) -> list[list[int]]:
-        texts = [self.tokenizer.apply_chat_template(p.messages(), tokenize=False, add_generation_prompt=True)
-                 for p in prompts]
-        return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+    def _template(self, messages: list[dict], generation: bool) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
+
+    def _prefix(self, prompt: Prompt) -> list[int]:
+        """Token ids of the prompt before its observation: the chat template over the frozen part
+        and the skills (with their demonstration turns). Remembered per (system, skills)."""
+        key = (prompt.system, prompt.skills)
+        if key not in self._prefix_ids:
+            text = self._template(prompt.messages()[:-1], generation=False)
+            self._prefix_ids[key] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            if len(self._prefix_ids) > 4096:
+                self._prefix_ids.popitem(last=False)
+        return self._prefix_ids[key]
+
+    def _encode(self, prompts: list[Prompt]) -> tuple[list[list[int]], list[int]]:
+        """(token ids of each prompt, length of its shared prefix: 0 where under MIN_SHARED);
+        every row keeps at least one token of its own to prefill."""
+        t0 = time.perf_counter()
+        texts = [self._template(p.messages(), generation=True) for p in prompts]
+        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        shared = [min(_common(self._prefix(p), e), len(e) - 1) for p, e in zip(prompts, encoded)]
+        self.stats.tokenize_s += time.perf_counter() - t0
+        return encoded, [k if k >= MIN_SHARED else 0 for k in shared]
 
     def _pad(self, rows: list[list[int]]):
         width = max(len(r) for r in rows)
         ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, r in enumerate(rows):
-            ids[i, width - len(r) :] = torch.tensor(r)
+            ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
             mask[i, width - len(r) :] = 1
         return ids.to(self.device), mask.to(self.device)
-
-    # ------------------------------------------------------------ generate
-    @torch.inference_mode()
-    def generate(self, prompts: list[Prompt]) -> list[Completion]:
-        self.stats.start()
-        encoded = self._encode(prompts)
-        out: list[Completion | None] = [None] * len(prompts)
-        deadline = time.monotonic() + self.cfg.timeout
-        for batch in self._batches(prompts, encoded):
-            if time.monotonic() > deadline:  # the call's time is spent: the rest end unstarted
-                for i in batch:
-                    out[i] = Completion("", None, 0, "timeout", "backend timeout before decoding")
-                continue
-            for i, completion in zip(batch, self._decode([prompts[i] for i in batch], [encoded[i] for i in batch], deadline)):
-                out[i] = completion
-        self.stats.prompts += len(prompts)
-        self.stats.prompt_tokens += sum(len(e) for e in encoded)
-        self.stats.completion_tokens += sum(c.tokens for c in out)
-        self.stats.stop()
-        return out
 
     def _batches(self, prompts: list[Prompt], encoded: list[list[int]]):
         """Index batches of at most max_batch prompts, each agent's prompts kept together (they
@@ -131,47 +169,77 @@ class HFBackend:
         for i in range(0, len(order), self.cfg.max_batch):
             yield order[i : i + self.cfg.max_batch]
 
-    def _groups(self, prompts: list[Prompt], encoded: list[list[int]]):
-        """(rows, shared prefix length) within one batch. An agent's prompts (same frozen part and
-        skills) share everything up to the observation: that prefix is prefilled once; the other
-        prompts (shared = 0) are prefilled together, left-padded."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for i, p in enumerate(prompts):
-            groups.setdefault((p.system, p.skills), []).append(i)
-        plain = []
-        for rows in groups.values():
-            shared = _common_prefix([encoded[i] for i in rows]) if len(rows) > 1 else 0
-            if shared >= MIN_SHARED:
-                yield rows, shared
-            else:
-                plain += rows
-        if plain:
-            yield plain, 0
-
-    def _prefill_all(self, prompts: list[Prompt], encoded: list[list[int]]):
-        """Prefill a batch group by group, then merge the groups' KV caches into one batch (each
-        left-padded with masked zeros to the longest), so all rows decode in one loop.
-        Returns (last logits [n, V], cache, mask, positions [n, 1]) in the batch's row order."""
-        parts = []
-        for rows, shared in self._groups(prompts, encoded):
-            out, mask, position = self._prefill([encoded[i] for i in rows], shared)
-            parts.append((rows, out.logits[:, -1], out.past_key_values, mask, position[:, -1:]))
-        if len(parts) == 1:
-            rows, logits, cache, mask, position = parts[0]
-        else:
-            width = max(p[3].shape[1] for p in parts)
-            pad = lambda t, dim: torch.nn.functional.pad(t, (0, 0) * (t.dim() - 1 - dim) + (width - t.shape[dim], 0))
-            layers = [(torch.cat([pad(p[2].layers[k].keys, 2) for p in parts]),
-                       torch.cat([pad(p[2].layers[k].values, 2) for p in parts])) for k in range(len(parts[0][2].layers))]
+    def _prefill(self, encoded: list[list[int]], shared: list[int]):
+        """Fill the KV cache for a batch: prefixes from the prefix cache or, for the missing ones,
+        one forward (one row per distinct prefix); then one forward over every row's suffix on
+        top of its prefix (prefix part and suffix part each left-padded, pads masked, positions
+        counting real tokens only). Returns (last logits [n, V], cache, mask, positions [n, 1])."""
+        t0 = time.perf_counter()
+        keys = [tuple(e[:k]) for e, k in zip(encoded, shared)]
+        rows: dict[tuple, list[int]] = {}
+        for i, k in enumerate(keys):
+            if k:
+                rows.setdefault(k, []).append(i)
+        found = {k: self.prefixes.get(k) for k in rows}
+        new = [k for k, v in found.items() if v is None]
+        if new:
+            ids, mask = self._pad([list(k) for k in new])
+            kv = self.model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                            use_cache=True, logits_to_keep=1).past_key_values
+            width = ids.shape[1]
+            for j, k in enumerate(new):
+                found[k] = [(layer.keys[j : j + 1, :, width - len(k) :].clone(),
+                             layer.values[j : j + 1, :, width - len(k) :].clone()) for layer in kv.layers]
+                self.prefixes.put(k, found[k])
+            del kv
+        n, width = len(encoded), max(shared)
+        ids, suffix_mask = self._pad([e[k:] for e, k in zip(encoded, shared)])
+        mask = torch.zeros((n, width), dtype=suffix_mask.dtype, device=self.device)
+        cache = None
+        if width:
+            for i, k in enumerate(shared):
+                if k:
+                    mask[i, width - k :] = 1
+            layers = []
+            for li, (keys0, _) in enumerate(next(iter(found.values()))):
+                kv = [keys0.new_zeros((n, keys0.shape[1], width, keys0.shape[3])) for _ in (0, 1)]
+                for k, members in rows.items():  # the one copy: each prefix into its rows of the batch
+                    for part in (0, 1):
+                        kv[part][members, :, width - len(k) :] = found[k][li][part]
+                layers.append(tuple(kv))
             cache = DynamicCache(ddp_cache_data=layers)
-            rows = [r for p in parts for r in p[0]]
-            logits, mask, position = (torch.cat([pad(p[i], 1) if i == 3 else p[i] for p in parts]) for i in (1, 3, 4))
-        back = torch.tensor(np.argsort(rows), device=self.device)  # merged order -> the batch's order
-        for layer in cache.layers:
-            layer.keys, layer.values = layer.keys[back], layer.values[back]
-        return logits[back], cache, mask[back], position[back]
+        mask = torch.cat([mask, suffix_mask], 1)
+        position = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, past_key_values=cache,
+                         use_cache=True, logits_to_keep=1)
+        self.stats.prefill_tokens += sum(len(k) for k in new) + sum(len(e) - k for e, k in zip(encoded, shared))
+        self.stats.prefix_tokens_saved += sum(shared) - sum(len(k) for k in new)
+        self.stats.prefill_s += time.perf_counter() - t0
+        return out.logits[:, -1], out.past_key_values, mask, position[:, -1:]
 
-    def _decode(self, prompts: list[Prompt], encoded: list[list[int]], deadline: float) -> list[Completion]:
+    # ------------------------------------------------------------ generate
+    @torch.inference_mode()
+    def generate(self, prompts: list[Prompt]) -> list[Completion]:
+        self.stats.start()
+        encoded, shared = self._encode(prompts)
+        out: list[Completion | None] = [None] * len(prompts)
+        deadline = time.monotonic() + self.cfg.timeout
+        for batch in self._batches(prompts, encoded):
+            if time.monotonic() > deadline:  # the call's time is spent: the rest end unstarted
+                for i in batch:
+                    out[i] = Completion("", None, 0, "timeout", "backend timeout before decoding")
+                continue
+            done = self._decode([prompts[i] for i in batch], [encoded[i] for i in batch], [shared[i] for i in batch],
+                                deadline)
+            for i, completion in zip(batch, done):
+                out[i] = completion
+        self.stats.prompts += len(prompts)
+        self.stats.prompt_tokens += sum(len(e) for e in encoded)
+        self.stats.completion_tokens += sum(c.tokens for c in out)
+        self.stats.stop()
+        return out
+
+    def _decode(self, prompts: list[Prompt], encoded: list[list[int]], shared: list[int], deadline: float) -> list[Completion]:
         n = len(prompts)
         cap = torch.tensor([p.max_tokens for p in prompts], device=self.device)
         stops = torch.stack([self._stop_mask(p.stop) for p in prompts])  # [n, V]
@@ -186,7 +254,8 @@ class HFBackend:
         stopped = torch.zeros(n, dtype=torch.bool, device=self.device)
         timed_out = False
 
-        logits, cache, mask, position = self._prefill_all(prompts, encoded)
+        logits, cache, mask, position = self._prefill(encoded, shared)
+        t0 = time.perf_counter()
         rows = torch.arange(n, device=self.device)  # the rows still in the decoding batch
         for t in range(int(cap.max())):
             logits = logits.float()
@@ -228,40 +297,20 @@ class HFBackend:
                 text = text.split(s, 1)[0] if s in text else text
             finish = "stop" if stopped[i] else ("timeout" if timed_out and running[i] else "length")
             results.append(Completion(text, float(logprob[i]), len(emitted), finish))
+        self.stats.decode_s += time.perf_counter() - t0
         return results
-
-    def _prefill(self, encoded: list[list[int]], shared: int):
-        """Forward the prompts once, filling the KV cache. With a shared prefix, the prefix is run
-        once and its cache repeated for every row; the rows' own suffixes follow, left-padded
-        *after* the prefix (the padding is masked, and positions skip it)."""
-        if not shared:
-            ids, mask = self._pad(encoded)
-            position = (mask.cumsum(-1) - 1).clamp(min=0)
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, use_cache=True, logits_to_keep=1)
-            return out, mask, position
-        prefix = torch.tensor([encoded[0][:shared]], device=self.device)
-        cache = self.model(input_ids=prefix, use_cache=True).past_key_values
-        cache.batch_repeat_interleave(len(encoded))
-        ids, suffix_mask = self._pad([e[shared:] for e in encoded])
-        mask = torch.cat([torch.ones((len(encoded), shared), dtype=suffix_mask.dtype, device=self.device), suffix_mask], 1)
-        position = (mask.cumsum(-1) - 1).clamp(min=0)[:, shared:]
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=position, past_key_values=cache, use_cache=True,
-                         logits_to_keep=1)
-        return out, mask, position
 
     # --------------------------------------------------------------- score
     @torch.inference_mode()
     def score(self, prompts: list[Prompt]) -> np.ndarray:
         self.stats.start()
-        encoded = self._encode(prompts)
+        encoded, shared = self._encode(prompts)
         result = np.zeros(len(prompts))
         for batch in self._batches(prompts, encoded):
-            for rows, shared in self._groups([prompts[i] for i in batch], [encoded[i] for i in batch]):
-                chunk = [batch[r] for r in rows]  # one agent's questions share its prompt's prefix
-                logits = self._prefill([encoded[i] for i in chunk], shared)[0].logits[:, -1].float()
-                logp = torch.log_softmax(logits, dim=-1)
-                odds = torch.logsumexp(logp[:, self.yes_ids], -1) - torch.logsumexp(logp[:, self.no_ids], -1)
-                result[chunk] = odds.cpu().numpy()
+            logits = self._prefill([encoded[i] for i in batch], [shared[i] for i in batch])[0].float()
+            logp = torch.log_softmax(logits, dim=-1)
+            odds = torch.logsumexp(logp[:, self.yes_ids], -1) - torch.logsumexp(logp[:, self.no_ids], -1)
+            result[batch] = odds.cpu().numpy()
         self.stats.prompts += len(prompts)
         self.stats.scored += len(prompts)
         self.stats.prompt_tokens += sum(len(e) for e in encoded)
@@ -270,3 +319,4 @@ class HFBackend:
 
     def close(self) -> None:
         self.model = None
+        self.prefixes.clear()

@@ -4,9 +4,15 @@ Standard library only (urllib + a thread pool), so it adds no dependency: a call
 prompts go out as concurrent requests (``max_batch`` at a time) and the server
 batches them. Log-probabilities come from the API's ``logprobs`` field; scoring
 asks for one token with ``top_logprobs`` (a yes/no spelling outside them is taken
-at the smallest reported value). A request that exceeds ``timeout`` seconds ends
-as ``timeout``; any other failure (refused connection, HTTP error, bad JSON) as
-``error``: never an exception into the market.
+at the smallest reported value).
+
+Servers fail in passing (a rate limit, an overloaded or restarting server, a dropped
+connection): a request answered 429 or 5xx, or whose connection fails, is sent again
+after an exponential backoff (0.1 s, 0.2 s, ... at most 5 s) until ``timeout`` seconds
+after it was first sent; every failed attempt is recorded in ``failures``. What still
+fails ends as a ``timeout`` or ``error`` completion, and a failed score is NaN: "no
+opinion" (the policy neither wakes the agent on that state nor caches the score).
+Never an exception into the market.
 
 ``model = "smollm2"`` (the default) means "whatever the server serves": the first
 id of ``GET /models``.
@@ -14,8 +20,12 @@ id of ``GET /models``.
 
 from __future__ import annotations
 
+import collections
+import http.client
 import json
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +35,16 @@ import numpy as np
 from agents.backends.base import NO, YES, BackendConfig, Completion, Prompt, Stats
 
 TOP_LOGPROBS = 20
+BACKOFF = (0.1, 5.0)
+"""First wait and longest wait between attempts of one request (seconds); it doubles in between."""
+
+
+def _retryable(err: Exception) -> bool:
+    """429 and 5xx, refused or dropped connections: worth another attempt. Other HTTP errors
+    (a bad request, an unknown model) would fail again."""
+    if isinstance(err, urllib.error.HTTPError):
+        return err.code == 429 or err.code >= 500
+    return isinstance(err, (urllib.error.URLError, ConnectionError, http.client.HTTPException))
 
 
 class OpenAIBackend:
@@ -33,15 +53,36 @@ class OpenAIBackend:
     def __init__(self, cfg: BackendConfig = BackendConfig()):
         self.cfg = cfg
         self.root = cfg.base_url.rstrip("/")
-        self.model = cfg.model if cfg.model not in ("", "smollm2") else self._request("GET", "/models")["data"][0]["id"]
+        self.failures: collections.deque = collections.deque(maxlen=1000)
+        """Failed attempts, the newest last: {"path", "attempt", "error", "retried"}."""
+        self._lock = threading.Lock()
         self.stats = Stats()
+        self.model = cfg.model if cfg.model not in ("", "smollm2") else self._request("GET", "/models")["data"][0]["id"]
 
     def _request(self, method: str, path: str, body: dict | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.root + path, data=data, method=method, headers={
-            "Content-Type": "application/json", "Authorization": f"Bearer {self.cfg.api_key}"})
-        with urllib.request.urlopen(request, timeout=self.cfg.timeout) as response:
-            return json.loads(response.read())
+        deadline = time.monotonic() + self.cfg.timeout
+        attempt = 0
+        while True:
+            request = urllib.request.Request(self.root + path, data=data, method=method, headers={
+                "Content-Type": "application/json", "Authorization": f"Bearer {self.cfg.api_key}"})
+            left = deadline - time.monotonic()
+            try:
+                with urllib.request.urlopen(request, timeout=max(left, 1e-3)) as response:
+                    return json.loads(response.read())
+            except Exception as err:  # noqa: BLE001 (recorded, then re-raised unless worth retrying)
+                wait = min(BACKOFF[0] * 2**attempt, BACKOFF[1])
+                timed_out = isinstance(err, (TimeoutError, socket.timeout)) or isinstance(
+                    getattr(err, "reason", None), (TimeoutError, socket.timeout))
+                retry = _retryable(err) and not timed_out and time.monotonic() + wait < deadline
+                with self._lock:
+                    self.stats.failures += 1
+                    self.failures.append({"path": path, "attempt": attempt, "error": f"{type(err).__name__}: {err}",
+                                          "retried": retry})
+                if not retry:
+                    raise
+                time.sleep(wait)
+                attempt += 1
 
     def _chat(self, prompt: Prompt, **extra) -> dict:
         body = {"model": self.model, "messages": prompt.messages(), "max_tokens": prompt.max_tokens,
@@ -58,14 +99,15 @@ class OpenAIBackend:
             logprob = float(sum(t["logprob"] for t in content)) if content else None
             tokens = reply.get("usage", {}).get("completion_tokens", len(content))
             finish = "length" if choice.get("finish_reason") == "length" else "stop"
-            self.stats.prompt_tokens += reply.get("usage", {}).get("prompt_tokens", 0)
+            with self._lock:
+                self.stats.prompt_tokens += reply.get("usage", {}).get("prompt_tokens", 0)
             return Completion(choice["message"].get("content") or "", logprob, tokens, finish)
         except (TimeoutError, socket.timeout) as err:
             return Completion("", None, 0, "timeout", str(err))
         except urllib.error.URLError as err:
             timed_out = isinstance(err.reason, (TimeoutError, socket.timeout))
             return Completion("", None, 0, "timeout" if timed_out else "error", str(err))
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+        except (OSError, ValueError, KeyError, IndexError, TypeError, http.client.HTTPException) as err:
             return Completion("", None, 0, "error", f"{type(err).__name__}: {err}")
 
     def _map(self, fn, prompts: list[Prompt]) -> list:
@@ -85,8 +127,8 @@ class OpenAIBackend:
             reply = self._chat(Prompt(prompt.system, prompt.skills, prompt.user, max_tokens=1, stop=()),
                                top_logprobs=TOP_LOGPROBS)
             top = {t["token"]: t["logprob"] for t in reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
-            return float("-inf")  # an unreachable or broken server wakes nobody
+        except (OSError, ValueError, KeyError, IndexError, TypeError, http.client.HTTPException):
+            return float("nan")  # no opinion: the policy neither wakes the agent here nor caches this
         floor = min(top.values())
         pool = lambda spellings: np.logaddexp.reduce([top.get(s, floor) for s in spellings])
         return float(pool(YES) - pool(NO))

@@ -64,7 +64,7 @@ LONG = Prompt("You are a careful assistant for a market of agents. Keep every an
 def test_one_agents_prompts_share_a_prefix_and_get_the_same_results(hf):
     prompts = [Prompt(LONG.system, LONG.skills, f"Give one word that rhymes with {w}.", max_tokens=6)
                for w in ("cat", "tree", "moon", "house")]
-    assert [shared for _, shared in hf._groups(prompts, hf._encode(prompts))][0] >= 32  # the prefix path runs
+    assert min(hf._encode(prompts)[1]) >= 32  # the prefix path runs
     batched, single = hf.generate(prompts), [hf.generate([p])[0] for p in prompts]
     assert [c.text for c in batched] == [c.text for c in single]
     assert np.allclose([c.logprob for c in batched], [c.logprob for c in single], atol=1e-2)
@@ -104,10 +104,56 @@ def test_a_call_past_its_timeout_ends_as_timeout_not_an_exception():
 
 
 def test_agents_with_different_prefixes_decode_in_one_batch_as_they_would_alone(hf):
-    other = Prompt("You are a poet who answers in a single word, lower case, with no punctuation at all.", "", "")
+    other = Prompt("You are a poet who answers in a single word, lower case, with no punctuation at all, and never "
+                   "explains the word you chose.", "", "")
     prompts = [Prompt(a.system, a.skills, f"Give one word that rhymes with {w}.", max_tokens=6)
                for a in (LONG, other) for w in ("cat", "tree", "moon")] + [ask("Say hi.", max_tokens=4)]
-    assert len(list(hf._groups(prompts, hf._encode(prompts)))) == 3  # two shared prefixes, one plain row
+    shared = hf._encode(prompts)[1]
+    assert len(set(shared[:6])) == 2 and min(shared[:6]) >= 32 and shared[6] == 0  # two shared prefixes, one plain row
     batched, single = hf.generate(prompts), [hf.generate([p])[0] for p in prompts]
     assert [c.text for c in batched] == [c.text for c in single]
     assert np.allclose([c.logprob for c in batched], [c.logprob for c in single], atol=1e-2)
+
+
+def plain(hf, prompt):
+    """The reference: the templated prompt alone through transformers' own greedy ``generate`` and
+    a plain forward, no padding, no prefix cache."""
+    text = hf.tokenizer.apply_chat_template(prompt.messages(), tokenize=False, add_generation_prompt=True)
+    ids = hf.tokenizer(text, return_tensors="pt", add_special_tokens=False).input_ids
+    with torch.inference_mode():
+        new = hf.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=prompt.max_tokens,
+                                do_sample=False, pad_token_id=hf.tokenizer.pad_token_id)[0, ids.shape[1]:]
+        logp = torch.log_softmax(hf.model(input_ids=ids).logits[0, -1].float(), -1)
+    out = hf.tokenizer.decode(new, skip_special_tokens=True)
+    for s in prompt.stop:
+        out = out.split(s, 1)[0]
+    return out, float(torch.logsumexp(logp[hf.yes_ids], 0) - torch.logsumexp(logp[hf.no_ids], 0))
+
+
+def test_cached_prefixes_give_what_plain_transformers_gives(hf):
+    """Two agents, their prompts in one call and again in a second call (prefixes then come from the
+    prefix cache): greedy texts and wake-up scores equal transformers' on each prompt alone."""
+    agents = [LONG, Prompt("You are a poet who answers in a single word, lower case, with no punctuation at all, "
+                           "and never explains the word you chose.", "example: Rhyme with sun. => fun", "")]
+    prompts = [Prompt(a.system, a.skills, f"Give one word that rhymes with {w}.", max_tokens=6)
+               for a in agents for w in ("cat", "tree", "moon")]
+    expected = [plain(hf, p) for p in prompts]
+    saved = hf.stats.prefix_tokens_saved
+    first = hf.generate(prompts)
+    again = hf.generate(prompts[::-1])[::-1] + hf.generate(prompts[1:2])  # all prefixes from the cache now
+    assert hf.stats.prefix_tokens_saved - saved >= 7 * 32  # each prompt but one agent's first, per call
+    assert [c.text for c in first] == [c.text for c in again[:6]] == [t for t, _ in expected]
+    assert again[6].text == expected[1][0]
+    assert np.allclose(hf.score(prompts), [s for _, s in expected], atol=1e-3)
+
+
+def test_prefix_cache_is_bounded_least_recently_used_out():
+    from agents.backends.hf import PrefixCache
+
+    entry = lambda: [(torch.zeros(1, 1, 4, 2), torch.zeros(1, 1, 4, 2))]  # 64 bytes
+    cache = PrefixCache(budget=150)
+    cache.put((1,), entry()), cache.put((2,), entry())
+    assert cache.get((1,)) is not None  # (1,) is now the most recently used
+    cache.put((3,), entry())
+    assert cache.get((2,)) is None and cache.get((1,)) is not None and cache.get((3,)) is not None
+    assert cache.used <= cache.budget
