@@ -160,6 +160,11 @@ def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:
     raise ScenarioError(f"unknown scenario (known: {', '.join(known)}; or a .py file or a dotted module path)")
 
 
+def plugin_names() -> list[str]:
+    """The scenarios installed packages register (entry points), without importing any of them."""
+    return sorted(ep.name for ep in entry_points(group=ENTRY_POINTS))
+
+
 def get_scenario(name: str, base: Path | None = None) -> Scenario:
     """The scenario ``name`` (a built-in, an entry point, a .py file relative to ``base``, a module path)."""
     return Scenario.of(*_import(name, base))

@@ -24,7 +24,7 @@ from agents.config import AgentsConfig
 from agents.credit import NAMES
 from market.config import STRICT, MarketConfig, PopulationConfig
 from market.money import MAX_MICRO, MICRO
-from scenarios.registry import SCENARIO_DIR, ScenarioError, available, get_scenario
+from scenarios.registry import SCENARIO_DIR, ScenarioError, get_scenario, plugin_names
 
 
 class ConfigError(ValueError):
@@ -80,7 +80,7 @@ def resolve(name_or_path: str) -> Path | None:
     path = SCENARIO_DIR / f"{name_or_path}.toml"
     if path.is_file():
         return path
-    plugins = [name for name, kind, _ in available() if kind.startswith("plugin")]
+    plugins = plugin_names()  # found without importing any scenario
     if name_or_path.endswith(".py") or "." in name_or_path or name_or_path in plugins:
         return None
     known = sorted([*(p.stem for p in SCENARIO_DIR.glob("*.toml")), *plugins])
