@@ -13,12 +13,21 @@ The Python API, for notebooks and scripts (everything the CLI does, without it):
     run = open_run("sqlite:///runs/catallax.db", summary["run_id"])  # summary, transfers, agents, balances
 """
 
-from scenarios.registry import Scenario, ScenarioError, available, get_scenario
-from scenarios.report.data import RunData, open_run
-from scenarios.run.config import ConfigError, Experiment, load
-from scenarios.run.runner import build_model, resume_experiment, run_experiment
+# Where each public name lives; imported on first use, so ``import scenarios.relay`` (every run) does not
+# load the run machinery, the database layer and the credit estimators it may not need.
+API = {
+    "Scenario": "scenarios.registry", "ScenarioError": "scenarios.registry", "available": "scenarios.registry",
+    "get_scenario": "scenarios.registry", "RunData": "scenarios.report.data", "open_run": "scenarios.report.data",
+    "ConfigError": "scenarios.run.config", "Experiment": "scenarios.run.config", "load": "scenarios.run.config",
+    "build_model": "scenarios.run.runner", "resume_experiment": "scenarios.run.runner",
+    "run_experiment": "scenarios.run.runner",
+}
+__all__ = sorted(API)
 
-__all__ = [
-    "ConfigError", "Experiment", "RunData", "Scenario", "ScenarioError", "available", "build_model", "get_scenario",
-    "load", "open_run", "resume_experiment", "run_experiment",
-]
+
+def __getattr__(name):
+    if name in API:
+        import importlib
+
+        return getattr(importlib.import_module(API[name]), name)
+    raise AttributeError(f"module 'scenarios' has no attribute {name!r}")
