@@ -14,8 +14,10 @@ mixed into the auction's cost; at B > 1 an agent that wins several worlds at onc
 bankrupt, a handful per thousand, reported as ``alive_at_end``). One round is ``model.step()``: B lockstep
 episodes, then settlement (ledger flush and hash, data collection). *Time per auction step*
 is the round's wall time divided by the auction steps it ran (its longest episode), median
-over the timed rounds, after one untimed warm-up round at B = 1 that also flushes the N
-funding transfers of construction. The same model is reused across B (``cfg.batch`` is set
+over the timed rounds, after one warm-up round at B = 1 that also flushes the N funding
+transfers of construction and makes the N birth records (their skill text; deferred from the
+build to the first round, see ``MarketModel._record_births``): its wall time is reported apart
+as *first round*. The same model is reused across B (``cfg.batch`` is set
 between rounds). *ns per agent-bid* is that time divided by N x B: flat means linear in N x B.
 Beside the wall time, the same rounds are timed in CPU seconds of the process
 (``time.process_time``): on a shared machine the wall time also counts the time other
@@ -24,11 +26,13 @@ time and the fit ``c + a N + b N B`` (least squares in relative error) is made o
 
 Memory. Every N runs in a fresh subprocess. ``baseline`` is its resident set (VmRSS from
 /proc) after the imports; *resident per agent* is (VmRSS after building the model - baseline)
-/ N: population arrays, rules, ledger, and one Mesa ``Trader`` facade per agent; *peak per
-agent* is (``ru_maxrss`` after the B = 1 rounds - baseline) / N, the most the process held
-while stepping at B = 1 (larger B adds [B, N] temporaries of the auction, reported as
+/ N: population arrays, rules and the ledger's pending funding transfers (no Mesa ``Trader``
+facade exists until someone reads ``model.agents``, market/agent.py); *peak per agent* is
+(``ru_maxrss`` after the B = 1 rounds - baseline) / N, the most the process held while stepping
+at B = 1 (larger B adds [B, N] temporaries of the auction, reported as
 ``peak_all``). *arrays per agent* is the bytes of the population's and the rules' numpy
-columns alone, for comparison with the facades.
+columns alone. Last, ``model.agents`` is read once, as a Mesa user would: *facades* is the time
+it takes to build the N facades and their resident bytes per agent, what asking costs.
 """
 
 from __future__ import annotations
@@ -77,7 +81,9 @@ def worker(n: int, batches: list[int], rounds: int) -> dict:
     rules = policy.rules
     arrays = sum(getattr(model.population, c).nbytes for c in ("ids", "alive", "wealth", "bid", "parent", "born"))
     arrays += sum(getattr(rules, c).nbytes for c in FIELDS)
+    w0 = time.perf_counter()
     model.step()  # warm-up (B = 1)
+    first_round_s = time.perf_counter() - w0
 
     wall, cpu, peak_b1 = {}, {}, 0
     for batch in batches:
@@ -94,7 +100,12 @@ def worker(n: int, batches: list[int], rounds: int) -> dict:
             peak_b1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
     peak_all = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
     assert int(model.population.wealth.sum()) == 0  # money is conserved
-    return {"N": n, "build_s": build_s, "resident_per_agent": resident / n, "peak_per_agent": peak_b1 / n,
+    before, w0 = vm_rss(), time.perf_counter()
+    assert len(model.agents) == model.population.size  # the Mesa face, built on first ask
+    facades_s, facade_bytes = time.perf_counter() - w0, vm_rss() - before
+    return {"N": n, "build_s": build_s, "first_round_s": first_round_s, "facades_s": facades_s,
+            "facade_bytes_per_agent": facade_bytes / n, "resident_per_agent": resident / n,
+            "peak_per_agent": peak_b1 / n,
             "peak_all_per_agent": peak_all / n, "arrays_per_agent": arrays / n, "ms_per_step": wall,
             "cpu_ms_per_step": cpu, "alive_at_end": model.population.size}
 
@@ -175,8 +186,12 @@ def main(argv=None) -> int:
           f"{f['per_agent_bid_ns']:.1f} ns x N x B (worst relative error {100 * f['max_rel_error']:.0f}%)")
     big = rows[-1]
     print(f"memory at N = {label(big['N'])}: {big['resident_per_agent']:.0f} B resident per agent after building "
-          f"({big['arrays_per_agent']:.0f} B of it numpy columns, the rest Mesa Trader facades, ledger and Python), "
+          f"({big['arrays_per_agent']:.0f} B of it numpy columns, the rest the ledger's pending funding and the "
+          f"allocator), "
           f"peak {big['peak_per_agent']:.0f} B per agent stepping at B = 1, {big['peak_all_per_agent']:.0f} B with B up to {batches[-1]}")
+    print(f"build {big['build_s']:.2f} s, first round {big['first_round_s']:.2f} s (the N birth records); "
+          f"reading model.agents then builds the Mesa facades: {big['facades_s']:.2f} s, "
+          f"{big['facade_bytes_per_agent']:.0f} B per agent")
     png = args.out / "scaling.png"
     plot(rows, batches, png)
     print(f"plot: {png}")
@@ -186,7 +201,11 @@ def main(argv=None) -> int:
         out |= {f"cpu_ms_{label(r['N'])}_B{b}": round(r["cpu_ms_per_step"][str(b)], 4) for r in rows for b in batches}
         out |= {f"ns_per_bid_{label(r['N'])}_B{b}": round(1e6 * r["ms_per_step"][str(b)] / (r["N"] * b), 2)
                 for r in rows for b in batches}
-        out |= {f"bytes_per_agent_{label(big['N'])}": round(big["resident_per_agent"]),
+        out |= {f"build_s_{label(big['N'])}": round(big["build_s"], 3),
+                f"first_round_s_{label(big['N'])}": round(big["first_round_s"], 3),
+                f"facades_s_{label(big['N'])}": round(big["facades_s"], 3),
+                f"facade_bytes_per_agent_{label(big['N'])}": round(big["facade_bytes_per_agent"]),
+                f"bytes_per_agent_{label(big['N'])}": round(big["resident_per_agent"]),
                 f"peak_bytes_per_agent_{label(big['N'])}": round(big["peak_per_agent"]),
                 f"array_bytes_per_agent_{label(big['N'])}": round(big["arrays_per_agent"]), "plot": str(png)}
         out |= {f"fit_{k}": round(v, 3) for k, v in f.items()}

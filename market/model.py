@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import mesa
 import numpy as np
 
-from market.agent import Trader
+from market.agent import LazyTraders
 from market.auction import clear
 from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.brigade import Payments, sale, terminal_shares
@@ -97,7 +97,7 @@ def gini(values: np.ndarray) -> float:
     return float((2 * ranks - v.size - 1) @ v / (v.size * v.sum()))
 
 
-class MarketModel(mesa.Model, Economy):
+class MarketModel(LazyTraders, mesa.Model, Economy):
     def __init__(self, world: World, policy: Policy, market: MarketConfig, population: PopulationConfig, seed: int):
         super().__init__(rng=seed)
         self.world, self.policy = world, policy
@@ -105,7 +105,6 @@ class MarketModel(mesa.Model, Economy):
         self.population = Population(capacity=population.max_agents + 1)
         self.policy.resize(self.population.capacity)
         self.ledger = Ledger(self.population)
-        self.traders: dict[int, Trader] = {}  # row -> facade
         self.next_agent_id = 1  # account ids: the house is 0, traders count up from 1, never reused
         self.episodes_done = 0
         self.last_round: RoundLog | None = None
@@ -118,7 +117,8 @@ class MarketModel(mesa.Model, Economy):
             "fee": to_micro(market.action_fee),
             "initial_wealth": to_micro(population.initial_wealth),
         }
-        self._pending_births: list[dict] = []
+        self._births: list[dict] = []  # this round's birth records
+        self._unrecorded: list[np.ndarray] = []  # rows born since, whose records are made by _record_births
         self._born(np.full(population.initial_agents, RANDOM_NEWCOMER, dtype=np.int64))
         self.datacollector = mesa.DataCollector(
             model_reporters={
@@ -157,6 +157,7 @@ class MarketModel(mesa.Model, Economy):
         ``settle=False`` runs the population *frozen*: the same auctions and
         actions, but no money moves (evaluation on held-out tasks).
         """
+        self._record_births()  # before any policy update (the construction cohort's records)
         world = world or self.world
         B, pop, cfg = batch or self.cfg.batch, self.population, self.cfg
         transfer = self.ledger.transfer if settle else _no_transfer
@@ -269,10 +270,7 @@ class MarketModel(mesa.Model, Economy):
         return rows
 
     def _release(self, rows: np.ndarray) -> list[dict]:
-        deaths = []
-        for row in rows.tolist():
-            deaths.append({"agent_id": int(self.population.ids[row]), "died_episode": self.episodes_done - 1})
-            self.traders.pop(row).remove()
+        deaths = [{"agent_id": a, "died_episode": self.episodes_done - 1} for a in self.population.ids[rows].tolist()]
         self.population.release(rows)
         return deaths
 
@@ -290,8 +288,6 @@ class MarketModel(mesa.Model, Economy):
         self.policy.resize(pop.capacity)
         pop.ids[rows] = self.next_agent_id + np.arange(rows.size)
         self.next_agent_id += rows.size
-        for row in rows.tolist():
-            self.traders[row] = Trader(self, row, int(pop.ids[row]))
         pop.alive[rows] = True
         pop.parent[rows] = parent_ids
         pop.born[rows] = self.episodes_done
@@ -311,11 +307,34 @@ class MarketModel(mesa.Model, Economy):
             funder[endowed] = parents[endowed]
             grant[endowed] = share(pop.wealth[parents[endowed]], self.pop_cfg.child_share)
         self.ledger.transfer(funder, rows, grant, Reason.FUND, max(self.episodes_done - 1, 0), -1)
-        self._pending_births += [
-            {"agent_id": int(pop.ids[r]), "parent_id": int(pop.parent[r]), "born_episode": self.episodes_done,
+        self._unrecorded.append(rows)
+
+    def _record_births(self) -> None:
+        """Make the records of the rows born since the last call (their skill text from ``policy.describe``).
+
+        Deferred from birth to the next round's start or its log, whichever comes first, with no policy
+        update in between, so a record reads as at birth; describing every skill was most of the time
+        to build a million agents, and a model that is built and thrown away never pays it.
+        """
+        if not self._unrecorded:
+            return
+        pop, rows = self.population, np.concatenate(self._unrecorded)
+        self._unrecorded = []
+        self._births += [
+            {"agent_id": int(pop.ids[r]), "parent_id": int(pop.parent[r]), "born_episode": int(pop.born[r]),
              "skill": skill}
             for r, skill in zip(rows.tolist(), self.policy.describe(rows))
         ]
+
+    @property
+    def _pending_births(self) -> list[dict]:
+        """The birth records not yet in a round's log (read by a model that rewrites them: recsys)."""
+        self._record_births()
+        return self._births
+
+    @_pending_births.setter
+    def _pending_births(self, records: list[dict]) -> None:
+        self._births, self._unrecorded = records, []
 
     # ---------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
@@ -341,8 +360,5 @@ class MarketModel(mesa.Model, Economy):
         self.random.setstate(state["random"])
         self.episodes_done, self.next_agent_id = state["episodes_done"], state["next_agent_id"]
         self.steps = state["steps"]
-        for trader in self.traders.values():
-            trader.remove()
-        rows = np.flatnonzero(self.population.traders)
-        self.traders = {row: Trader(self, row, int(self.population.ids[row])) for row in rows.tolist()}
+        self._drop_traders()
         self._pending_births = []

@@ -31,7 +31,7 @@ class Population:
             setattr(self, name, np.full(capacity, fill, dtype=dtype))
         self.ids[HOUSE_ROW] = 0
         self.alive[HOUSE_ROW] = True
-        self._free = list(range(capacity - 1, 0, -1))  # a stack: the lowest free row pops first
+        self._free = np.arange(capacity - 1, 0, -1)  # a stack: the lowest free row is last, so pops first
 
     @property
     def capacity(self) -> int:
@@ -50,17 +50,16 @@ class Population:
 
     def allocate(self, n: int) -> np.ndarray:
         """Rows for ``n`` newborns (not yet alive): recycled rows first, then new ones."""
-        while len(self._free) < n:
+        while self._free.size < n:
             self._grow()
-        rows = self._free[len(self._free) - n :][::-1]
-        del self._free[len(self._free) - n :]
-        return np.array(rows, dtype=np.int64)
+        rows, self._free = self._free[self._free.size - n :][::-1].copy(), self._free[: self._free.size - n].copy()
+        return rows
 
     def release(self, rows: np.ndarray) -> None:
         """Mark rows dead and return them to the free list (their balance must be zero)."""
         assert not self.wealth[rows].any(), "a row is released only with a zero balance"
         self.alive[rows] = False
-        self._free = sorted(self._free + rows.tolist(), reverse=True)
+        self._free = np.sort(np.concatenate([self._free, rows]))[::-1]
 
     def _grow(self) -> None:
         old = self.capacity
@@ -68,12 +67,12 @@ class Population:
             grown = np.full(2 * old, fill, dtype=dtype)
             grown[:old] = getattr(self, name)
             setattr(self, name, grown)
-        self._free = list(range(2 * old - 1, old - 1, -1)) + self._free
+        self._free = np.concatenate([np.arange(2 * old - 1, old - 1, -1), self._free])
 
     def state_dict(self) -> dict:
-        return {name: getattr(self, name).copy() for name in COLUMNS} | {"free": list(self._free)}
+        return {name: getattr(self, name).copy() for name in COLUMNS} | {"free": self._free.tolist()}
 
     def load_state_dict(self, state: dict) -> None:
         for name in COLUMNS:
             setattr(self, name, state[name].copy())
-        self._free = list(state["free"])
+        self._free = np.array(state["free"], dtype=np.int64)

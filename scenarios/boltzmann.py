@@ -11,14 +11,13 @@ current cell is its new cell. Money is only moved, so the mean stays one
 unit while the distribution spreads out: a few agents get rich, about half
 hold nothing (Gini about 0.65 at N = 100 on 10 x 10).
 
-Here the same rules run as array operations over all N agents, with the
-random-order schedule reproduced exactly (same distribution, other random
-numbers). At its turn, agent j's cellmates are the agents *earlier* in the
-order that moved into j's new cell and the agents *later* in the order that
-have not moved yet and still sit there (:func:`cellmates`). Whether j can give
-depends on whether it had a unit at its turn: a unit it started the step with,
-or one received from an agent earlier in the order; that is a fixed point
-found in a few passes (:meth:`BoltzmannModel.step`). Every unit moves through
+Here the random-order schedule is replayed exactly (same distribution, other
+random numbers): the step draws the order and every agent's two uniforms as
+arrays, then :func:`play` runs the turns one by one, since a turn depends on
+the ones before it (an agent can give only if it had a unit at its turn: one it
+started with, or one an earlier agent gave it). That loop is compiled with
+numba, one pass over the agents with no per-agent objects. It only decides the
+gifts, on a scratch copy of the balances; every unit moves through
 :class:`market.ledger.Ledger`: the house funds each agent's first unit, and
 each step's gifts are one vectorized transfer, in activation order.
 
@@ -34,17 +33,17 @@ import dataclasses
 import math
 
 import mesa
+import numba
 import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market import HOUSE_ROW, Ledger, MarketConfig, Population, PopulationConfig, Reason, gini, to_micro
-from market.agent import Trader
+from market import HOUSE_ROW, Ledger, MarketConfig, Population, PopulationConfig, Reason, to_micro
+from market.agent import LazyTraders
 from market.config import STRICT
 from market.money import MAX_CREDITS
 from market.model import RoundLog
 from market.protocols import Economy
-
 
 
 @dataclass(config=STRICT)
@@ -91,42 +90,68 @@ def moore_table(width: int, height: int, torus: bool) -> tuple[np.ndarray, np.nd
     return table, count
 
 
-def cellmates(old: np.ndarray, new: np.ndarray, order: np.ndarray, u: np.ndarray, cells: int) -> np.ndarray:
-    """For each agent j, a uniformly random cellmate at its turn (index into the agents; -1: alone).
+@numba.njit(cache=True)
+def play(order, old, r, u, neighbours, degree, wealth, gift):
+    """One step of Mesa's schedule, agent by agent -> (new cells [N], givers, receivers: in activation order).
 
-    ``order`` lists the agents in activation order. At j's turn, cell new[j]
-    holds the agents earlier in the order that moved there and the later ones
-    that have not moved yet and still sit there. One stable sort of every
-    agent's departure (old cell) and arrival (new cell) events, taken in
-    activation order, groups them by cell with the order kept inside each
-    cell: before j's arrival lie its earlier cellmates' arrivals, after it the
-    departures of its later ones. ``u`` (uniform [0, 1)) picks one of them.
+    Agent j (``order`` lists them by turn) moves to neighbour ``r[j] * degree`` of its cell, then, if it
+    holds a unit (``wealth``: a scratch copy, micro-credits), gives one to cellmate ``u[j] * count``. Its
+    cellmates, in turn order, are the agents earlier in the order that moved into its new cell (each
+    cell's *arrivals*, appended as they come) and the later ones that have not moved yet and still sit
+    there (each cell's first occupants in turn order, the *stayers*, of which those gone are a prefix):
+    one pass over the agents, no search.
     """
-    n = order.size
-    events = np.empty(2 * n, dtype=np.uint16 if cells <= 1 << 16 else np.int64)  # uint16: numpy's radix sort
-    events[0::2], events[1::2] = old[order], new[order]
-    by_cell = np.argsort(events, kind="stable")
-    split = np.argsort((by_cell & 1).astype(np.uint8), kind="stable")  # departures first, arrivals last
-    agent = order[by_cell >> 1]
-    stayers, arrivals = agent[split[:n]], agent[split[n:]]  # per cell, by turn: its first occupants; its arrivals
-    arrivals_from = np.zeros(cells + 1, dtype=np.int64)  # where each cell's run starts in ``arrivals``
-    np.cumsum(np.bincount(new, minlength=cells), out=arrivals_from[1:])
-    stayers_from = np.zeros(cells + 1, dtype=np.int64)  # ... and in ``stayers``
-    np.cumsum(np.bincount(old, minlength=cells), out=stayers_from[1:])
+    n, cells = order.size, degree.size
+    new = np.empty(n, np.int64)
+    stay_from, arrive_from = np.zeros(cells + 1, np.int64), np.zeros(cells + 1, np.int64)
+    for j in range(n):
+        new[j] = neighbours[old[j], int(r[j] * degree[old[j]])]
+        stay_from[old[j] + 1] += 1
+        arrive_from[new[j] + 1] += 1
+    stayed, came = 0, 0
+    for c in range(1, cells + 1):  # counts -> where each cell's run starts (running sums kept in registers)
+        stayed, came = stayed + stay_from[c], came + arrive_from[c]
+        stay_from[c], arrive_from[c] = stayed, came
+    stayers, arrivals = np.empty(n, np.int64), np.empty(n, np.int64)
+    gone, arrived = stay_from[:-1].copy(), arrive_from[:-1].copy()  # per cell: next stayer to leave, next arrival
+    for j in order:
+        stayers[gone[old[j]]] = j
+        gone[old[j]] += 1
+    gone[:] = stay_from[:-1]
+    givers, receivers, k = np.empty(n, np.int64), np.empty(n, np.int64), 0
+    for j in order:
+        gone[old[j]] += 1  # j leaves its cell
+        c = new[j]
+        earlier = arrived[c] - arrive_from[c]
+        mates = earlier + stay_from[c + 1] - gone[c]
+        if mates > 0 and wealth[j] >= gift:
+            pick = int(u[j] * mates)
+            mate = arrivals[arrive_from[c] + pick] if pick < earlier else stayers[gone[c] + pick - earlier]
+            wealth[j] -= gift
+            wealth[mate] += gift
+            givers[k], receivers[k] = j, mate
+            k += 1
+        arrivals[arrived[c]] = j  # j arrives
+        arrived[c] += 1
+    return new, givers[:k], receivers[:k]
 
-    cell = new[arrivals]  # from here on, agents in the order of ``arrivals``
-    earlier = np.arange(n) - arrivals_from[cell]  # moved into the cell before this agent's turn
-    later_from = split[n:] - np.arange(n)  # departures sorted before this arrival: the first later occupant
-    later = stayers_from[cell + 1] - later_from
-    pick = (u[arrivals] * (earlier + later)).astype(np.int64)
-    pool = np.concatenate([arrivals, stayers, [-1]])  # the pick indexes arrivals, then stayers; 2n: alone
-    at = np.where(pick < earlier, arrivals_from[cell] + pick, n + later_from + pick - earlier)
-    mate = np.empty(n, dtype=np.int64)
-    mate[arrivals] = pool[np.where(earlier + later == 0, 2 * n, at)]
-    return mate
+
+def gini_of_units(units: np.ndarray) -> float:
+    """:func:`market.gini` of whole-unit balances by counting instead of sorting (O(N + max units)).
+
+    The sorted balances are runs of equal values, so the numerator sum((2i - n - 1) v_i) is exact in
+    integers; both it and the denominator are exact in float64 below 2^53, so the quotient is the same
+    float as market.gini's wherever that one's sums are exact too (scaling by the unit cancels).
+    """
+    n, total = units.size, int(units.sum())
+    if total == 0:
+        return 0.0
+    count = np.bincount(units)
+    before = np.cumsum(count) - count  # balances ranked below each value
+    return float(int((np.arange(count.size) * count * (2 * before + count - n)).sum()) / (n * total))
 
 
-class BoltzmannModel(mesa.Model, Economy):
+class BoltzmannModel(LazyTraders, mesa.Model, Economy):
     """N agents as rows 1..N of a Population (row 0: the house); cells, wealth and gifts as arrays."""
 
     def __init__(self, cfg: Config, seed: int | None = None):
@@ -141,7 +166,6 @@ class BoltzmannModel(mesa.Model, Economy):
         self.rows = pop.allocate(n)  # rows 1..N; nobody is born or dies later
         pop.ids[self.rows] = self.rows
         pop.alive[self.rows] = True
-        self.traders = {row: Trader(self, row, row) for row in self.rows.tolist()}  # the Mesa face: model.agents
         self.cell = self.rng.integers(self.width * self.height, size=n)  # uniform, as random.choices over cells
         self.ledger.transfer(HOUSE_ROW, self.rows, cfg.initial_units * self.gift, Reason.FUND, 0, -1)
         self.episodes_done = 0  # steps taken (the runner's unit of progress)
@@ -156,31 +180,15 @@ class BoltzmannModel(mesa.Model, Economy):
         return self.population.wealth[1 : self.rows.size + 1]
 
     def gini(self) -> float:
-        return gini(self.wealth)
+        return gini_of_units(self.wealth // self.gift)
 
     def step(self) -> None:
         """One step of every agent, in a random order: move, then maybe give one unit to a cellmate."""
         n, rng = self.rows.size, self.rng
         order = rng.permutation(n)  # activation order, as AgentSet.shuffle_do
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n)
-        old = self.cell
-        new = self.neighbours[old, (rng.random(n) * self.degree[old]).astype(np.int64)]
-        mate = cellmates(old, new, order, rng.random(n), self.neighbours.shape[0])
-
-        # j gives iff it has a cellmate and a unit at its turn: its own, or one from an earlier giver.
-        # Start from the agents with a unit of their own; each pass adds the broke agents that the
-        # previous pass's new givers fund at an earlier turn (chains are short: a few passes).
-        has_mate = mate >= 0
-        gives = has_mate & (self.wealth >= self.gift)
-        added = np.flatnonzero(gives)
-        while added.size:
-            to = mate[added]
-            to = to[(rank[added] < rank[to]) & has_mate[to] & ~gives[to]]  # funded before its turn
-            gives[to] = True
-            added = np.unique(to)
-        givers = order[gives[order]]  # the log lists gifts in activation order
-        self.ledger.transfer(self.rows[givers], self.rows[mate[givers]], self.gift, Reason.GIFT, self.episodes_done, 0)
+        new, givers, receivers = play(order, self.cell, rng.random(n), rng.random(n), self.neighbours, self.degree,
+                                      self.wealth.copy(), self.gift)
+        self.ledger.transfer(self.rows[givers], self.rows[receivers], self.gift, Reason.GIFT, self.episodes_done, 0)
         self.cell = new
         self.episodes_done += 1
         self.last_round = RoundLog(self.ledger.flush(), [], self._births, [])

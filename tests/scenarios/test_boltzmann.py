@@ -1,4 +1,5 @@
-"""The boltzmann scenario: Mesa's grid, Mesa's random-order schedule replayed step by step, the ledger's books."""
+"""The boltzmann scenario: Mesa's grid, Mesa's random-order schedule replayed step by step, the ledger's books,
+the Mesa face."""
 
 import json
 import random
@@ -11,7 +12,8 @@ from market.checkpoint import encode
 from market.ledger import Reason
 from market.store import RunStore
 from scenarios import boltzmann
-from scenarios.boltzmann import BoltzmannModel, Config, cellmates, moore_table
+from market import gini
+from scenarios.boltzmann import BoltzmannModel, Config, gini_of_units, moore_table
 from scenarios.cli.main import main
 from scenarios.run.config import load
 from scenarios.run.runner import build_model, resume_experiment, run_experiment
@@ -28,24 +30,6 @@ def test_moore_table_is_mesas_neighbourhood(torus):
         ours = set(table[x * height + y, : count[x * height + y]].tolist())
         assert ours == {i * height + j for i, j in (c.coordinate for c in cell.neighborhood)}
     assert count.min() == (8 if torus else 3)
-
-
-def brute_cellmates(old, new, order, u):
-    """Literally: at j's turn, the others in j's new cell (earlier ones moved in, later ones not yet moved)."""
-    rank = np.argsort(order)
-    mates = []
-    for j in range(len(order)):
-        there = [k for k in order if k != j and (new[k] if rank[k] < rank[j] else old[k]) == new[j]]
-        mates.append(there[int(u[j] * len(there))] if there else -1)
-    return np.array(mates)
-
-
-def test_cellmates_match_the_literal_definition():
-    rng = np.random.default_rng(0)
-    for _ in range(100):
-        n, cells = int(rng.integers(1, 40)), int(rng.integers(1, 12))
-        old, new, order, u = rng.integers(cells, size=n), rng.integers(cells, size=n), rng.permutation(n), rng.random(n)
-        assert cellmates(old, new, order, u, cells).tolist() == brute_cellmates(old, new, order, u).tolist()
 
 
 def sequential_step(model: BoltzmannModel, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -78,6 +62,43 @@ def test_vectorized_step_is_mesas_sequential_step():
         log = model.last_round.transfers
         log = log[log["reason"] == Reason.GIFT]  # the first round also carries the house's funding
         assert list(zip((log["src"] - 1).tolist(), (log["dst"] - 1).tolist())) == gifts  # ids are rows 1..N
+
+
+@pytest.mark.parametrize("agents, width, height, units, torus", [
+    (40, 2, 2, 1, False),  # crowded: long chains of gifts within a step
+    (30, 6, 5, 3, True),
+    (25, 12, 9, 1, False),  # sparse: most agents alone
+    (1, 2, 1, 1, False),
+])
+def test_compiled_turns_replay_mesas_schedule_on_any_grid(agents, width, height, units, torus):
+    model = BoltzmannModel(Config(agents=agents, width=width, height=height, initial_units=units, torus=torus), seed=7)
+    for _ in range(12):
+        rng = np.random.default_rng()
+        rng.bit_generator.state = model.rng.bit_generator.state
+        wealth, gifts = sequential_step(model, rng)
+        model.step()
+        assert (model.wealth // model.gift).tolist() == wealth.tolist()
+        log = model.last_round.transfers
+        log = log[log["reason"] == Reason.GIFT]
+        assert list(zip((log["src"] - 1).tolist(), (log["dst"] - 1).tolist())) == gifts
+
+
+def test_gini_by_counting_is_market_gini():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 100, 5000):
+        units = rng.geometric(0.4, size=n) - 1
+        assert gini_of_units(units) == gini(units * 1_000_000)
+    assert gini_of_units(np.zeros(5, dtype=np.int64)) == gini(np.zeros(5)) == 0.0
+
+
+def test_mesa_face_agents_select_agg():
+    model = BoltzmannModel(Config(agents=50, width=5, height=5, initial_units=2), seed=2)
+    for _ in range(5):
+        model.step()
+    assert len(model.agents) == 50 and sorted(a.unique_id for a in model.agents) == list(range(1, 51))
+    assert model.agents.agg("wealth", sum) == int(model.wealth.sum())
+    rich = model.agents.select(lambda a: a.wealth >= 3 * model.gift)
+    assert len(rich) == int((model.wealth >= 3 * model.gift).sum())
 
 
 def test_books_balance_and_every_move_is_to_a_neighbour(books: Books):
