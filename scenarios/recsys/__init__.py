@@ -18,7 +18,8 @@ Modules, one job each::
     seeds.py       initial and planted-harmful skills    edits.py      the text of an edit (rule mutations)
     evolve.py      one iteration of an arm               team.py       team mode (a Mesa model per run)
     market.py      market mode (a MarketModel per run)   llm_rerank.py the rerank role played by an LLM
-    baselines.py   popularity, item-kNN, MF              report.py     the run summary
+    baselines.py   popularity, item-kNN, MF, tuned ones  report.py     the run summary
+    tuned.py       EASE^R, item-kNN, PureSVD, trending, next-item, tuned on the validation users
     fixture.py     writes the MovieLens-format test fixture  (the comparison over seeds: experiments/recsys_compare.py)
 
 The scenario interface (scenarios/registry.py): ``Config``, ``validate(exp)``, ``make_model(exp)`` and ``metrics(model, episodes, cfg)``;
@@ -33,10 +34,16 @@ from scenarios.recsys.config import Config
 
 __all__ = ["Config", "make_model", "metrics", "validate"]
 
+BID_FEATURES = ("numeric", "agent")
+"""Market mode's learned bids: from the request's stage (one-hot) or per agent; team mode has no auction."""
+LEARNED_ACTIONS = False  # an agent's "action" is the skills it holds: edited by credit, not by action logits
+
 
 def validate(exp) -> None:
     """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse."""
     cfg = exp.scenario
+    if exp.market.bid_scheme == "learned" and cfg.mode != "market":
+        raise ValueError("agents.bids = 'learned': team mode has no auction; set recsys.mode = \"market\"")
     if exp.market.batch % cfg.group_size:
         raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of recsys.group_size = "
                          f"{cfg.group_size} (each question gets G rollouts)")
@@ -48,6 +55,11 @@ def validate(exp) -> None:
             find(cfg.path)
         except MovieLensError as err:
             raise ValueError(f"recsys.path = {cfg.path!r}: {err}") from None
+    if cfg.start != "initial" and (cfg.seed_library or cfg.mode == "market"):
+        raise ValueError(f"recsys.start = {cfg.start!r}: " + ("recsys.seed_library already says where to start"
+                         if cfg.seed_library else "team mode only (market mode seeds the built-in library)"))
+    if cfg.harm != "business" and cfg.mode == "market":
+        raise ValueError(f"recsys.harm = {cfg.harm!r}: team mode only (market mode plants the business skills)")
     if cfg.rerank_backend != "rule":  # an LLM plays rerank: its engine must be installed before anything loads
         from agents.backends.factory import require_engine
         require_engine(cfg.rerank_backend, "recsys.rerank_backend")

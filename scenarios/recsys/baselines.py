@@ -1,8 +1,9 @@
-"""Classic recommenders on the same split, for the comparison table: popularity, item-kNN, PureSVD.
+"""Classic recommenders on the same split, for the comparison table: popularity, item-kNN, PureSVD, and the tuned ones.
 
-Each scores every item for a batch of users from the same train-fitted signals the
-pipeline reads, removes the user's history and the items not yet released at the request,
-and returns the top ``k``.
+``popularity``, ``itemknn`` and ``mf`` are the textbook algorithms on the config's signals (``neighbours``,
+``rank``), untuned; :data:`scenarios.recsys.tuned.TUNED` are the strong baselines with hyper-parameters chosen
+on the validation users. Each scores every item for a batch of users from train-fitted signals, removes the
+user's history and the items not yet released at the request, and returns the top ``k``.
 """
 
 from __future__ import annotations
@@ -10,36 +11,28 @@ from __future__ import annotations
 import numpy as np
 
 from scenarios.recsys.data import Split
+from scenarios.recsys.ranking import top_k
 from scenarios.recsys.signals import Signals
+from scenarios.recsys.tuned import TUNED
 
-BASELINES = ("popularity", "itemknn", "mf")
+BASELINES = ("popularity", "itemknn", "mf", *TUNED)
 
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """[B, I] -> [B, k] item ids by descending score (ties: lower id first); -inf items become -1."""
-    k = min(k, scores.shape[1])
-    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    rows = np.arange(scores.shape[0])[:, None]
-    order = np.lexsort((part, -scores[rows, part]), axis=1)
-    out = part[rows, order]
-    return np.where(np.isfinite(scores[rows, out]), out, -1)
+__all__ = ["BASELINES", "recommend", "scores", "top_k"]
 
 
 def scores(name: str, data: Split, signals: Signals, users: np.ndarray) -> np.ndarray:
-    """[B, I] scores of a classic recommender, history items at -inf."""
-    H = data.history_matrix(users)
+    """[B, I] scores of a baseline, history and unreleased items at -inf."""
     if name == "popularity":
         s = np.broadcast_to(signals.popularity, (users.size, data.n_items)).astype(np.float64)
     elif name == "itemknn":
-        s = (H @ signals.cosine).toarray().astype(np.float64)
+        s = (data.history_matrix(users) @ signals.cosine).toarray().astype(np.float64)
     elif name == "mf":
-        s = ((H @ signals.factors) @ signals.factors.T).astype(np.float64)
+        s = ((data.history_matrix(users) @ signals.factors) @ signals.factors.T).astype(np.float64)
+    elif name in TUNED:
+        s = signals.tuned.score(name, data, users)
     else:
         raise ValueError(f"unknown baseline {name!r}; expected one of {BASELINES}")
-    s = s + 1e-9 * signals.popularity  # ties (e.g. no neighbours at all) go to the more popular item
-    s[H.nonzero()] = -np.inf
-    s[~data.released(users)] = -np.inf
-    return s
+    return data.strike(s + 1e-9 * signals.popularity, users)  # ties (e.g. no neighbours) go to the more popular
 
 
 def recommend(name: str, data: Split, signals: Signals, users: np.ndarray, k: int = 10,

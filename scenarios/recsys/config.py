@@ -45,6 +45,8 @@ class Config:
     covis_window: int = Field(5, ge=1)
     neighbours: int = Field(50, ge=1)
     """Item-item neighbours kept per item (co-visitation, item-kNN)."""
+    ease_items: int = Field(2000, ge=2)
+    """EASE^R (the tuned baselines, tuned.py) covers this many of the most popular items: an [n, n] inverse."""
     candidates: int = Field(100, ge=10)
     k: int = Field(10, ge=1)
     """Recommendation length: NDCG@k."""
@@ -73,10 +75,22 @@ class Config:
     gate_delta: float = Field(0.0, ge=0)
     plant_harmful: int = Field(0, ge=0, le=3)
     """K harmful skills planted in the initial library; > 0 also runs the grse and presence arms on the same budget."""
+    harm: Literal["business", "any_data"] = "business"
+    """Which skills are planted: business (sponsored pins, old classics, blockbusters: they hurt through the
+    synthetic world's sponsored flags, release dates and genres) or any_data (pin consumed items, inverted MF,
+    bury the top: they hurt by construction on any data, each for users above a median of the data's own
+    features; seeds.py). Team mode only."""
     compare: bool = False
     """Also run the random-edit arms (random: as many edits as grse gated; random-capped: max_edits each time)."""
     seed_library: str = ""
     """A folder of SKILL.md skills to start from instead of the built-in library."""
+    start: Literal["initial", "best_baseline", "initial+best_baseline"] = "initial"
+    """The library a run starts from: initial (seeds.py's hand-made one), best_baseline (one recall and one rank
+    skill running the tuned baseline best on validation: the gate never lets validation NDCG fall below it), or
+    both; the planted harmful skills are added in each case. Team mode only."""
+    catalogue: Literal["classic", "full"] = "classic"
+    """Operators an edit that adds a skill may draw: classic, or full (also the tuned baselines: ease,
+    itemknn_tuned, puresvd_tuned, trending, next). A rule may name any operator either way."""
     # ---------------------------------------------------------------- market mode
     agents_per_role: int = Field(3, ge=1)
     """market: initial agents per role, each holding a random half of the role's skills."""

@@ -79,6 +79,13 @@ class Split:
         """[B, I] bool: which items exist at each user's request."""
         return self.item_release[None, :] <= self.request_time[users, None]
 
+    def strike(self, scores: np.ndarray, users: np.ndarray) -> np.ndarray:
+        """[B, I] scores with each user's history items and the items not yet released at its request at -inf
+        (in place): what no recommender may propose."""
+        scores[self.history_matrix(users).nonzero()] = -np.inf
+        scores[~self.released(users)] = -np.inf
+        return scores
+
     @property
     def history_length(self) -> np.ndarray:
         return np.diff(self.hist_ptr)

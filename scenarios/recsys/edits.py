@@ -6,8 +6,8 @@ skills:
 
 * ``revise``  one random mutation of the rule (:func:`scenarios.recsys.rules.mutate`),
               body rewritten from it;
-* ``add``     a new skill for the role: an operator the role does not use yet (else any),
-              default parameters, applied always;
+* ``add``     a new skill for the role: an operator of ``operators`` (:func:`scenarios.recsys.ops.addable`)
+              the role does not use yet (else any of them), default parameters, applied always;
 * ``prune``   nothing to write;
 * ``merge``   the two rules' clauses together (the library joins the bodies).
 
@@ -28,13 +28,15 @@ def name_of(ref: str) -> str:
     return ref.partition("@")[0]
 
 
-def propose(diagnosis: Diagnosis, library: SkillLibrary, rng: np.random.Generator) -> Edit | None:
-    """The edit a diagnosis asks for, or None when its target is not a current skill (or role) any more."""
+def propose(diagnosis: Diagnosis, library: SkillLibrary, rng: np.random.Generator,
+            operators: dict[str, tuple[str, ...]]) -> Edit | None:
+    """The edit a diagnosis asks for, or None when its target is not a current skill (or role) any more;
+    ``operators``: what an add may draw, per role."""
     current = {s.name: s for s in library.current()}
     target = name_of(diagnosis.target)
     d = replace(diagnosis, target=target, partner=name_of(diagnosis.partner) if diagnosis.partner else None)
     if d.action == "add":
-        return add(d, current, rng) if target in ops.CATALOGUE else None
+        return add(d, current, rng, operators[target]) if target in ops.CATALOGUE else None
     if target not in current:
         return None
     skill = current[target]
@@ -51,12 +53,11 @@ def propose(diagnosis: Diagnosis, library: SkillLibrary, rng: np.random.Generato
     return to_edit(d, rule=rules.render(changed), body=rules.body(changed, skill.role))
 
 
-def add(d: Diagnosis, current: dict, rng: np.random.Generator) -> Edit:
+def add(d: Diagnosis, current: dict, rng: np.random.Generator, operators: tuple[str, ...]) -> Edit:
     role = d.target
     used = {c.operator for s in current.values() if s.role == role and s.rule for c in rules.parse(s.rule, role)}
-    fresh = [op for op in ops.CATALOGUE[role] if op not in used]
-    operator = fresh[int(rng.integers(len(fresh)))] if fresh else list(ops.CATALOGUE[role])[
-        int(rng.integers(len(ops.CATALOGUE[role])))]
+    fresh = [op for op in operators if op not in used]
+    operator = fresh[int(rng.integers(len(fresh)))] if fresh else operators[int(rng.integers(len(operators)))]
     spec = ops.CATALOGUE[role][operator]
     clause = rules.Clause("always", operator, tuple((k, float(v[0])) for k, v in spec.params.items()))
     names = {v.name for v in current.values()}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from scenarios.recsys import edits, pipeline as P
+from scenarios.recsys import edits, ops, pipeline as P
 from scenarios.recsys.config import Config
 from scenarios.recsys.data import VALIDATION
 from skills import (CreditConfig, DiagnosisConfig, GateConfig, Rollout, RuleDiagnoser, SkillError, SkillLibrary,
@@ -63,6 +63,7 @@ class Arm:
                                              prune_below=cfg.prune_below)
         self.gate_cfg = GateConfig(delta=cfg.gate_delta)
         self.validation = pipe.data.users(VALIDATION)
+        self.operators = ops.addable(cfg.catalogue)
         self.window: list[list[tuple[int, list[Rollout]]]] = []
         self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
         self._scores: dict[tuple, np.ndarray] = {}
@@ -97,7 +98,7 @@ class Arm:
         rng = np.random.default_rng([seed, CREDITS.index(self.credit)])
         it = it or Iteration(np.zeros(0, dtype=np.int64), np.zeros(0))
         for d in self.diagnose(rng, self.cfg.max_edits if budget is None else budget):
-            edit = edits.propose(d, self.library, rng)
+            edit = edits.propose(d, self.library, rng, self.operators)
             if edit is None:
                 continue
             try:

@@ -29,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from agents.rules import RuleSpace
 from market import MarketModel
 from market.protocols import Policy
 from market.protocols import World as MarketWorld
@@ -59,6 +60,11 @@ class RolePolicy(Policy):
         self.held: list[frozenset[str]] = []
         self.catalogue: dict[str, list[str]] = {r: [] for r in ROLES}  # current skill names per role
         self.next_role = 0  # newcomers take the roles in turn
+
+    @property
+    def space(self) -> RuleSpace:
+        """What a learned bid head may read: the request's stage (which is the role that bids)."""
+        return RuleSpace(features=("stage",), low=(0,), high=(len(ROLES) - 1,), actions=())
 
     def set_library(self, skills) -> None:
         """The current library; agents forget skills that left it (pruned, merged away)."""
@@ -176,8 +182,8 @@ class FieldedTeam:
         wealth, live = m.population.wealth, m.population.traders
         out = {}
         for r, role in enumerate(ROLES):
-            rows = np.flatnonzero(live & (m.policy.role == r))
-            out[role] = m.policy.held[rows[np.argmax(wealth[rows])]] if rows.size else frozenset()
+            rows = np.flatnonzero(live & (m.policy.unwrapped.role == r))
+            out[role] = m.policy.unwrapped.held[rows[np.argmax(wealth[rows])]] if rows.size else frozenset()
         return out
 
     def key(self):
@@ -202,8 +208,13 @@ class RecsysMarket(MarketModel):
     def from_experiment(cls, exp) -> "RecsysMarket":
         cfg = exp.scenario
         world = load(cfg, exp.run.seed)
-        policy = RolePolicy(exp.market.base_bid)
-        env = RecsysWorld(world, policy, cfg.group_size, cfg.p_use)
+        roles = RolePolicy(exp.market.base_bid)
+        env = RecsysWorld(world, roles, cfg.group_size, cfg.p_use)
+        policy = roles
+        if exp.market.bid_scheme == "learned":  # value heads bid for the agents (agents/learned.py)
+            from agents.learned import LearnedPolicy
+
+            policy = LearnedPolicy(roles, exp.agents, seed=exp.run.seed, learned_bids=True)
         population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
         model = cls(env, policy, exp.market, population, seed=exp.run.seed)
         model.world_data, model.cfg_recsys = world, cfg
@@ -240,7 +251,7 @@ class RecsysMarket(MarketModel):
 
     def _sync(self) -> None:
         current = self.arms["grse"].library.current()
-        self.policy.set_library(current)
+        self.policy.unwrapped.set_library(current)
         self.world.lib = P.Compiled.of(current)
 
     # ------------------------------------------------------------ one round
@@ -270,7 +281,8 @@ class RecsysMarket(MarketModel):
         pop = self.population
         live = np.flatnonzero(pop.traders)
         return {"population": int(live.size),
-                "agents_per_role": {role: int((self.policy.role[live] == r).sum()) for r, role in enumerate(ROLES)},
+                "agents_per_role": {role: int((self.policy.unwrapped.role[live] == r).sum())
+                                    for r, role in enumerate(ROLES)},
                 "fielded_team": {r: sorted(h) for r, h in self.fielded.team().items()},
                 "house_wealth": int(pop.wealth[HOUSE_ROW])}
 

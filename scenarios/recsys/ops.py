@@ -12,6 +12,14 @@ an LLM reads) and a numpy function over the requests the clause applies to:
            applies its clauses in order.
 
 ``rows`` index the batch (``req``: :class:`scenarios.recsys.pipeline.Requests`).
+
+The tuned baselines (:data:`TUNED`: EASE^R, item-kNN, PureSVD, trending, next-item; scenarios/recsys/tuned.py)
+are a recall source and a rank term each, with their hyper-parameters as chosen on validation and only a
+``weight`` here. :data:`HARM` are operators that hurt on any data by construction (the planted harmful skills
+of ``recsys.harm = "any_data"``). Edits that add a skill draw from :func:`addable`: the classic operators
+only, unless ``recsys.catalogue = "full"`` (then the tuned ones too); never :data:`HARM`.
+
+Without genre data (every item genre 0) ``genre`` and ``diversify`` do nothing: :data:`GENRE_BASED`.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from scenarios.recsys.tuned import TUNED
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,12 @@ def recall_editorial(req, rows, p):
     return np.broadcast_to(_normalised(out[None, :]), (rows.size, score.size)).copy()
 
 
+def recall_tuned(name):
+    def run(req, rows, p):
+        return _normalised(np.maximum(req.baseline(name)[rows], 0.0))
+    return run
+
+
 # ------------------------------------------------------------------ rank terms
 def _gather(dense: np.ndarray, cand: np.ndarray) -> np.ndarray:
     return np.take_along_axis(dense, np.maximum(cand, 0), axis=1)
@@ -109,6 +125,12 @@ def rank_genre(req, rows, cand, p):
     """Share of the user's last ``seeds`` items in the candidate's genre."""
     share = req.genre_share(rows, int(p["seeds"]))  # [m, G]
     return np.take_along_axis(share, req.data.item_genre[np.maximum(cand, 0)], axis=1)
+
+
+def rank_tuned(name):
+    def run(req, rows, cand, p):
+        return _gather(req.baseline(name)[rows], cand)
+    return run
 
 
 # ------------------------------------------------------------------ rerank steps
@@ -150,6 +172,26 @@ def rerank_pin_sponsored(req, rows, ranked, p):
     rest = np.where((ranked[:, :, None] == pinned[:, None, :]).any(-1), -1, ranked)
     rest = _reorder(rest, np.zeros_like(rest))
     return np.concatenate([pinned, rest], axis=1)[:, : ranked.shape[1]]
+
+
+def rank_contrarian(req, rows, cand, p):
+    """The matrix-factorisation fit, negated: the candidates the user's history predicts worst first."""
+    return -rank_mf(req, rows, cand, p)
+
+
+def rerank_pin_consumed(req, rows, ranked, p):
+    """Pin the user's ``n`` newest history items at the top: things it has already consumed, never a target."""
+    users = req.users[rows]
+    end = req.data.hist_ptr[users + 1]
+    back = end[:, None] - 1 - np.arange(int(p["n"]))[None, :]
+    own = back >= req.data.hist_ptr[users][:, None]
+    pinned = np.where(own, req.data.hist_item[np.where(own, back, 0)], -1)
+    return np.concatenate([pinned, ranked], axis=1)[:, : ranked.shape[1]]
+
+
+def rerank_bury_top(req, rows, ranked, p):
+    """Move the ``n`` best-ranked items behind all others."""
+    return _reorder(ranked, np.arange(ranked.shape[1])[None, :] < p["n"])
 
 
 CATALOGUE: dict[str, dict[str, Operator]] = {
@@ -202,4 +244,28 @@ CATALOGUE: dict[str, dict[str, Operator]] = {
                                   rerank_pin_sponsored),
     },
 }
+WHAT = {  # what each tuned baseline is, in the LLM's words
+    "ease": "EASE^R (a linear item-item model fitted in closed form)", "itemknn_tuned": "tuned item-kNN",
+        "puresvd_tuned": "tuned PureSVD", "trending": "recent popularity (interactions just before the request)",
+        "next": "item-to-item transitions from the user's last items"}
+CATALOGUE["recall"].update({n: Operator({"weight": WEIGHT}, f"propose the items {WHAT[n]} scores highest "
+                                        "(weight {weight:g}).", recall_tuned(n)) for n in TUNED})
+CATALOGUE["rank"].update({n: Operator({"weight": WEIGHT}, f"score candidates by {WHAT[n]} (weight {{weight:g}}).",
+                                      rank_tuned(n)) for n in TUNED})
+HARM = {"rank": {"contrarian": Operator({"weight": (2.0, 0.0, 16.0, False)}, "score candidates by the inverse "
+                                        "of the matrix-factorisation fit (weight {weight:g}).", rank_contrarian)},
+        "rerank": {"pin_consumed": Operator({"n": (2, 1, 10, True)}, "pin the user's {n:g} most recent items "
+                                            "at the top.", rerank_pin_consumed),
+                   "bury_top": Operator({"n": (3, 1, 10, True)}, "move the {n:g} best-ranked items behind the "
+                                        "others.", rerank_bury_top)}}
+CATALOGUE["rank"].update(HARM["rank"])
+CATALOGUE["rerank"].update(HARM["rerank"])
 ROLES = tuple(CATALOGUE)
+GENRE_BASED = ("genre (rank)", "diversify (rerank)", "the genres feature", "the diversity_floor check")
+
+
+def addable(catalogue: str) -> dict[str, tuple[str, ...]]:
+    """role -> the operators an added skill may draw: ``classic`` leaves out the tuned baselines, ``full`` not;
+    neither draws a :data:`HARM` operator."""
+    return {role: tuple(op for op in operators if (catalogue == "full" or op not in TUNED)
+                        and op not in HARM.get(role, {})) for role, operators in CATALOGUE.items()}

@@ -17,8 +17,9 @@ Per-role checks (the trace nodes' statuses, skills/workflow.py) feed the workflo
 
 * recall ``empty_output`` (no candidate) or ``constraint_violated`` (it missed every held-out item);
 * rank ``empty_output`` (no rank skill ran) or ``constraint_violated`` (fewer than k items);
-* rerank ``constraint_violated``: fewer than ``diversity_floor`` genres in the top k; with an LLM
-  playing rerank, ``invalid_output`` when its answer holds no candidate number.
+* rerank ``constraint_violated``: fewer than ``diversity_floor`` genres in the top k (not checked without
+  genre data: every item of genre 0 would violate it); with an LLM playing rerank, ``invalid_output`` when
+  its answer holds no candidate number.
 
 Everything is vectorized over the requests, ``chunk`` users at a time.
 """
@@ -34,9 +35,8 @@ from pydantic.dataclasses import dataclass as config_dataclass
 
 from market.config import STRICT
 from scenarios.recsys import ops, rules
-from scenarios.recsys.baselines import top_k
 from scenarios.recsys.data import Split
-from scenarios.recsys.ranking import ndcg, recall
+from scenarios.recsys.ranking import ndcg, recall, top_k
 from scenarios.recsys.signals import Signals
 from skills.workflow import STATUSES, Trace
 
@@ -98,6 +98,7 @@ class Requests:
         self.sponsored_order = sponsored_order
         self._history: sp.csr_matrix | None = None
         self._recent: dict[int, sp.csr_matrix] = {}
+        self._baseline: dict[str, np.ndarray] = {}
 
     def history(self, rows) -> sp.csr_matrix:
         if self._history is None:
@@ -108,6 +109,13 @@ class Requests:
         if n not in self._recent:
             self._recent[n] = self.data.recent(self.users, n)
         return self._recent[n][rows]
+
+    def baseline(self, name: str) -> np.ndarray:
+        """[B, I] scores of a tuned baseline for the whole batch (its recall and rank share them), ties to the
+        more popular item as in baselines.py, so that its recall + rank recommend the baseline's own list."""
+        if name not in self._baseline:
+            self._baseline[name] = self.signals.tuned.score(name, self.data, self.users) + 1e-9 * self.signals.popularity
+        return self._baseline[name]
 
     def genre_share(self, rows, n: int) -> np.ndarray:
         onehot = sp.csr_matrix((np.ones(self.data.n_items), (np.arange(self.data.n_items), self.data.item_genre)),
@@ -225,7 +233,8 @@ class Pipeline:
         final = ranked[:, : cfg.k]
         genres = np.where(final >= 0, self.data.item_genre[np.maximum(final, 0)], -1)
         distinct = np.array([np.unique(g[g >= 0]).size for g in genres]) if B else np.zeros(0, int)
-        status[:, 2] = np.where(~parsed, INVALID, np.where(distinct < cfg.diversity_floor, VIOLATED, OK))
+        narrow = (distinct < cfg.diversity_floor) & (self.data.n_genres > 1)
+        status[:, 2] = np.where(~parsed, INVALID, np.where(narrow, VIOLATED, OK))
         return Outcome(final, ranked, candidates, used, status, ndcg(final, targets, cfg.k),
                        ndcg(ranked, targets, cfg.reward_k or ranked.shape[1]), recall(candidates, targets, 50))
 

@@ -9,11 +9,23 @@
     NDCG@k   = DCG@k / IDCG@k                     (0 for a user without targets)
     Recall@k = |top-k  &  T| / |T|
     coverage = distinct items recommended in anyone's top-k / catalogue size
+
+:func:`top_k` turns [B, I] scores into such a ranked list.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """[B, I] -> [B, k] item ids by descending score (ties: lower id first); -inf items become -1."""
+    k = min(k, scores.shape[1])
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    rows = np.arange(scores.shape[0])[:, None]
+    order = np.lexsort((part, -scores[rows, part]), axis=1)
+    out = part[rows, order]
+    return np.where(np.isfinite(scores[rows, out]), out, -1)
 
 
 def hits(ranked: np.ndarray, targets: np.ndarray, k: int) -> np.ndarray:

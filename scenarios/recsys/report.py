@@ -4,14 +4,17 @@ NDCG@k, Recall@50 and coverage are measured on the *test* users only: the
 initial library, and each arm's final library (in market mode: the team the
 market fields, each role's highest bidder). ``harmful_pruned_<arm>`` counts the
 planted harmful skills whose last accepted version in that arm's library is a
-prune. The classic baselines are scored on the same test users and split.
+prune. The baselines (baselines.py) are scored on the same test users and split: NDCG@k in ``baselines``,
+Recall@50 in ``baselines_recall50``; ``baselines_tuned`` holds each tuned baseline's chosen hyper-parameters
+and validation NDCG@k, ``baseline_best`` the one best on validation (the library ``start = "best_baseline"``
+begins from). Without genre data, ``inactive`` lists the genre-based operators, feature and check.
 """
 
 from __future__ import annotations
 
-from scenarios.recsys import baselines, seeds
+from scenarios.recsys import baselines, ops, seeds
 from scenarios.recsys.data import TEST
-from scenarios.recsys.ranking import ndcg
+from scenarios.recsys.ranking import ndcg, recall
 from skills import SkillLibrary
 
 
@@ -24,10 +27,17 @@ def pruned(library: SkillLibrary, names: list[str]) -> list[str]:
     return [n for n in names if last.get(n) == "pruned"]
 
 
-def baseline_scores(world, k: int) -> dict[str, float]:
-    users = world.data.users(TEST)
-    return {name: round(float(ndcg(baselines.recommend(name, world.data, world.signals, users, k),
-                                   world.data.targets[users], k).mean()), 6) for name in baselines.BASELINES}
+def baseline_scores(world, k: int) -> dict[str, dict]:
+    """The summary's baseline keys: test NDCG@k and Recall@50 of each, and what the tuned ones chose."""
+    users, data, tuned = world.data.users(TEST), world.data, world.signals.tuned
+    at_k, at_50 = {}, {}
+    for name in baselines.BASELINES:
+        recs = baselines.recommend(name, data, world.signals, users, max(k, 50))
+        at_k[name] = round(float(ndcg(recs, data.targets[users], k).mean()), 6)
+        at_50[name] = round(float(recall(recs, data.targets[users], 50).mean()), 6)
+    return {"baselines": at_k, "baselines_recall50": at_50, "baseline_best": tuned.best,
+            "baselines_tuned": {n: {**tuned.params[n], "validation_ndcg": round(tuned.validation[n], 6)}
+                                for n in tuned.params}}
 
 
 def summary(model, cfg) -> dict:
@@ -48,10 +58,10 @@ def summary(model, cfg) -> dict:
         "mode": cfg.mode,
         "credit": main,
         "skills_final": sorted(s.label for s in model.arms[main].library.current()),
-        "baselines": baseline_scores(model.world_data, k),
+        **baseline_scores(model.world_data, k),
     }
     if cfg.plant_harmful:
-        planted = seeds.planted(cfg.plant_harmful)
+        planted = seeds.planted(cfg.plant_harmful, cfg.harm)
         out["harmful_planted"] = len(planted)
         for name in model.arm_names:
             out[f"harmful_pruned_{name.replace('-', '_')}"] = len(pruned(model.arms[name].library, planted))
@@ -60,6 +70,8 @@ def summary(model, cfg) -> dict:
                               "validation_ndcg_final": round(final[name]["validation_ndcg"], 6),
                               "edits_accepted": model.counts[name]["accepted"],
                               "edits_rejected": model.counts[name]["rejected"]} for name in model.arm_names}
+    if model.world_data.data.n_genres < 2:  # no genre data: these ran on one genre and did nothing
+        out["inactive"] = list(ops.GENRE_BASED)
     extra = getattr(model, "extra_metrics", None)
     if extra is not None:
         out.update(extra())

@@ -1,4 +1,5 @@
-"""The library a recsys run starts from: a workable pipeline with flaws, and K planted harmful skills.
+"""The library a recsys run starts from: a workable pipeline with flaws (or the best tuned baseline, or both),
+and K planted harmful skills.
 
 The initial skills cover every role but are not tuned: co-visitation and
 embedding neighbours read too much of the history, the diversity cap is too
@@ -9,9 +10,19 @@ NDCG, each firing only for users whose requests are *easier* than average
 (long or fresh histories), so they ride along with success: a critic that
 credits a skill by the mean reward of the rollouts it appears in rates them
 well; contrasting rollouts of the same question does not.
+
+These lean on the synthetic world (sponsored flags, release dates, genres); ``harm = "any_data"`` plants
+:data:`HARMFUL_ANY_DATA` instead: pinning items the user already consumed (never a target), ranking by the
+inverted MF fit, burying the rank's best items. Each hurts by construction on any data, and fires for a
+segment cut at the data's own medians (:func:`harmful`), so that it meets about half of the requests.
+
+A library of the best baseline alone has nothing to blame: the diagnoser only edits skills with negative
+credit, so without planted harm GRSE leaves it as it is; ``initial+best_baseline`` gives it material.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from scenarios.recsys import rules
 
@@ -42,11 +53,44 @@ HARMFUL = (
 )
 
 
-def planted(k: int) -> list[str]:
-    return [name for name, *_ in HARMFUL[:k]]
+HARMFUL_ANY_DATA = (  # {feature}: that feature's median over the users
+    ("rerank-pin-consumed", "rerank", "Remind heavy users of what they watched last.",
+     "history >= {history} -> pin_consumed(n=2)"),
+    ("rank-contrarian", "rank", "Surprise mainstream users with what their history predicts least.",
+     "mainstream >= {mainstream} -> contrarian(weight=2)"),
+    ("rerank-bury-top", "rerank", "Trend-followers have seen the obvious picks: move them down.",
+     "novelty >= {novelty} -> bury_top(n=3)"),
+)
 
 
-def seed(library, plant_harmful: int = 0) -> None:
-    """Write the initial library (plus the first ``plant_harmful`` harmful skills) as ungated adds."""
-    for name, role, description, rule in INITIAL + HARMFUL[:plant_harmful]:
+def harmful(harm: str, features) -> tuple:
+    """The planted harmful skills of ``recsys.harm``; ``features``: [U, F] request features (rules.FEATURES)."""
+    if harm == "business":
+        return HARMFUL
+    median = {f: max(1, int(round(float(np.median(features[:, j]))))) for j, f in enumerate(rules.FEATURES)}
+    return tuple((name, role, description, rule.format(**median)) for name, role, description, rule in HARMFUL_ANY_DATA)
+
+
+def best_baseline(name: str) -> tuple:
+    """The library of one tuned baseline (tuned.py): it proposes and ranks the candidates, nothing reranks, so
+    the pipeline recommends the baseline's own top k (a recall capped at ``candidates`` items aside)."""
+    return ((f"recall-{name.replace('_', '-')}", "recall", f"Candidates from the tuned {name} baseline.",
+             f"always -> {name}(weight=1)"),
+            (f"rank-{name.replace('_', '-')}", "rank", f"Rank by the tuned {name} baseline.",
+             f"always -> {name}(weight=1)"))
+
+
+def start(name: str, best: str) -> tuple:
+    """The library ``recsys.start = name`` names; ``best``: the tuned baseline best on validation."""
+    return {"initial": INITIAL, "best_baseline": best_baseline(best),
+            "initial+best_baseline": INITIAL + best_baseline(best)}[name]
+
+
+def planted(k: int, harm: str = "business") -> list[str]:
+    return [name for name, *_ in (HARMFUL if harm == "business" else HARMFUL_ANY_DATA)[:k]]
+
+
+def seed(library, plant_harmful: int = 0, skills: tuple = INITIAL, harm: tuple = HARMFUL) -> None:
+    """Write ``skills`` (plus the first ``plant_harmful`` of the ``harm`` skills) as ungated adds."""
+    for name, role, description, rule in skills + harm[:plant_harmful]:
         library.add(name, description, rules.body(rules.parse(rule, role), role), rule=rule, role=role)

@@ -10,7 +10,9 @@
                   the train matrix; a user with history row x scores items by x V V^T, which needs
                   no per-user fit, so test users' extra history is folded in for free;
 * ``embedding``   V scaled by the singular values and normalised: item vectors for embedding
-                  neighbours (cosine in the latent space).
+                  neighbours (cosine in the latent space);
+* ``tuned``       the strong baselines with hyper-parameters chosen on the validation users
+                  (:mod:`scenarios.recsys.tuned`), set by :func:`scenarios.recsys.world.load`.
 
 Everything is sparse or [I, rank]; nothing is [U, I] dense.
 """
@@ -18,12 +20,16 @@ Everything is sparse or [I, rank]; nothing is [U, I] dense.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
 from scenarios.recsys.data import Split, _ragged_index
+
+if TYPE_CHECKING:
+    from scenarios.recsys.tuned import Tuned
 
 
 @dataclass
@@ -33,6 +39,7 @@ class Signals:
     cosine: sp.csr_matrix  # [I, I]
     factors: np.ndarray  # [I, rank] float32
     embedding: np.ndarray  # [I, rank] float32, unit rows
+    tuned: Tuned | None = None
 
 
 def fit(data: Split, rank: int, window: int, neighbours: int, seed: int) -> Signals:
@@ -51,15 +58,15 @@ def fit(data: Split, rank: int, window: int, neighbours: int, seed: int) -> Sign
     return Signals(popularity, covis, cosine, V.astype(np.float32), embedding.astype(np.float32))
 
 
-def _train_sequences(data: Split) -> tuple[np.ndarray, np.ndarray]:
-    """(ptr, items): each user's train segment in time order (a prefix of its history)."""
+def _train_sequences(data: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ptr, items, times): each user's train segment in time order (a prefix of its history)."""
     train_len = np.diff(data.train.indptr)  # no repeats within a segment: nnz = events
     index = _ragged_index(data.hist_ptr[:-1], train_len)
-    return np.r_[0, np.cumsum(train_len)], data.hist_item[index]
+    return np.r_[0, np.cumsum(train_len)], data.hist_item[index], data.hist_time[index]
 
 
 def _covisitation(data: Split, window: int) -> sp.csr_matrix:
-    ptr, items = _train_sequences(data)
+    ptr, items, _ = _train_sequences(data)
     user = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
     rows, cols, vals = [], [], []
     for offset in range(1, window + 1):

@@ -101,12 +101,14 @@ class RecsysTeam(mesa.Model, Economy):
             self.initial = self.report(skills)
 
     def _write_seed_library(self, library: SkillLibrary) -> None:
+        harm = seeds.harmful(self.cfg.harm, self.world_data.pipeline.features)
         if self.cfg.seed_library:
             import_library(library, self.cfg.seed_library)
-            for name, role, description, rule in seeds.HARMFUL[: self.cfg.plant_harmful]:
+            for name, role, description, rule in harm[: self.cfg.plant_harmful]:
                 library.add(name, description, rules.body(rules.parse(rule, role), role), rule, role)
         else:
-            seeds.seed(library, self.cfg.plant_harmful)
+            seeds.seed(library, self.cfg.plant_harmful, seeds.start(self.cfg.start, self.world_data.signals.tuned.best),
+                       harm)
 
     # ------------------------------------------------------------ one iteration
     def step(self) -> None:

@@ -1,4 +1,5 @@
-"""The data, fitted signals and pipeline of a run, built once per (config, seed) and cached per process.
+"""The data, fitted signals (the tuned baselines among them) and pipeline of a run, built once per (config, seed)
+and cached per process.
 
 The synthetic world and its split are seeded by the run's seed, so a seed is a
 new world as well as new rollouts; a MovieLens file keeps its interactions
@@ -11,14 +12,14 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from scenarios.recsys import movielens, synthetic
+from scenarios.recsys import movielens, synthetic, tuned
 from scenarios.recsys.config import Config
 from scenarios.recsys.data import Split, split
 from scenarios.recsys.pipeline import Pipeline, PipelineConfig
 from scenarios.recsys.signals import Signals, fit
 
 DATA_KEYS = ("data", "path", "min_rating", "holdout", "min_train", "validation_users", "test_users", "sponsored_share",
-             "rank", "covis_window", "neighbours")
+             "rank", "covis_window", "neighbours", "ease_items", "k")
 PIPELINE_KEYS = ("candidates", "k", "reward_k", "diversity_floor", "fresh_days")
 
 
@@ -52,4 +53,5 @@ def _data(keys: tuple, seed: int) -> tuple[Split, Signals]:
         log = movielens.load(c["path"], min_rating=c["min_rating"])
     data = split(log, c["holdout"], c["min_train"], c["validation_users"], c["test_users"], c["sponsored_share"],
                  seed)
-    return data, fit(data, c["rank"], c["covis_window"], c["neighbours"], seed)
+    signals = fit(data, c["rank"], c["covis_window"], c["neighbours"], seed)
+    return data, dataclasses.replace(signals, tuned=tuned.fit(data, signals, c["k"], c["ease_items"], seed))

@@ -1,4 +1,4 @@
-"""The recsys comparison at toy size (2 seeds of the test-sized world, 3 iterations): both tables are
+"""The recsys comparison at toy size (2 seeds of the test-sized world, 3 iterations): the three tables are
 well-formed, the mean row is the mean of the seeds, the matched arms gate no more edits than GRSE, and
 every seed's run is in the database given."""
 
@@ -12,13 +12,13 @@ from market.store import Run, make_engine
 from tests.scenarios.recsys_small import OVERRIDES
 
 
-def test_compare_prints_and_writes_both_tables(tmp_path, capsys):
+def test_compare_prints_and_writes_the_tables(tmp_path, capsys):
     db, out = f"sqlite:///{tmp_path / 'compare.db'}", tmp_path / "table.md"
     args = ["--seeds", "2", "--db", db, "--out", str(out)]
     assert recsys_compare.main(args + [a for o in OVERRIDES for a in ("--set", o)]) == 0
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()
-    scores, arms = text.split("\n\n")
+    scores, arms, recall = text.split("\n\n")
 
     lines = scores.splitlines()
     columns = len(recsys_compare.ARMS) + len(recsys_compare.BASELINES) + 1  # + the initial library
@@ -36,6 +36,11 @@ def test_compare_prints_and_writes_both_tables(tmp_path, capsys):
         gated[name] = int(total)
     assert list(gated) == [name for _, name in recsys_compare.ARMS]
     assert gated["presence"] <= gated["GRSE"] and gated["random (matched)"] <= gated["GRSE"]
+
+    rows = [line.strip("| ").split(" | ") for line in recall.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["0", "1"]
+    assert all(0 <= float(v) <= 1 for row in rows for v in row[1:-1]) and {row[-1] for row in rows} <= set(
+        name for name, _ in recsys_compare.BASELINES)
 
     with Session(make_engine(db)) as s:
         runs = s.exec(select(Run)).all()
