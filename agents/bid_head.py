@@ -7,6 +7,15 @@ shared map P (or used as they are), meet every agent's row in one matmul::
     score[b, i] = P phi(obs_b) . row[i] + bias[i]           # [B, N] = [B, D] @ [D, N] + [N]
     bid[b, i]   = bid_scale x softplus(score[b, i])         # credits, > 0; the market caps it at wealth
 
+Two objectives read the score (``agents.bid_objective``, trained in agents/learned.py):
+
+* ``value``: the score *is* a prediction, in credits, of what agent i's turn from obs_b will earn it
+  (the price its successor pays, or the world's reward, less fees); it bids (1 - bid_margin) x the
+  score and sits out where the score is negative. A bid is a price, and the right price is what
+  holding the world is worth to the bidder: along a chain of turns each owner's margin discounts
+  the next owner's value, so the agent whose move leads nearest the reward outbids the others;
+* ``reinforce``: the bid is bid_scale x softplus(score), trained through the softmax auction.
+
 Why a bilinear score: it is the one form that is a single matmul for all N agents *and* lets
 agent i's bid depend on the observation in its own way (concatenating phi with the agent's
 embedding and applying a shared linear layer would only add a per-agent constant: no routing).
@@ -56,6 +65,16 @@ class OneHotFeatures:
         phi = np.zeros((obs.shape[0], self.size), dtype=np.float32)
         np.put_along_axis(phi, index, 1.0, axis=1)
         return phi
+
+
+class NoFeatures:
+    """phi(obs) = nothing: each agent's score is its bias alone, the same in every state (its rule's
+    condition chooses where it bids). Under value bids that bias is the agent's running value."""
+
+    size = 0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.zeros((len(obs), 0), dtype=np.float32)
 
 
 class TextFeatures:
@@ -131,6 +150,8 @@ class LastHidden:
 
 def make_features(cfg: AgentsConfig, space, backend=None):
     """The configured feature source for a world whose features are described by ``space`` (a RuleSpace)."""
+    if cfg.features == "agent":
+        return NoFeatures()
     if cfg.features == "numeric":
         return OneHotFeatures(space.low, space.high)
     if cfg.features == "minilm":
@@ -180,7 +201,14 @@ class BidHead(nn.Module):
 
     def bids(self, phi: torch.Tensor) -> torch.Tensor:
         """[M, N] bids in credits (before the market's wealth cap)."""
+        if self.cfg.bid_objective == "value":
+            return (1 - self.cfg.bid_margin) * self.score(phi).clamp(min=0)
         return self.cfg.bid_scale * F.softplus(self.score(phi))
+
+    def turn_values(self, phi: torch.Tensor, agents: torch.Tensor) -> torch.Tensor:
+        """[K] predicted values of K turns: turn k taken by agent ``agents[k]`` from features ``phi[k]``."""
+        x = self.proj(phi) if self.proj is not None else phi
+        return (x * self.row[agents]).sum(-1) + self.bias[agents]
 
     # --- rows follow the population's rows -------------------------------------------------
     @torch.no_grad()
@@ -195,16 +223,26 @@ class BidHead(nn.Module):
 
     @torch.no_grad()
     def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """Random newcomers: row and bias ~ N(0, init_std^2)."""
-        noise = rng.standard_normal((rows.size, self.row.shape[1] + 1)) * self.cfg.init_std
-        self._write(rows, noise)
+        """Random newcomers. reinforce: row and bias ~ N(0, init_std^2). value: row 0 and bias ~
+        U(0, newcomer_value): an untried agent guesses one non-negative value everywhere (a negative
+        guess would sit out forever, never taking the turn that would correct it)."""
+        if self.cfg.bid_objective == "value":
+            values = np.zeros((rows.size, self.row.shape[1] + 1))
+            values[:, -1] = rng.uniform(0, self.cfg.newcomer_value, size=rows.size)
+        else:
+            values = rng.standard_normal((rows.size, self.row.shape[1] + 1)) * self.cfg.init_std
+        self._write(rows, values)
 
     @torch.no_grad()
     def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
-        """Children: the parent's row and bias plus N(0, inherit_sigma^2) noise."""
-        noise = rng.standard_normal((rows.size, self.row.shape[1] + 1)) * self.cfg.inherit_sigma
+        """Children: the parent's row and bias (x child_value under value bids) plus N(0, inherit_sigma^2)."""
         parent = torch.cat([self.row[parents], self.bias[parents, None]], dim=1).float().cpu().numpy()
-        self._write(rows, parent + noise)
+        share = self.cfg.child_value if self.cfg.bid_objective == "value" else 1.0
+        if self.cfg.inherit_sigma:  # no noise, no draw: the run's random stream is the rules' alone
+            parent = share * parent + rng.standard_normal(parent.shape) * self.cfg.inherit_sigma
+        else:
+            parent = share * parent
+        self._write(rows, parent)
 
     def _write(self, rows: np.ndarray, values: np.ndarray) -> None:
         if rows.size == 0:

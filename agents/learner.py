@@ -106,8 +106,11 @@ def grpo_objective(logp: torch.Tensor, old_logp: torch.Tensor, advantage: torch.
 class Learner:
     """Adam over a list of parameters, with gradient clipping and row-aware moment bookkeeping."""
 
-    def __init__(self, params: list[nn.Parameter], lr: float, max_grad_norm: float):
+    def __init__(self, params: list[nn.Parameter], lr: float, max_grad_norm: float, rows: list[nn.Parameter] = ()):
+        """``rows``: the parameters among ``params`` whose first axis is the population's rows (a bid
+        head's rows and biases, action logits); only their moments grow and restart with births."""
         self.params, self.max_grad_norm = params, max_grad_norm
+        self.rows = list(rows)
         self.opt = torch.optim.Adam(params, lr=lr)
 
     def step(self, loss: torch.Tensor) -> float:
@@ -121,7 +124,7 @@ class Learner:
     def sync_rows(self, fresh: np.ndarray | None = None) -> None:
         """After the population grew or recycled rows: pad Adam's moments to the parameters' new row
         count, and zero the moments of ``fresh`` rows (a newborn does not inherit a dead agent's momentum)."""
-        for p in self.params:
+        for p in self.rows:
             state = self.opt.state.get(p)
             if not state:
                 continue
@@ -131,7 +134,7 @@ class Learner:
                     grown = m.new_zeros(p.shape)
                     grown[: m.shape[0]] = m
                     state[key] = m = grown
-                if fresh is not None and fresh.size and p.dim() >= 1 and p.shape[0] > int(fresh.max()):
+                if fresh is not None and fresh.size:
                     m[torch.as_tensor(fresh, device=m.device)] = 0
 
     def state_dict(self) -> dict:
@@ -174,10 +177,14 @@ class HFGRPO:
 
             model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
                                                       target_modules=["q_proj", "v_proj"]))
-        elif kl:
-            self.reference = copy.deepcopy(model).eval().requires_grad_(False)
+        else:
+            if next(model.parameters()).dtype in (torch.bfloat16, torch.float16):
+                raise ValueError("full fine-tuning (lora_rank = 0) of a half-precision model: Adam's updates would "
+                                 "round away in its weights; load it in float32 or use LoRA")
+            if kl:
+                self.reference = copy.deepcopy(model).eval().requires_grad_(False)
         self.model = model.train()
-        self.learner = Learner([p for p in model.parameters() if p.requires_grad], lr, max_grad_norm)
+        self.learner = Learner([p for p in model.parameters() if p.requires_grad], lr, max_grad_norm)  # no rows
 
     def encode(self, prompts: list[list[dict]], completions: list[str]) -> list[tuple[list[int], list[int]]]:
         """Chat messages and completion texts -> (prompt ids, completion ids) pairs."""

@@ -1,4 +1,4 @@
-"""Learner throughput: bid-head updates per second at N = 1k / 10k agents, and GRPO tokens per second.
+"""Learner throughput: bid-head updates per second at N = 1k / 10k agents (value and reinforce), and GRPO tokens/s.
 
 Usage::
 
@@ -16,7 +16,10 @@ entropy bonus, backward, gradient clipping, Adam step. Two feature sources: ``nu
 F = 16, rows of 16) and ``text`` (384-d MiniLM-sized embeddings through a shared projection to 32).
 The features are precomputed (they are cached per distinct observation in a run). Reported: updates
 per second (median over repeats after one warm-up) and agent-auction rows per second (M x N x
-updates/s). *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
+updates/s). *Value-head update* (the default objective): one :func:`agents.learned.value_loss` step
+as ``LearnedPolicy`` runs it: K = 320 turns of random agents among N, Huber regression of each
+turn's predicted value on what it earned, one SGD step; it reads only the K turns' rows, so its cost
+hardly grows with N. *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
 on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
 """
 
@@ -39,6 +42,7 @@ import torch  # noqa: E402
 
 from agents.bid_head import BidHead  # noqa: E402
 from agents.config import AgentsConfig  # noqa: E402
+from agents.learned import value_loss  # noqa: E402
 from agents.learner import HFGRPO, Learner, autocast, bid_objective, pick_device  # noqa: E402
 
 
@@ -67,6 +71,35 @@ def bid_updates(n: int, in_dim: int, dim: int, repeats: int, device, M: int = 32
             bids = torch.minimum(head.bids(phi), cap)
             loss, _ = bid_objective(bids, eligible, winner, advantage, temperature=0.05, entropy=0.01)
         learner.step(loss)
+
+    update()
+    sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        update()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return 1.0 / statistics.median(times)
+
+
+def value_updates(n: int, in_dim: int, dim: int, repeats: int, device, K: int = 320) -> float:
+    """Median updates/s of a value head for N = n agents on K turns."""
+    g = torch.Generator().manual_seed(0)
+    head = BidHead(in_dim, AgentsConfig(dim=dim), capacity=n).to(device)
+    if head.proj is not None:
+        head.proj.requires_grad_(False)  # as LearnedPolicy holds it under value bids
+    opt = torch.optim.SGD([head.row, head.bias], lr=1.0)
+    phi = torch.rand(K, in_dim, generator=g).to(device)
+    agents = torch.randint(1, n, (K,), generator=g).to(device)
+    target = torch.rand(K, generator=g).to(device)
+    share = torch.full((K,), 0.2, device=device)
+
+    def update():
+        loss, _ = value_loss(head, phi, agents, target, share, delta=1.0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
 
     update()
     sync(device)
@@ -119,12 +152,14 @@ def main() -> int:
     name = torch.cuda.get_device_name(0) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
     print(f"device: {name}; bid head: M = 320 auctions per update")
     result = {"device": device.type}
-    print(f"{'N':>8} {'features':>9} {'updates/s':>10} {'rows/s':>14}")
+    print(f"{'N':>8} {'features':>9} {'reinforce/s':>12} {'rows/s':>14} {'value/s':>10}")
     for n in (1_000, 10_000):
         for label, in_dim, dim in (("numeric", 16, 0), ("text", 384, 32)):
             ups = bid_updates(n, in_dim, dim, repeats, device)
+            vps = value_updates(n, in_dim, dim, repeats, device)
             result[f"bid_updates_per_s_{n // 1000}k_{label}"] = round(ups, 2)
-            print(f"{n:>8,} {label:>9} {ups:>10.1f} {ups * 320 * n:>14,.0f}")
+            result[f"value_updates_per_s_{n // 1000}k_{label}"] = round(vps, 2)
+            print(f"{n:>8,} {label:>9} {ups:>12.1f} {ups * 320 * n:>14,.0f} {vps:>10.1f}")
     if not args.no_grpo:
         batch = 2 if args.quick else 8
         tps, tokens = grpo_tokens(batch, 1 if args.quick else 3, device)

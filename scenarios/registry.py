@@ -22,6 +22,11 @@ and optionally
 * ``validate(exp)``: how the sections fit together (raise ``ValueError`` naming the key);
 * ``CREDIT_SIGNALS``: the Trajectory fields its world's ``credit_signals`` fills, checked against
   ``agents.credit`` when the config is loaded;
+* ``BID_FEATURES``: the ``agents.features`` its agents can bid from under ``agents.bids = "learned"``
+  (default: all of them for a ``build`` scenario, whose policy describes its features with a
+  RuleSpace; none for a model of its own), and ``LEARNED_ACTIONS``: whether ``agents.actions =
+  "grpo"`` can train action logits over its world's actions (default: for ``build`` scenarios);
+  asked for and not offered, the config loader refuses the key before anything loads;
 * ``CATALLAX_API = 1``: the interface version it was written against (refused if this catallax
   speaks another).
 
@@ -51,6 +56,7 @@ SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
              "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath"}
 ENTRY_POINTS = "catallax.scenarios"
+ALL_BID_FEATURES = ("numeric", "minilm", "hf", "agent")
 
 
 class ScenarioError(ValueError):
@@ -74,6 +80,8 @@ class Scenario:
     validate: Callable = _fits
     credit_signals: tuple[str, ...] = ()
     plugin: bool = False
+    bid_features: tuple[str, ...] = ()
+    learned_actions: bool = False
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -89,9 +97,12 @@ class Scenario:
         if not is_dataclass(module.Config):
             raise ScenarioError(f"{origin}: Config must be a dataclass (e.g. pydantic.dataclasses.dataclass)")
         doc = (module.__doc__ or "").strip().splitlines()
+        built = hasattr(module, "build") and not hasattr(module, "make_model")
         return cls(name, section, origin, doc[0] if doc else "",
                    module.Config, module.metrics, getattr(module, "build", None), getattr(module, "make_model", None),
-                   getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())), plugin)
+                   getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())), plugin,
+                   tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
+                   bool(getattr(module, "LEARNED_ACTIONS", built)))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy
@@ -107,7 +118,7 @@ class Scenario:
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 
-            policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed)
+            policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed, learned_bids=exp.market.bid_scheme == "learned")
         return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
 
     def _probe(self, world, batch: int) -> None:

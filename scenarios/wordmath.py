@@ -269,6 +269,11 @@ class Board:
         return f"Problem: {p.text}", f"The answer is {p.answer}."
 
 
+BID_FEATURES = ("agent",)
+"""Learned bids from ``agent`` features only: the LLM agents' observations are ids of a shared board,
+not bounded integer features (text and LM-state features of the board are issue work, not here yet)."""
+LEARNED_ACTIONS = False  # an LLM agent's action is a completion: its logits are the LM's (HFGRPO), not wired yet
+
 def validate(exp) -> None:
     """The LLM's engine must be installed: a missing one is refused before any model loads."""
     require_engine(exp.scenario.llm.backend, "wordmath.llm.backend")
@@ -297,7 +302,7 @@ def solo_accuracy(model, rows: np.ndarray, world: WordmathWorld) -> np.ndarray:
 
 
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:
-    policy, heldout = model.policy, model.world.heldout
+    policy, heldout = model.policy.unwrapped, model.world.heldout
     market = model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
     live = np.flatnonzero(model.population.traders)
     roles = np.array([policy.roles[r].name for r in policy.role[live]])

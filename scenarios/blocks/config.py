@@ -9,7 +9,6 @@ from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
 from market.config import STRICT
-from market.money import MAX_CREDITS
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)
@@ -60,16 +59,6 @@ class Config:
     """Terms per rule condition."""
     p_revise_move: float = Field(0.5, ge=0, le=1)
     """Explore: chance that a revision changes the move at the failure state (else it narrows the condition)."""
-    bid_margin: float = Field(0.02, ge=0, lt=1)
-    """With market.bid_scheme = "policy" an agent bids (1 - bid_margin) x its value (what a turn has
-    earned it): the margin is its profit on an average turn, and the discount per step from the goal."""
-    value_rate: float = Field(0.2, gt=0, le=1)
-    """How fast a value follows what the agent's turns earn (an exponential average per turn)."""
-    newcomer_value: float = Field(0.5, ge=0, le=MAX_CREDITS)
-    """A new rule's value (random newcomers, revised explore children) is drawn from [0, newcomer_value];
-    credits, at most 1e9 (market/money.py)."""
-    child_value: float = Field(0.5, ge=0, le=1)
-    """An exploit child's value starts at this share of its parent's."""
 
     @field_validator("features")
     @classmethod

@@ -6,48 +6,42 @@ import numpy as np
 
 from agents import RulePolicy, RuleSpace
 from agents.rules import ALWAYS, FIELDS, OPS
-from market.money import MICRO
 from scenarios.blocks.config import ACTIONS, MARKET_COLUMNS, MEMORY, MOVES, Config
 from scenarios.blocks.world import legal_moves
 
 
 class BlocksPolicy(RulePolicy):
-    """Rule agents that bid what a turn has earned them (the ``policy`` bid scheme).
+    """Rule agents of Blocks World: a rule wakes where its condition holds and its move is legal.
 
-    Each agent keeps ``value``: a running estimate, from its own cash flows only, of what one turn
-    earns it (its successor's payment, or the world's reward, less fees). It bids
-    ``(1 - bid_margin) x value`` and keeps the margin as profit. Along a solving chain the bucket
-    brigade then prices every state by how close to the goal it leads (each turn back from the goal
-    is worth ``1 - bid_margin`` less), so in each state the eligible rule whose move leads nearest
-    the goal bids highest and wins, as in Hayek's economy; a rule whose move undoes progress is
-    paid less by its successor, its value falls, and it is outbid.
+    What they bid is the market's business: the scenario's default is the platform's value bids
+    (agents/learned.py, ``agents.bid_objective = "value"`` with ``agents.features = "agent"``): each
+    agent keeps a running estimate, from its own cash flows only, of what one turn earns it (its
+    successor's payment, or the world's reward, less fees), bids ``(1 - agents.bid_margin) x value``
+    and keeps the margin as profit. Along a solving chain the bucket brigade then prices every state
+    by how close to the goal it leads (each turn back from the goal is worth ``1 - bid_margin``
+    less), so in each state the eligible rule whose move leads nearest the goal bids highest and
+    wins, as in Hayek's economy; a rule whose move undoes progress is paid less by its successor,
+    its value falls, and it is outbid (below 0 it sits out).
 
-    Newcomers are made from states the world has shown (covering), preferably where a failed
-    episode found some legal move with no bidder; explore children are revised at the state where
-    their parent's move preceded a failure.
+    This class adds what is Blocks World's own: newcomers are made from states the world has shown
+    (covering), preferably where a failed episode found some legal move with no bidder; explore
+    children are revised at the state where their parent's move preceded a failure.
     """
 
     def __init__(self, space: RuleSpace, cfg: Config, initial_rules: list[str] | None = None):
         super().__init__(space, initial_rules, newcomer=self.covering)
         self.cfg = cfg
-        self.value = np.zeros(0)  # [N] credits: what a turn has earned the agent (its running estimate)
-        self.turns = np.zeros(0, dtype=np.int64)  # [N] turns it has been paid for
         width = len(space.features) + len(MARKET_COLUMNS)
         self.memory = np.zeros((0, width), dtype=np.int64)  # recent training observations
         self.gaps = np.zeros((0, width), dtype=np.int64)  # recent states of failed episodes with a move nobody offered
         self.gap_moves = np.zeros((0, len(MOVES)), dtype=bool)  # [gap, move] which legal moves had no bidder there
         self.recording = True  # evaluate() turns it off: held-out states never seed newcomers
 
-    # --- the market's Policy protocol, plus bids --------------------------------------------
+    # --- the market's Policy protocol -----------------------------------------------------------
     def eligible(self, obs: np.ndarray) -> np.ndarray:
-        """A rule wakes where its condition holds *and* its move is legal: an agent that could only
-        make an illegal move would otherwise win a state, spend it, and own it again for free
-        (no one else wakes there), until the horizon. An agent whose turns have lost money on
-        average (value < 0) sits out: any bid would cost it more than it expects to earn."""
-        return self.wakes(obs) & (self.value >= 0)
-
-    def wakes(self, obs: np.ndarray) -> np.ndarray:
-        """[B, N] the rule's condition holds and its move is legal, whatever its value."""
+        """[B, N] the rule's condition holds *and* its move is legal: an agent that could only make an
+        illegal move would otherwise win a state, spend it, and own it again for free (no one else
+        wakes there), until the horizon."""
         return super().eligible(obs) & legal_moves(obs)[:, self.rules.action]
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
@@ -55,59 +49,25 @@ class BlocksPolicy(RulePolicy):
             self.memory = np.concatenate([self.memory, obs])[-MEMORY:]
         return super().act(obs, winners)
 
-    def bids(self, obs: np.ndarray) -> np.ndarray:
-        """[N] credits: the same in every state; an agent's conditions choose the states it bids for."""
-        return (1 - self.cfg.bid_margin) * self.value
-
     def learn(self, model) -> None:
-        """After each training round: move each agent's value toward what its turns earned, and
-        keep the gaps of the round's failed episodes for covering.
-
-        The value is the plain mean of a young agent's first 1/value_rate turns, then an
-        exponential average with rate value_rate per turn (the XCS update), so a newcomer's first
-        turns set its value at once and an old agent's follows the market.
-        """
-        rows, earned = model.trace.turns()
-        N = self.value.size
-        k = np.bincount(rows, minlength=N)
-        mean = np.bincount(rows, weights=earned / MICRO, minlength=N) / np.maximum(k, 1)
-        young = self.turns + k <= 1 / self.cfg.value_rate
-        averaged = (self.turns * self.value + k * mean) / np.maximum(self.turns + k, 1)
-        tracked = self.value + (1 - (1 - self.cfg.value_rate) ** k) * (mean - self.value)
-        self.value = np.where(k > 0, np.where(young, averaged, tracked), self.value)
-        self.turns += k
+        """After each training round: keep the gaps of the round's failed episodes for covering."""
         self._record_gaps(model.trace, model.population.traders)
 
     def _record_gaps(self, trace, traders: np.ndarray) -> None:
         """States of failed episodes where a legal move had no live rule waking for it: a market with
         no supplier for a move there (XCS covers a match set short of actions the same way). A rule
-        that sits out (value < 0) still counts as offering its move: its losses are the market's
-        evidence that the move does not pay there, and a newcomer should not offer it again."""
+        that sits out (a negative value) still counts as offering its move: its losses are the
+        market's evidence that the move does not pay there, and a newcomer should not offer it again."""
         T, B = trace.path.shape
         obs = trace.obs.reshape(T * B, -1)
         offered = np.zeros((T * B, len(MOVES)), dtype=bool)
-        state, row = np.nonzero(self.wakes(obs) & traders[None, :])
+        state, row = np.nonzero(self.eligible(obs) & traders[None, :])
         offered[state, self.rules.action[row]] = True
         live = np.cumsum(trace.done, axis=0) - trace.done == 0  # [T, B] the episode had not ended before
         gap = legal_moves(obs) & ~offered
         pick = (live & ~trace.solved[None, :]).reshape(-1) & gap.any(axis=1)
         self.gaps = np.concatenate([self.gaps, obs[pick]])[-MEMORY:]
         self.gap_moves = np.concatenate([self.gap_moves, gap[pick]])[-MEMORY:]
-
-    def resize(self, capacity: int) -> None:
-        super().resize(capacity)
-        grow = max(capacity - self.value.size, 0)
-        self.value = np.r_[self.value, np.zeros(grow)]
-        self.turns = np.r_[self.turns, np.zeros(grow, dtype=np.int64)]
-
-    def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        super().spawn(rows, rng)
-        self._untried(rows, rng)
-
-    def _untried(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """A new rule's value is a guess from [0, newcomer_value]: its first turns replace it."""
-        self.value[rows] = rng.uniform(0, self.cfg.newcomer_value, size=rows.size)
-        self.turns[rows] = 0
 
     def covering(self, rules, rows: np.ndarray, rng: np.random.Generator) -> None:
         """As in learning classifier systems (XCS covering): a newcomer wakes in a state the world
@@ -128,25 +88,17 @@ class BlocksPolicy(RulePolicy):
         rules.feature[rows], rules.value[rows] = feature, value
         rules.op[rows] = np.where(used, OPS["=="], ALWAYS)
 
-    def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
-        """An exploit child starts at child_value x its parent's value: untried, it wins only where
-        its parent does not wake or bids low, until its own turns set its value."""
-        super().inherit(rows, parents, rng)
-        self.value[rows] = self.cfg.child_value * self.value[parents]
-        self.turns[rows] = 0
-
     def revise(self, rows, parents, obs, found, rng: np.random.Generator) -> np.ndarray:
         """Explore: a child of each parent, edited at ``obs``, the state its move preceded a failure.
 
         With p_revise_move the child makes another *legal* move there (same condition); otherwise
         it keeps the move but no longer wakes there (a term ``feature != obs[feature]`` is added).
-        Parents with no failure this round are mutated as exploit children are. A revised rule is
-        a new rule: its value is a newcomer's guess. Every row is made here (-> all True).
+        Parents with no failure this round are mutated as exploit children are. Every row is made
+        here (-> all True); a revised rule is a new rule, and value bids give it a newcomer's guess.
         """
         r, made = self.rules, np.ones(rows.size, dtype=bool)
         self.inherit(rows[~found], parents[~found], rng)
         rows, parents, obs = rows[found], parents[found], obs[found]
-        self._untried(rows, rng)
         for name in FIELDS:
             getattr(r, name)[rows] = getattr(r, name)[parents]
         move = rng.random(rows.size) < self.cfg.p_revise_move
@@ -163,7 +115,7 @@ class BlocksPolicy(RulePolicy):
         return made
 
     # --- checkpoints ---------------------------------------------------------------------------
-    STATE = ("value", "turns", "memory", "gaps", "gap_moves")
+    STATE = ("memory", "gaps", "gap_moves")
 
     def state_dict(self) -> dict:
         return super().state_dict() | {name: getattr(self, name).copy() for name in self.STATE}

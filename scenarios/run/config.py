@@ -204,21 +204,76 @@ def from_dict(data: dict, source: str) -> Experiment:
 
 def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     """``agents.bids`` is the user-facing name of ``market.bid_scheme`` and overrides it (so ``--set
-    agents.bids=learned`` works on a scenario file that sets a scheme); learned bids are trained under
-    softmax clearing, so ``agents.bids = "learned"`` brings it along unless market.clearing is set."""
+    agents.bids=learned`` works on a scenario file that sets a scheme). What a learner needs comes
+    along unless the user set it: reinforce bids are trained under softmax clearing, and a
+    group-relative advantage needs groups of rollouts (``market.batch`` = 8, one group). A value the
+    user set that contradicts them is refused by the checks below, naming the key."""
     agents, market = exp.agents, exp.market
     if agents.bids != "market":
         market.bid_scheme = agents.bids
-        if agents.bids == "learned" and "clearing" not in data.get("market", {}):
-            market.clearing = "softmax"
+    given = data.get("market", {})
+    if _reinforce_bids(exp) and "clearing" not in given:
+        market.clearing = "softmax"
+    if _needs_groups(exp) and "batch" not in given and not agents.group:
+        market.batch = max(market.batch, 8)
+
+
+def _reinforce_bids(exp: Experiment) -> bool:
+    return exp.market.bid_scheme == "learned" and exp.agents.bid_objective == "reinforce"
+
+
+def _needs_groups(exp: Experiment) -> bool:
+    """A group-relative advantage: reinforce bids' ``global`` one, or learned actions'."""
+    agents = exp.agents
+    return _reinforce_bids(exp) and agents.advantage == "global" or agents.actions == "grpo"
 
 
 def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
-    """The bid head's gradient is that of the softmax auction's probabilities: no other clearing has one."""
+    """The reinforce head's gradient is that of the softmax auction's probabilities: no other clearing has
+    one (value heads regress on what turns earned, under any clearing)."""
     market = exp.market
-    if market.bid_scheme == "learned" and market.clearing != "softmax":
-        return (f"market.clearing = {market.clearing!r}: learned bids are trained on the softmax "
-                f"auction's probabilities; set market.clearing = \"softmax\"")
+    if _reinforce_bids(exp) and market.clearing != "softmax":
+        return (f"market.clearing = {market.clearing!r}: reinforce bids are trained on the softmax "
+                f"auction's probabilities; set market.clearing = \"softmax\" (or agents.bid_objective = \"value\")")
+
+
+VALUE_KEYS = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")
+REINFORCE_KEYS = ("bid_scale", "init_std", "advantage", "entropy")
+
+
+def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
+    """Learned bids need features the scenario's agents can give; learned actions a world of discrete
+    actions its policy maps rules onto (scenarios/registry.py: BID_FEATURES, LEARNED_ACTIONS)."""
+    agents, scenario = exp.agents, get_scenario(exp.run.scenario)
+    if exp.market.bid_scheme == "learned" and agents.features not in scenario.bid_features:
+        if not scenario.bid_features:
+            return f"agents.bids = 'learned': scenario {exp.run.scenario!r} has no learned bids"
+        return (f"agents.features = {agents.features!r}: scenario {exp.run.scenario!r}'s agents bid from "
+                f"{' or '.join(map(repr, scenario.bid_features))} only")
+    if agents.actions == "grpo" and not scenario.learned_actions:
+        return f"agents.actions = 'grpo': scenario {exp.run.scenario!r} has no learned action logits"
+
+
+def _device_is_there(exp: Experiment) -> str | None:
+    """A learner asked to run on a GPU this torch cannot see would fail after the models load."""
+    if exp.agents.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return "agents.device = 'cuda': this torch sees no CUDA device (use \"auto\" or \"cpu\")"
+
+
+def _bid_keys_are_read(exp: Experiment) -> str | None:
+    """Each bid objective reads its own keys: one the run's objective does not read, changed, would do nothing."""
+    agents = exp.agents
+    if exp.market.bid_scheme != "learned":
+        return None
+    unread = REINFORCE_KEYS if agents.bid_objective == "value" else VALUE_KEYS
+    defaults = AgentsConfig()
+    for key in unread:
+        if getattr(agents, key) != getattr(defaults, key):
+            return (f"agents.{key} = {getattr(agents, key)!r}: not read by agents.bid_objective = "
+                    f"{agents.bid_objective!r} (it belongs to the other objective)")
 
 
 def _groups_divide_the_batch(exp: Experiment) -> str | None:
@@ -264,8 +319,7 @@ def _credit_settings_are_read(exp: Experiment) -> str | None:
 def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
     """A group-relative advantage compares a rollout with its group's others: one alone has none."""
     agents, market = exp.agents, exp.market
-    learning = market.bid_scheme == "learned" and agents.advantage == "global" or agents.actions == "grpo"
-    if learning and (agents.group or market.batch) < 2:
+    if _needs_groups(exp) and (agents.group or market.batch) < 2:
         return (f"agents.group = {agents.group}: a group-relative advantage needs at least 2 "
                 f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
 
@@ -289,9 +343,9 @@ def _funding_fits_int64(exp: Experiment) -> str | None:
                 f"lower it or run.episodes")
 
 
-CHECKS = (_funding_fits_int64, _learned_bids_clear_by_softmax, _groups_divide_the_batch,
-          _credit_shapes_learned_actions, _world_feeds_the_estimator, _credit_settings_are_read,
-          _groups_hold_two_rollouts)
+CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _device_is_there, _learned_bids_clear_by_softmax,
+          _bid_keys_are_read, _groups_divide_the_batch, _credit_shapes_learned_actions, _world_feeds_the_estimator,
+          _credit_settings_are_read, _groups_hold_two_rollouts)
 """How [run], [population], [agents] and [market] fit together, in order (the first problem is the one reported); each returns
 the problem, or None."""
 

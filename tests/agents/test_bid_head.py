@@ -1,4 +1,5 @@
-"""Bid heads: the objective's gradient is right, and a learned head finds who should act where.
+"""Bid heads trained by REINFORCE: the objective's gradient is right, and a head finds who should act where
+(value heads: tests/agents/test_value_head.py).
 
 The routing test is a real market (MarketModel, softmax clearing, the learner in the loop): four
 agents are always awake, agent k can only solve region k, and nothing tells the heads which is
@@ -47,7 +48,7 @@ class RoutingWorld(World):
 def routing_market(regions=4, seed=0, **agents):
     world = RoutingWorld(regions)
     inner = RulePolicy(world.space, [f"always -> solve_{k}" for k in range(regions)])
-    policy = LearnedPolicy(inner, AgentsConfig(bids="learned", **agents), seed=seed)
+    policy = LearnedPolicy(inner, AgentsConfig(bids="learned", bid_objective="reinforce", **agents), seed=seed)
     market = MarketConfig(batch=32, clearing="softmax", bid_scheme="learned", rent=0.0, temperature=0.05)
     population = PopulationConfig(initial_agents=regions, initial_wealth=1000.0, min_agents=0, max_agents=regions,
                                   births=False)
@@ -127,7 +128,8 @@ def test_minilm_features_run_offline_in_a_learning_market():
     from scenarios.run.config import load
     from scenarios.run.runner import build_model
 
-    exp = load("relay", ["agents.bids=learned", "agents.features=minilm", "agents.dim=8", "market.batch=4"])
+    exp = load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "agents.features=minilm", "agents.dim=8",
+                         "market.batch=4"])
     model = build_model(exp)
     before = model.policy.head.proj.weight.detach().clone()
     for _ in range(3):

@@ -9,7 +9,7 @@ import torch
 from agents import RulePolicy
 from agents.config import AgentsConfig
 from agents.learned import LearnedPolicy
-from agents.learner import HFGRPO, bucket_brigade_profit, group_advantage, pick_device
+from agents.learner import HFGRPO, bucket_brigade_profit, group_advantage
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
 from scenarios.run.config import load
@@ -25,8 +25,8 @@ def relay_learned(*overrides):
 @pytest.mark.parametrize("overrides", [
     [],
     ["market.terminal=path", "market.action_fee=0.003"],
-    ["market.conserve=false", "agents.advantage=local"],
-    ["market.payment=final_only"],
+    ["market.conserve=false", "agents.bid_objective=reinforce", "agents.advantage=local"],
+    ["market.payment=final_only", "agents.bid_objective=reinforce"],
 ])
 def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
     model = relay_learned(*overrides)
@@ -75,7 +75,7 @@ def test_grpo_teaches_rule_agents_the_right_action():
 def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
     """Weights, Adam's moments and every RNG go into the checkpoint: stopping after 4 rounds and
     continuing in a fresh model gives the uninterrupted run's ledger, bit for bit."""
-    overrides = ("agents.actions=grpo", "agents.advantage=local", "agents.lr=0.1")
+    overrides = ("agents.actions=grpo", "agents.bid_objective=reinforce", "agents.advantage=local", "agents.lr=0.1")
     straight = relay_learned(*overrides)
     for _ in range(8):
         straight.step()
@@ -100,9 +100,28 @@ def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
     assert steps[0] < steps[1] == steps[2]  # Adam's state came along, and went on counting
 
 
-def test_device_is_cuda_only_when_present():
-    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert pick_device("cpu").type == "cpu"
+def test_cuda_on_a_cpu_only_torch_is_refused_at_load():
+    """agents.device = "cuda" without a GPU exits 2 naming the key, before anything is built."""
+    from scenarios.run.config import ConfigError
+
+    if torch.cuda.is_available():
+        assert load("relay", ["agents.bids=learned", "agents.device=cuda"]).agents.device == "cuda"
+    else:
+        with pytest.raises(ConfigError, match="agents.device = 'cuda'"):
+            load("relay", ["agents.bids=learned", "agents.device=cuda"])
+
+
+def test_newborn_rows_reset_only_per_agent_moments():
+    """A newborn takes a recycled row: its own rows' Adam moments restart, the shared projection's do not."""
+    policy = LearnedPolicy(RulePolicy(RoutingWorld(3).space, ["always -> solve_0"]),
+                           AgentsConfig(bids="learned", bid_objective="reinforce", features="numeric", dim=4))
+    policy.resize(6)
+    head = policy.head
+    policy.learner.step(head.bids(torch.ones(2, 3)).sum())
+    shared = policy.learner.opt.state[head.proj.weight]["exp_avg"].clone()
+    policy.inherit(np.array([2]), np.array([1]), np.random.default_rng(0))
+    assert policy.learner.opt.state[head.row]["exp_avg"][2].abs().sum() == 0
+    assert torch.equal(policy.learner.opt.state[head.proj.weight]["exp_avg"], shared)
 
 
 def test_one_grpo_update_of_smollm2_moves_the_chosen_log_probs_the_right_way():

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agents import RulePolicy
+from agents import RulePolicy, parse
 from agents.backends import BackendConfig
 from agents.backends.factory import shared_backend
 from agents.llm_policy import PolicyConfig
@@ -131,7 +131,8 @@ def test_births_rewrite_skills_with_the_llm_and_never_touch_the_frozen_part(play
     for v in new:
         parent = pol.versions[v["parent"]]["skills"]
         assert v["skills"][:-1] == parent[len(parent) + 1 - len(v["skills"]):]  # the parent's lines, then one new
-    assert all(r["raw"] is not None for r in pol.records if r["kind"] == "malformed_rewrite")
+    for r in (r for r in pol.records if r["kind"] == "malformed_rewrite"):  # the model's own text, and why it was refused
+        assert (r["reason"] == "duplicate") == (parse.skill(r["raw"]) is not None), r
     assert (pol.role[rows] == pol.role[parents]).all()
 
 

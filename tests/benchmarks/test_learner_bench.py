@@ -20,4 +20,4 @@ def test_learner_benchmark_quick_reports_bid_head_updates_per_second():
     assert result["device"] in ("cpu", "cuda")
     for n in ("1k", "10k"):
         for features in ("numeric", "text"):
-            assert result[f"bid_updates_per_s_{n}_{features}"] > 0
+            assert result[f"bid_updates_per_s_{n}_{features}"] > 0 and result[f"value_updates_per_s_{n}_{features}"] > 0

@@ -14,8 +14,8 @@ def test_bids_compare_quick_writes_both_tables(tmp_path, capsys):
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()  # what it prints is what it writes
     for scheme in bids_compare.SCHEMES:
-        assert f"| relay (target 0.9) | {scheme} |" in text and f"| blocks (target 0.2) | {scheme} |" in text
-    assert "| learned/global | 10 |" in text and "| holland | 10 |" in text
+        assert f"| relay (target 0.9) | {scheme} |" in text and f"| blocks (target 0.5) | {scheme} |" in text
+    assert "| learned/value | 10 |" in text and "| holland | 10 |" in text
     runs = json.loads(out.with_suffix(".json").read_text())
     assert len(runs["compare"]) == 2 * len(bids_compare.SCHEMES) and len(runs["pools"]) == 2
     for r in runs["compare"]:

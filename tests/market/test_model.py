@@ -253,11 +253,14 @@ def test_lockstep_solves_like_sequential():
 def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
     """Trace.turns, summed per agent, is what the books paid each agent in the round: prices received
     from successors, plus rewards, less action fees (blocks: holes, owners that outbid themselves)."""
+    from agents import AgentsConfig
+    from agents.learned import LearnedPolicy
     from scenarios import blocks
 
     cfg = blocks.Config(train_sizes=[4], curriculum=False)
-    world, policy = blocks.build(cfg, initial_rules=list(blocks.SOLUTION))  # some episodes are solved
-    market = MarketConfig(bid_scheme="policy", payment=payment, conserve=conserve, action_fee=0.003, batch=8)
+    world, rules = blocks.build(cfg, initial_rules=list(blocks.SOLUTION))  # some episodes are solved
+    policy = LearnedPolicy(rules, AgentsConfig(bids="learned", features="agent"))  # value bids, as blocks ships
+    market = MarketConfig(bid_scheme="learned", payment=payment, conserve=conserve, action_fee=0.003, batch=8)
     model = MarketModel(world, policy, market, PopulationConfig(initial_agents=10), seed=3)
     model.ledger.flush()  # the birth grants
     rewarded = 0

@@ -3,11 +3,21 @@
 import numpy as np
 import pytest
 
+import torch
+
+from agents import AgentsConfig
+from agents.learned import LearnedPolicy
 from agents.rules import parse
 from market import MarketConfig, MarketModel, PopulationConfig
 from scenarios import blocks
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
+
+
+def market_of(exp, seed: int, initial_rules=None) -> MarketModel:
+    """The scenario's economy (value bids over blocks' rules), optionally from hand-written rules."""
+    world, policy = blocks.build(exp.scenario, initial_rules)
+    return MarketModel(world, LearnedPolicy(policy, exp.agents, seed=seed), exp.market, exp.population, seed=seed)
 
 
 def world_of(goal, s1, s2, s3, **cfg):
@@ -86,7 +96,7 @@ def test_the_hand_written_solution_solves_heldout_instances_through_the_market()
     """The features suffice: six rules solve every size (frozen: no money moves)."""
     cfg = blocks.Config(heldout_count=30)
     world, policy = blocks.build(cfg, initial_rules=list(blocks.SOLUTION))
-    model = MarketModel(world, policy, MarketConfig(bid_scheme="policy"), PopulationConfig(initial_agents=6), seed=0)
+    model = MarketModel(world, policy, MarketConfig(), PopulationConfig(initial_agents=6), seed=0)  # one rule wakes per state
     assert blocks.evaluate(model, cfg, [4, 16, 64]) == {"4": 1.0, "16": 1.0, "64": 1.0}
     assert int(model.population.wealth.sum()) == 0 and model.ledger.count == 6  # only the six birth grants
 
@@ -121,8 +131,7 @@ def test_training_beats_the_random_population_on_heldout():
     for seed in (0, 1, 2):
         exp = load("blocks", ["run.episodes=3000", "blocks.curriculum=false", "blocks.train_sizes=[4]",
                               "blocks.heldout_count=100"], seed=seed)
-        world, policy = blocks.build(exp.scenario)
-        model = MarketModel(world, policy, exp.market, exp.population, seed=seed)
+        model = market_of(exp, seed)
         before = blocks.evaluate(model, exp.scenario, [4])["4"]
         while model.episodes_done < exp.run.episodes:
             model.step()
@@ -146,8 +155,7 @@ def test_rules_that_undo_progress_go_bankrupt():
     exp = load("blocks", ["population.births=false", "population.initial_agents=8", "population.min_agents=0",
                           "blocks.curriculum=false", "blocks.train_sizes=[4]", "blocks.heldout_count=50"], seed=1)
     destroyers = ["wrong1 == 0 -> 1to3", "wrong1 > 0 -> 2to1"]
-    world, policy = blocks.build(exp.scenario, initial_rules=blocks.SOLUTION + destroyers)
-    model = MarketModel(world, policy, exp.market, exp.population, seed=1)
+    model = market_of(exp, 1, blocks.SOLUTION + destroyers)
     before = blocks.evaluate(model, exp.scenario, [4, 8])
     for _ in range(60):
         model.step()
@@ -157,16 +165,16 @@ def test_rules_that_undo_progress_go_bankrupt():
 
 
 def test_values_price_each_move_by_how_near_the_goal_it_leads():
-    """Trained on the solving rules alone, each rule's value is what its turns earned: under 1 (the
-    reward), and higher for the rules that place needed blocks than for those that clear stack 1,
-    which act earlier in every solving chain."""
+    """Trained on the solving rules alone, each rule's value (its bid head's bias: ``agent`` features)
+    is what its turns earned: under 1 (the reward), and higher for the rules that place needed blocks
+    than for those that clear stack 1, which act earlier in every solving chain."""
     exp = load("blocks", ["population.births=false", "population.initial_agents=6", "population.min_agents=0",
                           "population.initial_wealth=10", "blocks.curriculum=false", "blocks.train_sizes=[4, 8]"], seed=0)
-    world, policy = blocks.build(exp.scenario, initial_rules=list(blocks.SOLUTION))
-    model = MarketModel(world, policy, exp.market, exp.population, seed=0)
+    model = market_of(exp, 0, list(blocks.SOLUTION))
     for _ in range(40):
         model.step()
-    value = policy.value[1:7]  # rows 1..6 (row 0 is the house) hold SOLUTION[0..5]: clear, clear, place, place, dig, dig
+    policy = model.policy
+    value = policy.head.bias.detach().numpy()[1:7]  # rows 1..6 (row 0 is the house) hold SOLUTION[0..5]: clear, clear, place, place, dig, dig
     assert model.population.size == 6 and (policy.turns[1:7] > 0).all(), policy.turns
     assert (value > 0).all() and (value < 1).all(), value
     assert value[2:4].min() > value[:2].max(), value
@@ -198,12 +206,14 @@ def test_a_gap_is_a_legal_move_no_rule_wakes_for_even_one_sitting_out():
     cfg = blocks.Config(features=list(blocks.FEATURES))
     world = world_of([1, 2], [2], [], [1], features=list(blocks.FEATURES))  # legal: 1to2, 1to3, 3to1, 3to2
     world.reset(1, None)
-    _, policy = blocks.build(cfg, initial_rules=["wrong1 > 0 -> 1to2", "wrong1 > 0 -> 1to3"])
-    policy.resize(2)
-    policy.spawn(np.array([0, 1]), np.random.default_rng(0))
-    policy.value[:] = [-0.1, 0.3]
+    _, rules = blocks.build(cfg, initial_rules=["wrong1 > 0 -> 1to2", "wrong1 > 0 -> 1to3"])
+    learned = LearnedPolicy(rules, AgentsConfig(bids="learned", features="agent"))
+    learned.resize(2)
+    learned.spawn(np.array([0, 1]), np.random.default_rng(0))
+    learned.head.bias.data = torch.tensor([-0.1, 0.3])
     obs = world.observe()
-    assert policy.eligible(obs).tolist() == [[False, True]]  # the loser sits out
+    assert learned.eligible(obs).tolist() == [[False, True]]  # the loser sits out
+    policy = learned.unwrapped
     policy._record_gaps(trace(solved=False), traders=np.array([True, True]))
     assert [blocks.ACTIONS[a] for a in np.flatnonzero(policy.gap_moves[0])] == ["3to1", "3to2"]
     policy.gaps, policy.gap_moves = policy.gaps[:0], policy.gap_moves[:0]

@@ -58,9 +58,11 @@ def test_config_names_bad_keys():
 
 
 @pytest.mark.slow
-def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path):
+@pytest.mark.parametrize("bids", [[], ["--set", "agents.bids=learned", "--set", "agents.features=agent"]],
+                         ids=["holland", "learned-value"])
+def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path, bids):
     cmd = [sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--json", "--out", str(tmp_path),
-           "--set", "run.episodes=16", "--set", "market.batch=8", "--set", "wordmath.heldout=8"]
+           "--set", "run.episodes=16", "--set", "market.batch=8", "--set", "wordmath.heldout=8", *bids]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])

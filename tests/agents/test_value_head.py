@@ -1,0 +1,142 @@
+"""Value heads (``agents.bid_objective = "value"``): targets are the ledger's flows, the step is the
+normalised least-squares one it claims to be, and a market of value bidders routes work by itself.
+
+The routing test is a real market (MarketModel, softmax clearing, the learner in the loop): four
+agents are always awake, agent k can only solve region k, and nothing tells the heads which is which
+but what each turn earned. After training, in every region the agent that solves it must predict the
+highest value, and the market's success must have risen from chance (1/4) to near 1.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from agents import RulePolicy
+from agents.bid_head import BidHead
+from agents.config import AgentsConfig
+from agents.learned import LearnedPolicy, turn_targets, value_loss
+from market import MarketConfig, MarketModel, PopulationConfig
+from market.ledger import Reason
+from market.money import MICRO
+from scenarios.run.config import ConfigError, load
+from scenarios.run.runner import build_model
+from tests.agents.test_bid_head import RoutingWorld
+
+
+@pytest.mark.parametrize("overrides", [
+    [],
+    ["market.terminal=path", "market.action_fee=0.003"],
+    ["market.payment=final_only"],
+    ["market.clearing=second_price"],
+])
+def test_value_targets_sum_to_each_agents_ledger_flows(overrides):
+    """Summed over an agent's turns of a round, the regression targets are exactly what the ledger
+    paid it for the world (BID in) and as reward (REWARD in), less the fees it paid (FEE out)."""
+    exp = load("relay", ["agents.bids=learned", "market.batch=4", "population.initial_agents=12", *overrides])
+    model = build_model(exp)
+    checked = 0
+    for _ in range(12):
+        model.step()
+        agents, _, _, earned = turn_targets(model.trace)
+        transfers = model.last_round.transfers
+        for row in np.unique(agents):
+            account = model.population.ids[row]
+            into = np.isin(transfers["reason"], [Reason.BID, Reason.REWARD]) & (transfers["dst"] == account)
+            fees = (transfers["reason"] == Reason.FEE) & (transfers["src"] == account)
+            ledger = int(transfers["amount"][into].sum() - transfers["amount"][fees].sum())
+            assert round(earned[agents == row].sum() * MICRO) == ledger, (row, overrides)
+            checked += 1
+    assert checked >= 10
+
+
+def test_value_loss_gradient_matches_finite_differences():
+    torch.manual_seed(0)
+    head = BidHead(in_dim=5, cfg=AgentsConfig(dim=3), capacity=6).double()
+    with torch.no_grad():
+        head.row.normal_(), head.bias.normal_()
+    phi = torch.randn(9, 5, dtype=torch.float64)
+    agents = torch.tensor([1, 2, 2, 3, 5, 5, 5, 1, 4])
+    target = 3 * torch.randn(9, dtype=torch.float64)  # some errors past Huber's delta: its linear part too
+    share = torch.rand(9, dtype=torch.float64)
+
+    def loss_fn():
+        return value_loss(head, phi, agents, target, share, delta=1.0)[0]
+
+    grads = torch.autograd.grad(loss_fn(), [head.row, head.bias])
+    h = 1e-6
+    for p, g in zip((head.row, head.bias), grads):
+        flat, gflat = p.data.view(-1), g.reshape(-1)
+        for i in range(flat.numel()):
+            old = flat[i].item()
+            flat[i] = old + h
+            up = loss_fn().item()
+            flat[i] = old - h
+            down = loss_fn().item()
+            flat[i] = old
+            assert gflat[i].item() == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-8)
+    assert grads[0][0].abs().sum() == 0 and grads[0][1:].abs().sum() > 0  # row 0 took no turn: no gradient
+
+
+def test_one_step_moves_each_agents_value_to_its_running_mean():
+    """With ``agent`` features the value is a per-agent running estimate: a newcomer's first turns
+    replace its guess by their mean; past 1/value_rate turns it moves 1 - (1 - rate)^K of the way."""
+    cfg = AgentsConfig(bids="learned", features="agent", value_rate=0.25)
+    world = RoutingWorld(2)
+    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), cfg)
+    market = MarketModel(world, policy, MarketConfig(bid_scheme="learned", batch=4, rent=0.0),
+                         PopulationConfig(initial_agents=2, initial_wealth=100.0, births=False), seed=0)
+    policy.head.bias.data[1:3] = torch.tensor([0.4, 0.9])  # rows 1, 2: a newcomer and an agent of 10 turns
+    policy.turns[1:3] = [0, 10]
+    market.step()
+    agents, _, _, earned = turn_targets(market.trace)
+    value = policy.head.bias.detach().double().numpy()
+    for row, before, n in ((1, 0.4, 0), (2, 0.9, 10)):
+        mine = earned[agents == row]
+        if mine.size:
+            share = 1.0 if n == 0 else 1 - 0.75 ** mine.size
+            assert value[row] == pytest.approx(before + share * (mine.mean() - before), abs=1e-6)
+    assert policy.turns.sum() == 10 + agents.size
+
+
+def test_an_agent_that_predicts_a_loss_sits_out():
+    world = RoutingWorld(2)
+    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]),
+                           AgentsConfig(bids="learned", features="agent"))
+    policy.resize(2)
+    policy.head.bias.data = torch.tensor([-0.2, 0.3])
+    obs = np.array([[0], [1]])
+    assert policy.eligible(obs).tolist() == [[False, True], [False, True]]
+    assert policy.bids(obs)[0].tolist() == pytest.approx([0.0, 0.98 * 0.3])  # (1 - bid_margin) x value
+
+
+def test_value_heads_recover_a_planted_routing_rule():
+    world = RoutingWorld(4)
+    inner = RulePolicy(world.space, [f"always -> solve_{k}" for k in range(4)])
+    policy = LearnedPolicy(inner, AgentsConfig(bids="learned"), seed=0)  # value bids on one-hot region features
+    market = MarketConfig(batch=32, bid_scheme="learned", clearing="softmax", temperature=0.05, rent=0.0)  # it explores
+    population = PopulationConfig(initial_agents=4, initial_wealth=1000.0, min_agents=0, max_agents=4, births=False)
+    model = MarketModel(world, policy, market, population, seed=0)
+    success = []
+    for _ in range(40):
+        model.step()
+        success.append(model.last_success_rate)
+    phi = torch.as_tensor(policy.features(np.arange(4)[:, None]))
+    value = policy.head.score(phi).detach().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
+    specialty = inner.rules.action[1:5]  # agent at row k + 1 solves region specialty[k]
+    assert (np.argmax(value, axis=1) == np.argsort(specialty)).all(), value
+    assert success[0] < 0.6 and np.mean(success[-10:]) > 0.95, success
+
+
+def test_learned_bids_run_on_defaults_and_refuse_the_other_objectives_keys():
+    """``--set agents.bids=learned`` alone runs (value bids need no groups and no softmax); a key only
+    the reinforce objective reads is refused, naming it; reinforce brings softmax and groups of 8."""
+    exp = load("relay", ["agents.bids=learned"])
+    assert exp.market.batch == 1 and exp.market.clearing == "first_price"
+    with pytest.raises(ConfigError, match="agents.advantage = 'local': not read by agents.bid_objective = 'value'"):
+        load("relay", ["agents.bids=learned", "agents.advantage=local"])
+    reinforce = load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce"])
+    assert reinforce.market.clearing == "softmax" and reinforce.market.batch == 8
+    with pytest.raises(ConfigError, match="market.clearing = 'first_price'"):
+        load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "market.clearing=first_price"])
+    with pytest.raises(ConfigError, match="agents.group = 0"):
+        load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "market.batch=1"])
