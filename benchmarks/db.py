@@ -13,10 +13,11 @@ is a :class:`market.model.RoundLog` of T transfers (``market.ledger.TRANSFER_DTY
 src, dst and amount, the round number as the episode) and one episode row, written without a
 checkpoint; throughput is transfers written / wall seconds of ``write_round`` calls (commit
 included), median over repeats. Beside it, as a reference for what the database and its driver
-can take, the same rows go in as plain tuples through one DB-API ``executemany`` per round
-(``exec_driver_sql``, no ORM objects or dicts); *share* is write_round's rate over that one,
-the median of per-repeat ratios. SQLite is a fresh file in a temporary folder, WAL journal,
-``synchronous=NORMAL`` (``market.schema.make_engine``). With ``--db URL`` the same rounds
+can take, the same rows go into the same table (``transfer_log``, ids of their own run) as plain
+tuples through one DB-API ``executemany`` per round (``exec_driver_sql``, nothing else in the
+transaction); *share* is write_round's rate over that one, the median of per-repeat ratios.
+SQLite is a fresh file in a temporary folder, WAL journal, ``synchronous=NORMAL``
+(``market.schema.make_engine``). With ``--db URL`` the same rounds
 also go to that database (any SQLAlchemy URL, e.g. PostgreSQL), interleaved with SQLite
 round size by round size so the two share the machine's state; the benchmark's runs are
 deleted from it afterwards. The transfer contents do not matter to the database (integers of
@@ -46,7 +47,18 @@ from sqlmodel import Session  # noqa: E402
 from benchmarks._units import label  # noqa: E402
 from market.ledger import TRANSFER_DTYPE  # noqa: E402
 from market.model import RoundLog  # noqa: E402
-from market.store import Agent, Checkpoint, Episode, Lease, Run, RunStore, Transfer  # noqa: E402
+from market.schema import LOG_STRIDE  # noqa: E402
+from market.store import (  # noqa: E402
+    Agent,
+    Checkpoint,
+    EpisodeLog,
+    Lease,
+    Run,
+    RunNumber,
+    RunStore,
+    TransferLog,
+    run_first_id,
+)
 
 
 def rounds_of(size: int, count: int, rng: np.random.Generator, first_episode: int) -> list[RoundLog]:
@@ -68,25 +80,33 @@ def throughput(store: RunStore, logs: list[RoundLog]) -> float:
     return sum(len(log.transfers) for log in logs) / (time.perf_counter() - start)
 
 
-def driver_throughput(store: RunStore, logs: list[RoundLog], seq: itertools.count) -> float:
+def driver_throughput(store: RunStore, logs: list[RoundLog], ids: itertools.count) -> float:
     """The reference: the same rows as tuples, one DB-API executemany per round, one transaction each."""
     ph = "?" if store.engine.dialect.paramstyle == "qmark" else "%s"
-    sql = f"INSERT INTO transfer (run_id, seq, src, dst, amount, reason, episode, step) VALUES ({', '.join([ph] * 8)})"
+    sql = f"INSERT INTO transfer_log (id, src, dst, amount, reason, episode, step) VALUES ({', '.join([ph] * 7)})"
     start = time.perf_counter()
     for log in logs:
-        rows = [(store.run_id, next(seq), *row) for row in log.transfers.tolist()]
+        rows = [(next(ids), *row) for row in log.transfers.tolist()]
         with store.engine.begin() as conn:
             conn.exec_driver_sql(sql, rows)
     return sum(len(log.transfers) for log in logs) / (time.perf_counter() - start)
 
 
+def log_start(store: RunStore) -> int:
+    """The first id of this store's run in the logs (the driver reference writes its rows from there)."""
+    with Session(store.engine) as s:
+        return run_first_id(s, store.run_id)
+
+
 def cleanup(store: RunStore) -> None:
     with Session(store.engine) as s:
-        for table in (Transfer, Episode, Agent, Checkpoint, Lease):
+        first = run_first_id(s, store.run_id)
+        for log in (TransferLog, EpisodeLog):
+            s.execute(delete(log).where(log.id.between(first, first + LOG_STRIDE - 1)))
+        for table in (Agent, Checkpoint, Lease, RunNumber):
             s.execute(delete(table).where(table.run_id == store.run_id))
         s.execute(delete(Run).where(Run.id == store.run_id))
         s.commit()
-
 
 
 def main(argv=None) -> int:
@@ -106,7 +126,7 @@ def main(argv=None) -> int:
             urls[name if name not in urls else f"{name}_db"] = args.db
         stores = {(name, how): RunStore.create(url, "bench", 0, {"benchmark": "db"})
                   for name, url in urls.items() for how in ("write_round", "driver")}
-        seqs = {key: itertools.count() for key in stores}  # the driver runs' transfer numbers
+        ids = {key: itertools.count(log_start(store)) for key, store in stores.items()}  # the driver runs' log ids
         rng, episode, out = np.random.default_rng(0), 0, {}
         print("transfers per second persisted, one transaction per round (median of interleaved repeats):")
         print(f"  {'per round':>9} {'database':>11} {'write_round':>12} {'executemany':>12} {'share':>6}"
@@ -118,7 +138,8 @@ def main(argv=None) -> int:
                     logs = rounds_of(size, count, rng, episode)
                     episode += count
                     for (name, how), store in stores.items():
-                        rate = throughput(store, logs) if how == "write_round" else driver_throughput(store, logs, seqs[name, how])
+                        rate = (throughput(store, logs) if how == "write_round"
+                                else driver_throughput(store, logs, ids[name, how]))
                         rates[name, how].append(rate)
                 for name in urls:
                     ours, ref = rates[name, "write_round"], rates[name, "driver"]

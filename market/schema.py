@@ -1,9 +1,19 @@
 """The run tables and the database that holds them: SQLModel classes, the engine, schema versions.
 
 SQLite by default (one file, WAL journal); any SQLAlchemy URL (PostgreSQL)
-works the same. Amounts are INTEGER micro-credits. The ``transfer`` table alone
+works the same. Amounts are INTEGER micro-credits. The ``transfer`` view alone
 is enough to recompute every final balance in ``agent`` (see tests). Writing
 and reading runs is ``market/store.py``.
+
+The two logs that grow with a run, transfers and episodes, are stored compactly
+(a run's database must cost <= 25 bytes per transfer): ``transfer_log`` and
+``episode_log`` hold integers only, keyed by one integer ``id = (num - 1) *
+LOG_STRIDE + position`` where ``num`` is the run's small number
+(``run_number``). On SQLite that id is the rowid itself, so a row is its
+integers and nothing else (no run id string, no second index, pages filled by
+appending); a run's rows are one id range. The views ``transfer`` and
+``episode`` show them as before, by run id (and the transfer's ``reason_name``
+from the ``reason`` table), for plain SQL; the code reads and writes the logs.
 
 The schema is versioned with alembic (``market/migrations``): opening a
 database upgrades an older one, and refuses one whose revision this code does
@@ -21,15 +31,16 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy import BigInteger, Column, LargeBinary, event, inspect, text
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, SmallInteger, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import Field, SQLModel, create_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-SCHEMA = "0003"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
+SCHEMA = "0004"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
 BASELINE = "0001"  # the schema databases had before it was versioned
 SQLITE_BUSY_MS = 60_000  # how long a SQLite writer waits for the lock before "database is locked"
+LOG_STRIDE = 10**9  # ids per run in the logs: a run holds at most this many transfers (and episodes)
 
 
 class StoreError(Exception):
@@ -60,23 +71,78 @@ class Agent(SQLModel, table=True):
     skill: str | None = None  # the agent's skill text at birth (its rule)
 
 
-class Transfer(SQLModel, table=True):
-    run_id: str = Field(primary_key=True, foreign_key="run.id")
-    seq: int = Field(primary_key=True)
-    src: int = Field(sa_column=Column(BigInteger, nullable=False))
-    dst: int = Field(sa_column=Column(BigInteger, nullable=False))
+class RunNumber(SQLModel, table=True):
+    """The run's small number, which the logs store instead of its id string (numbered by the database)."""
+
+    __tablename__ = "run_number"
+    num: int | None = Field(default=None, primary_key=True)
+    run_id: str = Field(foreign_key="run.id", unique=True)
+
+
+class ReasonName(SQLModel, table=True):
+    """The names of the transfer reason codes (``market.ledger.Reason``), for the ``transfer`` view."""
+
+    __tablename__ = "reason"
+    code: int = Field(sa_column=Column(SmallInteger, primary_key=True, autoincrement=False))
+    name: str = Field(unique=True)
+
+
+LOG_ID = BigInteger().with_variant(Integer, "sqlite")  # SQLite's INTEGER PRIMARY KEY is the rowid itself
+
+
+class TransferLog(SQLModel, table=True):
+    """One transfer: ``id`` is (run number - 1) * LOG_STRIDE + seq; widest columns first (PostgreSQL packs them)."""
+
+    __tablename__ = "transfer_log"
+    id: int = Field(sa_column=Column(LOG_ID, primary_key=True, autoincrement=False))
     amount: int = Field(sa_column=Column(BigInteger, nullable=False))
+    src: int
+    dst: int
+    episode: int
+    step: int
+    reason: int = Field(sa_column=Column(SmallInteger, nullable=False))
+
+
+class EpisodeLog(SQLModel, table=True):
+    """One episode: ``id`` is (run number - 1) * LOG_STRIDE + episode."""
+
+    __tablename__ = "episode_log"
+    id: int = Field(sa_column=Column(LOG_ID, primary_key=True, autoincrement=False))
+    reward: int = Field(sa_column=Column(BigInteger, nullable=False))
+    steps: int
+    population: int
+    success: bool
+
+
+class View(SQLModel):
+    """Views, read through the ORM; their own metadata, so table creation and schema comparison skip them
+    (migration 0004 creates them)."""
+
+    metadata = MetaData()
+
+
+class Transfer(View, table=True):
+    """The ``transfer`` view: one row per transfer, by run id and seq, with the reason's name."""
+
+    run_id: str = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+    src: int
+    dst: int
+    amount: int
     reason: int
+    reason_name: str | None
     episode: int
     step: int
 
 
-class Episode(SQLModel, table=True):
-    run_id: str = Field(primary_key=True, foreign_key="run.id")
+class Episode(View, table=True):
+    """The ``episode`` view: one row per episode, by run id."""
+
+    run_id: str = Field(primary_key=True)
     episode: int = Field(primary_key=True)
     success: bool
     steps: int
-    reward: int = Field(sa_column=Column(BigInteger, nullable=False))
+    reward: int
     population: int
 
 
@@ -103,8 +169,8 @@ class Lease(SQLModel, table=True):
     heartbeat: datetime  # the last round it wrote (or when it took the lease)
 
 
-MODELS = (Run, Agent, Transfer, Episode, Checkpoint)  # a run's record, parents first (as rows are inserted)
-TABLES = {m.__tablename__ for m in (*MODELS, Lease)}  # a lease is who writes now, not part of the record
+MODELS = (Run, Agent, Transfer, Episode, Checkpoint)  # a run's record as exported, parents first
+TABLES = {m.__tablename__ for m in (Run, Agent, Checkpoint, Lease, RunNumber, ReasonName, TransferLog, EpisodeLog)}
 
 
 def make_engine(url: str, readonly: bool = False):
@@ -156,7 +222,8 @@ def shown_url(url: str) -> str:
 
 
 def _sqlite_setup(engine, readonly: bool) -> None:
-    """NORMAL sync (atomic with WAL, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``.
+    """NORMAL sync (atomic with WAL, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``;
+    a new file gets incremental auto-vacuum, so a finished run gives back the pages its checkpoints freed.
 
     pysqlite would open transactions lazily and run DDL outside them; taking
     the write lock at BEGIN instead makes every transaction (schema changes
@@ -172,6 +239,8 @@ def _sqlite_setup(engine, readonly: bool) -> None:
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
+        if not readonly and cur.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (setting it
+            cur.execute("PRAGMA auto_vacuum=INCREMENTAL")  # in an existing one would write its header)
         cur.close()
 
     @event.listens_for(engine, "begin")

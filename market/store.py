@@ -2,7 +2,9 @@
 
 The tables, the engine and the schema versions are ``market/schema.py``; the
 names callers use with the store (``Run``, ``Agent``, ..., ``make_engine``,
-``StoreError``) are imported here from there.
+``StoreError``) are imported here from there. Transfers and episodes are written
+to and read from the compact logs (``TransferLog``, ``EpisodeLog``) by id range;
+``Transfer`` and ``Episode`` are their views, for reading by run id.
 """
 
 from __future__ import annotations
@@ -16,21 +18,24 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import delete, insert, update
-from sqlalchemy import select as sa_select
-from sqlmodel import Session, select
+from sqlalchemy import delete, insert, select, text, update
+from sqlmodel import Session
 
 from market.checkpoint import CheckpointError, decode
 from market.ledger import TRANSFER_DTYPE
 from market.schema import (
+    LOG_STRIDE,
     MODELS,
     Agent,
     Checkpoint,
     Episode,
+    EpisodeLog,
     Lease,
     Run,
+    RunNumber,
     StoreError,
     Transfer,
+    TransferLog,
     make_engine,
     retrying,
     shown_url,
@@ -59,6 +64,7 @@ class RunStore:
 
     def __init__(self, engine, run_id: str, seq: int = 0):
         self.engine, self.run_id, self._seq = engine, run_id, seq
+        self._first = 0  # the run's first id in the logs (set once its number is known)
         self._writes = 0
         self.token = uuid.uuid4().hex
 
@@ -71,11 +77,15 @@ class RunStore:
             with Session(store.engine) as s:
                 s.add(Run(id=store.run_id, scenario=scenario, seed=seed, config=json.dumps(config), sweep=sweep,
                           started_at=datetime.now(UTC)))
+                number = RunNumber(run_id=store.run_id)
+                s.add(number)
                 s.flush()
+                first = first_id(number.num)
                 s.add(store._lease())
                 s.commit()
+                return first
 
-        retrying(write)
+        store._first = retrying(write)
         return store
 
     @classmethod
@@ -96,7 +106,7 @@ class RunStore:
                 if run is None:
                     raise StoreError(f"run {run_id}: not found in {shown_url(url)}")
                 if run.status == "finished":
-                    return run, None, 0
+                    return run, None, 0, 0
                 lease = s.get(Lease, run_id, with_for_update=True)  # waits for a round still being written
                 if lease is not None and not take_over and live(lease):
                     raise StoreError(f"run {run_id} is being written by PID {lease.pid} on {lease.host} since "
@@ -108,8 +118,9 @@ class RunStore:
                 except CheckpointError as err:
                     raise StoreError(f"checkpoint of run {run_id}: {err}") from None
                 episodes, seq = (ckpt.episodes_done, ckpt.transfers) if ckpt else (0, 0)
-                s.execute(delete(Transfer).where(Transfer.run_id == run_id, Transfer.seq >= seq))
-                s.execute(delete(Episode).where(Episode.run_id == run_id, Episode.episode >= episodes))
+                first = run_first_id(s, run_id)
+                s.execute(delete(TransferLog).where(TransferLog.id.between(first + seq, first + LOG_STRIDE - 1)))
+                s.execute(delete(EpisodeLog).where(EpisodeLog.id.between(first + episodes, first + LOG_STRIDE - 1)))
                 if ckpt is None:
                     s.execute(delete(Agent).where(Agent.run_id == run_id))
                 else:
@@ -120,10 +131,10 @@ class RunStore:
                 s.add(run)
                 s.merge(store._lease())
                 s.commit()
-                return run, state, seq
+                return run, state, seq, first
 
         try:
-            run, state, store._seq = retrying(reopen)
+            run, state, store._seq, store._first = retrying(reopen)
         except BaseException:
             engine.dispose()
             raise
@@ -135,7 +146,8 @@ class RunStore:
 
     def _renew(self, s: Session) -> None:
         """First statement of every write: renew our lease, or stop if another process took it over."""
-        renewed = s.execute(update(Lease).where(Lease.run_id == self.run_id, Lease.token == self.token)
+        lease = Lease.__table__.c  # a Core update: the ORM's bulk-update machinery costs more than the round's rows
+        renewed = s.execute(update(Lease.__table__).where(lease.run_id == self.run_id, lease.token == self.token)
                             .values(heartbeat=datetime.now(UTC)))
         if renewed.rowcount != 1:
             raise StoreError(f"run {self.run_id}: another process took it over (this one looked dead to it); "
@@ -145,20 +157,20 @@ class RunStore:
         """Persist a :class:`market.model.RoundLog` (and a checkpoint) in one transaction."""
         t = log.transfers
         start, end = self._seq, self._seq + len(t)
+        if end > LOG_STRIDE:
+            raise StoreError(f"run {self.run_id}: more than {LOG_STRIDE:,} transfers, the most one run can store")
         self._writes += 1
-        names = ("seq", *t.dtype.names)  # the ledger's columns (TRANSFER_DTYPE), numbered
-        rows = [dict(zip(names, values), run_id=self.run_id)
-                for values in zip(range(start, end), *(t[name].tolist() for name in t.dtype.names))]
+        transfers = list(zip(range(self._first + start, self._first + end),
+                             *(t[name].tolist() for name in TRANSFER_COLUMNS[1:])))
+        episodes = [(self._first + e["episode"], *(e[name] for name in EPISODE_COLUMNS[1:])) for e in log.episodes]
 
         def write():
             with Session(self.engine) as s:
                 self._renew(s)
                 if log.births:
                     s.execute(insert(Agent), [dict(run_id=self.run_id, **b) for b in log.births])
-                if rows:
-                    s.execute(insert(Transfer), rows)
-                if log.episodes:
-                    s.execute(insert(Episode), [dict(run_id=self.run_id, **e) for e in log.episodes])
+                insert_rows(s.connection(), TransferLog, TRANSFER_COLUMNS, transfers)
+                insert_rows(s.connection(), EpisodeLog, EPISODE_COLUMNS, episodes)
                 if log.deaths:  # ORM bulk update by primary key: one executemany
                     s.execute(update(Agent), [dict(run_id=self.run_id, **d) for d in log.deaths])
                 if checkpoint is not None:
@@ -186,6 +198,9 @@ class RunStore:
                 run.summary = json.dumps(summary)
                 s.add(run)
                 s.execute(delete(Lease).where(Lease.run_id == self.run_id))
+                if self.engine.dialect.name == "sqlite":
+                    s.flush()
+                    _give_back_free_pages(s)
                 s.commit()
 
         retrying(write)
@@ -218,6 +233,36 @@ class RunStore:
     def fail(self, error: str) -> None:
         """Mark the run failed (it raised); see :meth:`release`."""
         self.release("failed", {"error": error})
+
+
+TRANSFER_COLUMNS = ("id", *TRANSFER_DTYPE.names)  # a transfer_log row: the id, then the ledger's columns
+EPISODE_COLUMNS = ("id", "success", "steps", "reward", "population")  # a RoundLog episode's, "episode" as the id
+
+
+def insert_rows(conn, model, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """One DB-API executemany of plain tuples: the fastest batch insert either driver takes (no ORM rows, no dicts)."""
+    if rows:
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        conn.exec_driver_sql(f"INSERT INTO {model.__tablename__} ({', '.join(columns)}) "
+                             f"VALUES ({', '.join([mark] * len(columns))})", rows)
+
+
+def first_id(num: int) -> int:
+    """The first log id of the run numbered ``num`` (see market.schema)."""
+    return (num - 1) * LOG_STRIDE
+
+
+def run_first_id(s, run_id: str) -> int:
+    num = s.execute(select(RunNumber.num).where(RunNumber.run_id == run_id)).scalar_one()
+    return first_id(num)
+
+
+def _give_back_free_pages(s: Session) -> None:
+    """Shrink a SQLite file by its free pages (the checkpoints each round replaced), where it has incremental
+    auto-vacuum (files made by this catallax). pysqlite steps the pragma once, which frees one page: so, per page."""
+    if s.execute(text("PRAGMA auto_vacuum")).scalar() == 2:
+        for _ in range(s.execute(text("PRAGMA freelist_count")).scalar()):
+            s.execute(text("PRAGMA incremental_vacuum"))
 
 
 def live(lease: Lease) -> bool:
@@ -264,15 +309,18 @@ def run_exists(engine, run_id: str) -> bool:
 def load_episodes(engine, run_id: str) -> list[dict]:
     """The run's episode rows, in order, as the dicts the model produced."""
     with Session(engine) as s:
-        rows = s.exec(select(Episode).where(Episode.run_id == run_id).order_by(Episode.episode)).all()
-    return [r.model_dump(exclude={"run_id"}) for r in rows]
+        first = run_first_id(s, run_id)
+        rows = s.execute(select(*(getattr(EpisodeLog, c) for c in EPISODE_COLUMNS))
+                         .where(EpisodeLog.id.between(first, first + LOG_STRIDE - 1)).order_by(EpisodeLog.id)).all()
+    return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
 
 
 def load_transfers(engine, run_id: str) -> np.ndarray:
     """The run's transfer log, in order, as a structured array (see market.ledger)."""
     with Session(engine) as s:
-        columns = (getattr(Transfer, name) for name in TRANSFER_DTYPE.names)
-        rows = s.exec(select(*columns).where(Transfer.run_id == run_id).order_by(Transfer.seq)).all()
+        first = run_first_id(s, run_id)
+        rows = s.execute(select(*(getattr(TransferLog, c) for c in TRANSFER_DTYPE.names))
+                         .where(TransferLog.id.between(first, first + LOG_STRIDE - 1)).order_by(TransferLog.id)).all()
     return np.array([tuple(r) for r in rows], dtype=TRANSFER_DTYPE)
 
 
@@ -280,17 +328,27 @@ def export_run(engine, run_id: str) -> dict[str, list[dict]]:
     """Every row of one run, table by table: what a sweep worker ships to the driver that owns SQLite."""
     with engine.connect() as conn:
         return {m.__tablename__: [dict(r) for r in conn.execute(
-            sa_select(m.__table__).where((m.id if m is Run else m.run_id) == run_id)
+            select(m.__table__).where((m.id if m is Run else m.run_id) == run_id)
             .order_by(*m.__table__.primary_key.columns)).mappings()] for m in MODELS}
 
 
 def import_run(engine, rows: dict[str, list[dict]]) -> None:
-    """Insert an exported run in one transaction: all of its rows land, or none (a second import fails)."""
+    """Insert an exported run in one transaction: all of its rows land, or none (a second import fails).
+    The run gets this database's next number; its transfers and episodes go to the logs under it."""
 
     def write():
-        with engine.begin() as conn:
-            for m in MODELS:
+        with Session(engine) as s:
+            for m in (Run, Agent, Checkpoint):
                 if rows.get(m.__tablename__):
-                    conn.execute(insert(m.__table__), rows[m.__tablename__])
+                    s.execute(insert(m.__table__), rows[m.__tablename__])
+            number = RunNumber(run_id=rows["run"][0]["id"])
+            s.add(number)
+            s.flush()
+            first = first_id(number.num)
+            insert_rows(s.connection(), TransferLog, TRANSFER_COLUMNS, [
+                (first + r["seq"], *(r[c] for c in TRANSFER_COLUMNS[1:])) for r in rows.get("transfer", ())])
+            insert_rows(s.connection(), EpisodeLog, EPISODE_COLUMNS, [
+                (first + r["episode"], *(r[c] for c in EPISODE_COLUMNS[1:])) for r in rows.get("episode", ())])
+            s.commit()
 
     retrying(write)
