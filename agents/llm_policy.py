@@ -154,7 +154,9 @@ class LLMPolicy(Policy):
         self.records: collections.deque = collections.deque(maxlen=cfg.max_records)
         self.counts = collections.Counter()
         self.bench: dict[tuple, set[int]] = {}  # observation -> rows that forfeited on it
-        self.only: np.ndarray | None = None  # solo evaluation: world b is played by row only[b] alone
+        self.only: np.ndarray | None = None
+        """Solo evaluation: world b is played by row only[b] alone at every step; [B, S]: by row only[b, s]
+        in the states of the task's summary s (one agent's capabilities split by stage: a complete agent)."""
         self._seed_agents = list(seed_agents)
 
     # --- backend calls, batched (lockstep) or one by one (baseline) ----------
@@ -206,8 +208,12 @@ class LLMPolicy(Policy):
         observation."""
         B, N = len(obs), self.role.size
         wake = np.zeros((B, N), dtype=bool)
-        if self.only is not None:
-            wake[np.arange(B), self.only] = True  # alone, an agent acts at every step
+        if self.only is not None:  # alone, an agent acts at every step
+            only = self.only
+            if only.ndim == 2:
+                stage = {summary: i for i, summary in enumerate(self.task.all_summaries)}
+                only = only[np.arange(B), [stage[summary] for summary in self.task.summaries(obs)]]
+            wake[np.arange(B), only] = True
         else:
             for i, role in enumerate(self.roles):
                 rows = np.flatnonzero(self.role == i)

@@ -31,14 +31,21 @@ forfeit rule (an agent that cannot act here sleeps on this state), and wealth
 of the routing.
 
 Metrics, measured in the same run on the same held-out problems:
-``heldout_accuracy`` (the trained market, frozen) and ``single_agent_accuracy``
+``heldout_accuracy`` (the trained market, frozen); ``single_agent_accuracy``
 (the best single live agent, each playing every step of each problem alone,
 its wake-up bypassed; only agents whose role can give an answer are run, since
-a world ends only with an answer: the others score 0 alone by construction).
+a world ends only with an answer: the others score 0 alone by construction);
+and ``complete_agent_accuracy``, the strong baseline Economy of Minds compares
+its market with: one agent holding everything the market has (the calculator,
+every correct skill line of the scenario's pool, the extractor's and the
+answerer's token budgets added up for each of its generations, the same
+horizon), playing every step itself as the step needs (extract, compute,
+answer), with no auction and no wrong worked examples.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass as plain_dataclass
 from fractions import Fraction
 
@@ -50,6 +57,7 @@ from agents import parse
 from agents.backends import BackendConfig
 from agents.backends.factory import require_engine, shared_backend
 from agents.llm_policy import LLMPolicy, PolicyConfig, Role
+from market import MarketConfig, MarketModel, PopulationConfig
 from market.config import STRICT
 from market.protocols import World
 
@@ -77,6 +85,11 @@ def wake_examples() -> list[str]:
     return [f"example: {s} {WAKE} => {a}" for s in SUMMARIES for a in ("yes", "no")]
 
 
+WRONG = [  # worked examples wrong on purpose: an agent holding these fails, and the market should route around it
+    "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 + 2",
+    "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 + 6 - 7",
+]
+
 POOL = {  # (p, lines): a newcomer holds each line with probability p (worked examples, general lines, wake-up)
     "extractor": [
         (0.8, [
@@ -88,10 +101,7 @@ POOL = {  # (p, lines): a newcomer holds each line with probability p (worked ex
             "=> 50 - 10 - 5",
             "example: Max reads 3 pages a day for 4 days and then 6 more pages. How many pages did Max read? => 3 * 4 + 6",
         ]),
-        (0.3, [  # wrong on purpose: an agent holding these fails, and the market should route around it
-            "example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? => 4 + 3 + 2",
-            "example: Joe buys 5 boxes with 6 toys in each box and loses 7 toys. How many toys are left? => 5 + 6 - 7",
-        ]),
+        (0.3, WRONG),
         (0.3, ["Use every number of the problem exactly once.", "Write the operations in the order the story tells them."]),
         (0.3, wake_examples()),
     ],
@@ -301,6 +311,25 @@ def solo_accuracy(model, rows: np.ndarray, world: WordmathWorld) -> np.ndarray:
     return np.array([e["success"] for e in episodes], dtype=float).reshape(rows.size, n).mean(axis=1)
 
 
+def complete_accuracy(model, world: WordmathWorld) -> float:
+    """The complete agent (module docstring) on every problem of ``world``, frozen: its capabilities are
+    three seeded rows (extractor, calculator, answerer) of a policy of its own on the same engine, and
+    the state decides which of them acts (``LLMPolicy.only`` per stage), so no auction ever routes."""
+    trained = model.policy.unwrapped
+    budget = sum(r.max_tokens for r in ROLES if r.name in ("extractor", "answerer"))
+    roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in ROLES]
+    correct = {name: [line for _, group in POOL.get(name, []) for line in group
+                      if line not in WRONG and line not in wake_examples()] for name in ("extractor", "answerer")}
+    seeds = [("extractor", correct["extractor"], 0.0), ("calculator", [], 0.0), ("answerer", correct["answerer"], 0.0)]
+    policy = LLMPolicy(trained.backend, trained.task, roles, POOL, None, trained.cfg, seeds)
+    solo = MarketModel(world, policy, MarketConfig(batch=world.fixed.size),
+                       PopulationConfig(initial_agents=3, births=False, min_agents=0, max_agents=3), seed=0)
+    rows = np.flatnonzero(solo.population.traders)  # in seed order: one per stage (text, expression, value)
+    policy.only = np.tile(rows, (world.fixed.size, 1))
+    episodes = solo.run_episodes(world=world, batch=world.fixed.size, settle=False)
+    return float(np.mean([e["success"] for e in episodes]))
+
+
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:
     policy, heldout = model.policy.unwrapped, model.world.heldout
     market = model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
@@ -314,6 +343,7 @@ def metrics(model, episodes: list[dict], cfg: Config) -> dict:
     return {
         "heldout_accuracy": float(np.mean([e["success"] for e in market])),
         "single_agent_accuracy": float(solo.max()) if solo.size else 0.0,
+        "complete_agent_accuracy": complete_accuracy(model, heldout),
         "single_agent": policy.describe(answering[best:best + 1])[0] if solo.size else None,
         "heldout_problems": cfg.heldout,
         "heldout_seed": cfg.heldout_seed,
