@@ -7,14 +7,16 @@ planted harmful skills whose last accepted version in that arm's library is a
 prune. The baselines (baselines.py) are scored on the same test users and split: NDCG@k in ``baselines``,
 Recall@50 in ``baselines_recall50``; ``baselines_tuned`` holds each tuned baseline's chosen hyper-parameters
 and validation NDCG@k, ``baseline_best`` the one best on validation (the library ``start = "best_baseline"``
-begins from). Without genre data, ``inactive`` lists the genre-based operators, feature and check.
+begins from). With several arms (``compare`` or planted harm), ``arms`` holds each arm's final NDCG@k, Recall@50
+and coverage, and ``baselines_coverage`` each baseline's coverage of its top k: the comparison's columns, kept
+out of a single arm's summary. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
 """
 
 from __future__ import annotations
 
 from scenarios.recsys import baselines, ops, seeds
 from scenarios.recsys.data import TEST
-from scenarios.recsys.ranking import ndcg, recall
+from scenarios.recsys.ranking import coverage, ndcg, recall
 from skills import SkillLibrary
 
 
@@ -28,14 +30,15 @@ def pruned(library: SkillLibrary, names: list[str]) -> list[str]:
 
 
 def baseline_scores(world, k: int) -> dict[str, dict]:
-    """The summary's baseline keys: test NDCG@k and Recall@50 of each, and what the tuned ones chose."""
+    """The summary's baseline keys: test NDCG@k, Recall@50 and coverage of each, and what the tuned ones chose."""
     users, data, tuned = world.data.users(TEST), world.data, world.signals.tuned
-    at_k, at_50 = {}, {}
+    at_k, at_50, covered = {}, {}, {}
     for name in baselines.BASELINES:
         recs = baselines.recommend(name, data, world.signals, users, max(k, 50))
         at_k[name] = round(float(ndcg(recs, data.targets[users], k).mean()), 6)
         at_50[name] = round(float(recall(recs, data.targets[users], 50).mean()), 6)
-    return {"baselines": at_k, "baselines_recall50": at_50, "baseline_best": tuned.best,
+        covered[name] = round(coverage(recs, data.n_items, k), 6)
+    return {"baselines": at_k, "baselines_recall50": at_50, "baselines_coverage": covered, "baseline_best": tuned.best,
             "baselines_tuned": {n: {**tuned.params[n], "validation_ndcg": round(tuned.validation[n], 6)}
                                 for n in tuned.params}}
 
@@ -60,13 +63,17 @@ def summary(model, cfg) -> dict:
         "skills_final": sorted(s.label for s in model.arms[main].library.current()),
         **baseline_scores(model.world_data, k),
     }
+    covered = out.pop("baselines_coverage")  # a column of the comparison: a single arm's summary stays as it was
     if cfg.plant_harmful:
         planted = seeds.planted(cfg.plant_harmful, cfg.harm)
         out["harmful_planted"] = len(planted)
         for name in model.arm_names:
             out[f"harmful_pruned_{name.replace('-', '_')}"] = len(pruned(model.arms[name].library, planted))
     if len(model.arm_names) > 1:
+        out["baselines_coverage"] = covered
         out["arms"] = {name: {f"ndcg{k}_final": round(final[name]["ndcg"], 6),
+                              "recall50_final": round(final[name]["recall50"], 6),
+                              "coverage_final": round(final[name]["coverage"], 6),
                               "validation_ndcg_final": round(final[name]["validation_ndcg"], 6),
                               "edits_accepted": model.counts[name]["accepted"],
                               "edits_rejected": model.counts[name]["rejected"]} for name in model.arm_names}

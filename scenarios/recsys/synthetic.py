@@ -9,8 +9,9 @@ the pipeline exploits, so that no single signal is enough:
   its genre's centroid plus noise (matrix factorisation and embedding
   neighbours recover it);
 * **taste drift**: a user's life is cut into ``phases``; each phase leans
-  towards one of the user's favourite genres, so recent history predicts the
-  held-out items better than old history (co-visitation of the last items);
+  towards one of the user's favourite genres (by ``drift``), so recent history
+  predicts the held-out items better than old history (co-visitation of the
+  last items);
 * **popularity**: items have log-normal popularity; candidates are proposed
   in proportion to it (a popularity prior helps, but only a little);
 * **time**: most items are released during the timeline and are consumed
@@ -24,6 +25,10 @@ already consumed, are struck out; the phase's items are the top-n of
 without replacement from the softmax, by the Gumbel-top-k trick). Each chosen
 item gets a time between its release (or the phase start) and the phase end,
 close to the former.
+
+:data:`SHAPES` names the worlds the comparison runs (experiments/recsys_compare.py): each is a change of a
+few fields of :class:`WorldConfig` away from the default, so that one world's results cannot be mistaken
+for everyone's.
 """
 
 from __future__ import annotations
@@ -54,6 +59,9 @@ class WorldConfig:
     """Taste phases per user: the drift that makes recent history count."""
     favourites: int = Field(3, ge=1)
     """Favourite genres per user; each phase leans towards one of them."""
+    drift: float = Field(0.5, ge=0, le=1)
+    """How far a phase's taste leans towards its genre, from the user's base taste (0: no drift, 1: only the
+    phase's genre)."""
     beta: float = Field(4.0, ge=0)
     """Sharpness of taste: how much <taste, item> decides the choice."""
     novelty: float = Field(1.5, ge=0)
@@ -67,6 +75,22 @@ class WorldConfig:
     """Length of the timeline."""
     pool: int = Field(200, ge=10)
     """Candidate items proposed per user and phase."""
+    genre_labels: bool = True
+    """Whether the log carries the items' genres (false: every item is genre 0, as a MovieLens file without its
+    genre file; the world is still generated from genres, only the pipeline cannot see them)."""
+
+
+SHAPES: dict[str, dict] = {
+    "default": {},
+    "sparse": dict(mean_history=14.0, min_events=11),  # 11 = the least a user needs to be kept (2 x 3 + 5)
+    "dense": dict(mean_history=60.0, min_events=20),
+    "drift-strong": dict(phases=6, drift=0.9),
+    "drift-weak": dict(drift=0.1),
+    "skew-heavy": dict(popularity_sigma=2.0),
+    "skew-light": dict(popularity_sigma=0.3),
+    "no-genres": dict(genre_labels=False),
+}
+"""Named shapes of the world: the fields each changes from the default (the size is set apart)."""
 
 
 @plain_dataclass
@@ -99,7 +123,7 @@ def generate(cfg: WorldConfig, seed: int) -> tuple[Interactions, Truth]:
     base = _unit(centroid[favourites].mean(1) + 0.5 * _unit(rng.standard_normal((cfg.users, d))))
     pick = rng.integers(favourites.shape[1], size=(cfg.users, cfg.phases))
     phase_genre = favourites[np.arange(cfg.users)[:, None], pick]  # each phase leans towards one favourite
-    taste = _unit(0.5 * base[:, None, :] + 0.5 * centroid[phase_genre])  # [U, P, d]
+    taste = _unit((1 - cfg.drift) * base[:, None, :] + cfg.drift * centroid[phase_genre])  # [U, P, d]
 
     weight = np.exp(log_pop)
     cum = np.cumsum(weight)
@@ -111,9 +135,9 @@ def generate(cfg: WorldConfig, seed: int) -> tuple[Interactions, Truth]:
         crng = np.random.default_rng([seed, 2, c])
         out = _chunk(cfg, crng, u, n[u], start[u], span[u], taste[u], phase_genre[u], vector, release, cum, bounds)
         users.append(out[0]), items.append(out[1]), times.append(out[2])
+    labels, names = (genre, tuple(f"genre-{g}" for g in range(G))) if cfg.genre_labels else (0 * genre, ("unknown",))
     log = Interactions(user=np.concatenate(users), item=np.concatenate(items), time=np.concatenate(times),
-                       n_users=cfg.users, n_items=I, item_genre=genre,
-                       genres=tuple(f"genre-{g}" for g in range(G)), item_release=release)
+                       n_users=cfg.users, n_items=I, item_genre=labels, genres=names, item_release=release)
     return log, Truth(vector, log_pop, taste, favourites)
 
 

@@ -1,47 +1,77 @@
-"""The recsys comparison at toy size (2 seeds of the test-sized world, 3 iterations): the three tables are
-well-formed, the mean row is the mean of the seeds, the matched arms gate no more edits than GRSE, and
-every seed's run is in the database given."""
+"""The recsys comparison at toy size (``--quick``: 2 seeds of a test-sized synthetic world and of the MovieLens
+fixture without its genre file, 3 iterations): one well-formed table per world, means and paired differences
+that are those of the seeds, verdicts that follow from the numbers, every run in the database given."""
 
+import json
 import re
 
 import numpy as np
+import pytest
 from sqlmodel import Session, select
 
 from experiments import recsys_compare
 from market.store import Run, make_engine
-from tests.scenarios.recsys_small import OVERRIDES
+
+CELL = re.compile(r"(-?\d\.\d{4}) ± (\d\.\d{4})")
 
 
-def test_compare_prints_and_writes_the_tables(tmp_path, capsys):
-    db, out = f"sqlite:///{tmp_path / 'compare.db'}", tmp_path / "table.md"
-    args = ["--seeds", "2", "--db", db, "--out", str(out)]
-    assert recsys_compare.main(args + [a for o in OVERRIDES for a in ("--set", o)]) == 0
+def test_compare_writes_one_table_per_world(tmp_path, capsys):
+    db, out = f"sqlite:///{tmp_path / 'compare.db'}", tmp_path / "tables.md"
+    worlds = ["no-genres", "ml-100k-nogenres"]
+    assert recsys_compare.main(["--quick", "--seeds", "2", "--worlds", ",".join(worlds), "--db", db,
+                                "--out", str(out)]) == 0
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()
-    scores, arms, recall = text.split("\n\n")
+    summaries = json.loads(out.with_suffix(".json").read_text())
+    assert list(summaries) == worlds and all(list(s) == ["0", "1"] for s in summaries.values())
 
-    lines = scores.splitlines()
-    columns = len(recsys_compare.ARMS) + len(recsys_compare.BASELINES) + 1  # + the initial library
-    rows = [line.split(" | ") for line in lines[2:]]
-    assert [row[0][2:] for row in rows] == ["0", "1", "mean"]
-    ndcg = np.array([[float(v) for v in row[1:1 + columns]] for row in rows])
-    assert ((0 <= ndcg) & (ndcg <= 1)).all()
-    np.testing.assert_allclose(ndcg[2], ndcg[:2].mean(0), atol=1e-4)  # the mean row (each cell rounded)
-    assert all(re.fullmatch(r"[0-3] / [0-3] of 3 \|", row[-1]) for row in rows[:2])
+    blocks = text.split("### ")[1:]
+    assert [b.split(" ")[0] for b in blocks] == [*worlds, "all"]
+    for name, block in zip(worlds, blocks):
+        seeds = summaries[name]
+        arms, per_seed, verdict = block.split("\n\n")[1:4]
+        rows = {line.split(" | ")[0][2:]: [tuple(map(float, m)) for m in CELL.findall(line)]
+                for line in arms.splitlines()[2:]}
+        labels = ["initial library", *(n for _, n in recsys_compare.ARMS), *(n for _, n in recsys_compare.BASELINES),
+                  "strongest tuned (on validation)", "**GRSE − strongest tuned (paired)**"]
+        assert list(rows) == labels and all(len(r) == 3 for r in rows.values())
+        grse = np.array([[s["arms"]["grse"][f"{m}_final"] for m, _ in recsys_compare.METRICS] for s in seeds.values()])
+        best = np.array([[s["baselines"][s["baseline_best"]], s["baselines_recall50"][s["baseline_best"]],
+                          s["baselines_coverage"][s["baseline_best"]]] for s in seeds.values()])
+        np.testing.assert_allclose([m for m, _ in rows["GRSE"]], grse.mean(0), atol=1e-4)
+        np.testing.assert_allclose([m for m, _ in rows["**GRSE − strongest tuned (paired)**"]],
+                                   (grse - best).mean(0), atol=1e-4)
+        np.testing.assert_allclose([sd for _, sd in rows["**GRSE − strongest tuned (paired)**"]],
+                                   (grse - best).std(0, ddof=1), atol=1e-4)
+        assert all(0 <= m <= 1 for label, r in rows.items() if "−" not in label for m, _ in r)
 
-    gated = {}
-    for line in arms.splitlines()[2:]:
-        name, accepted, total, pruned = line.strip("| ").split(" | ")
-        assert 0 <= int(accepted) <= int(total) and re.fullmatch(r"[0-6] of 6", pruned)
-        gated[name] = int(total)
-    assert list(gated) == [name for _, name in recsys_compare.ARMS]
-    assert gated["presence"] <= gated["GRSE"] and gated["random (matched)"] <= gated["GRSE"]
-
-    rows = [line.strip("| ").split(" | ") for line in recall.splitlines()[2:]]
-    assert [row[0] for row in rows] == ["0", "1"]
-    assert all(0 <= float(v) <= 1 for row in rows for v in row[1:-1]) and {row[-1] for row in rows} <= set(
-        name for name, _ in recsys_compare.BASELINES)
+        lines = [line.strip("| ").split(" | ") for line in per_seed.splitlines()[2:]]
+        assert [line[0] for line in lines] == ["0", "1"]
+        assert [line[1] for line in lines] == [s["baseline_best"] for s in seeds.values()]
+        assert all(re.fullmatch(r"[0-3] / [0-3] / [0-3] of 3", line[5]) for line in lines)
+        beats = (grse - best)[:, 0].mean() > 0
+        assert f"mean NDCG@10: **{'yes' if beats else 'no'}**" in verdict
 
     with Session(make_engine(db)) as s:
         runs = s.exec(select(Run)).all()
-    assert sorted(r.seed for r in runs) == [0, 1] and {(r.scenario, r.status) for r in runs} == {("recsys", "finished")}
+    assert len(runs) == 4 and {(r.scenario, r.status) for r in runs} == {("recsys", "finished")}
+
+
+def test_verdict_needs_four_of_five_seeds_where_presence_falls_short():
+    def seed(grse, presence, diff):  # a summary with every column columns() reads; the best baseline at 0.2
+        ms = recsys_compare.METRICS
+        arms = {a: {f"{m}_final": 0.2 + diff for m, _ in ms} for a, _ in recsys_compare.ARMS}
+        zero = {b: 0.2 for b, _ in recsys_compare.BASELINES}
+        return {"arms": arms, "baseline_best": "ease", "baselines": zero, "baselines_recall50": zero,
+                "baselines_coverage": zero, "harmful_planted": 3, "harmful_pruned_grse": grse,
+                "harmful_pruned_presence": presence, **{f"{m}_initial": 0.0 for m, _ in ms}}
+    mixed = {i: seed(3, 3 if i == 0 else 1, 0.01) for i in range(4)} | {4: seed(2, 3, -0.01)}
+    v = recsys_compare.verdict(mixed)
+    assert v["beats"] and v["wins"] == 4 and v["pruned"] == {"grse": 4, "presence": 2} and v["prunes"]
+    assert not recsys_compare.verdict({i: seed(3, 3, 0.01) for i in range(5)})["prunes"]  # presence does it too
+    assert not recsys_compare.verdict({i: seed(3 if i < 3 else 2, 0, 0.01) for i in range(5)})["prunes"]
+
+
+def test_unknown_world_is_refused_before_anything_runs():
+    with pytest.raises(SystemExit, match="unknown world 'mars'"):
+        recsys_compare.main(["--quick", "--worlds", "default,mars"])
