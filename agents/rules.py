@@ -107,12 +107,22 @@ def describe(rules: CompiledRules, row: int, space: RuleSpace) -> str:
     return f"{' and '.join(terms) or 'always'} -> {space.actions[rules.action[row]]}"
 
 
+_SMALL = 1 << 12
+"""(world, row) cells up to which :func:`evaluate` takes every term of every world at once: there the
+cost is numpy's per-call overhead, not the cells (a round of a small economy is mostly such calls)."""
+
+
 def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
     """[B, F] observations -> [B, N] bool: which rules' conditions hold.
 
-    Each distinct observation is evaluated once (lockstep worlds often share
-    states), one term column at a time, on [U, N] uint8 arrays.
+    A small economy evaluates all terms at once, on [B, N, T] arrays. A large one evaluates each
+    distinct observation once (lockstep worlds often share states), one term column at a time, on
+    [U, N] uint8 arrays.
     """
+    if obs.shape[0] * rules.action.size <= _SMALL:
+        x = obs[:, rules.feature]  # [B, N, T]
+        sign = (x > rules.value).view(np.uint8) + (x >= rules.value).view(np.uint8)
+        return (np.bitwise_and.reduce(rules.op >> sign, axis=2) & 1).view(bool)
     distinct, inverse = np.unique(obs, axis=0, return_inverse=True)
     holds = np.ones((distinct.shape[0], rules.action.size), dtype=bool)
     for t in range(rules.op.shape[1]):

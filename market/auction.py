@@ -34,7 +34,7 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
     if rule not in CLEARING_RULES:
         raise ValueError(f"unknown clearing rule {rule!r}; expected one of {CLEARING_RULES}")
     B = eligible.shape[0]
-    bids = np.broadcast_to(np.asarray(bids, dtype=np.int64), eligible.shape)
+    bids = np.asarray(bids, dtype=np.int64)
     masked = np.where(eligible, bids, -1)  # bids are >= 0: -1 marks the ineligible
     if rule in ("first_price", "second_price"):
         top = masked.max(axis=1, keepdims=True)
@@ -44,19 +44,23 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
 
     world, row = np.nonzero(candidates)  # row-major: worlds ascending, rows ascending within a world
     draw = rng.random(world.size)
-    if rule == "softmax":
-        key = bids[world, row] / temperature - np.log(-np.log(np.clip(draw, 1e-300, 1.0 - 1e-16)))
-    else:
-        key = draw
-
     winner = np.full(B, -1, dtype=np.int64)
     price = np.zeros(B, dtype=np.int64)
     if world.size == 0:
         return winner, price
-    worlds, starts = np.unique(world, return_index=True)
-    best = _segment_argmax(key, starts)
+    bid = bids[row] if bids.ndim == 1 else np.broadcast_to(bids, eligible.shape)[world, row]  # each candidate's
+    if rule == "softmax":
+        key = bid / temperature - np.log(-np.log(np.clip(draw, 1e-300, 1.0 - 1e-16)))
+    else:
+        key = draw
+
+    first = np.ones(world.size, dtype=bool)
+    np.not_equal(world[1:], world[:-1], out=first[1:])
+    starts = np.flatnonzero(first)  # each world's first candidate
+    best = starts if starts.size == world.size else _segment_argmax(key, starts)  # a lone candidate wins
+    worlds = world[starts]
     winner[worlds] = row[best]
-    price[worlds] = bids[worlds, row[best]]
+    price[worlds] = bid[best]
     if rule == "second_price":
         masked[worlds, row[best]] = -1
         price[worlds] = np.maximum(masked[worlds].max(axis=1), 0)

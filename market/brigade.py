@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.ledger import Reason
+from market.ledger import Reason, as_columns
 from market.population import HOUSE_ROW
 
 
@@ -69,18 +69,22 @@ class Payments:
     def __init__(self):
         self._parts: list[tuple] = []
 
-    def add(self, t: int, worlds, src, dst, amount, reason: Reason) -> None:
-        worlds, src, dst, amount = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (worlds, src, dst, amount)))
+    def add(self, t: int, worlds, src, dst, amount, reason) -> None:
+        """Record payments made at step ``t``; the arguments broadcast as the ledger's (``reason`` too)."""
+        arrays = (np.asarray(x, dtype=np.int64) for x in (worlds, src, dst, amount, reason))
+        worlds, src, dst, amount, reason = as_columns(*arrays)
         keep = amount != 0  # as the ledger: a zero amount moves nothing
-        if keep.any():
-            self._parts.append((np.full(keep.sum(), t), worlds[keep], src[keep], dst[keep], amount[keep],
-                                np.full(keep.sum(), int(reason))))
+        if not keep.all():
+            worlds, src, dst, amount, reason = worlds[keep], src[keep], dst[keep], amount[keep], reason[keep]
+        if amount.size:
+            self._parts.append((t, worlds, src, dst, amount, reason))
 
     def columns(self) -> tuple[np.ndarray, ...]:
         """(t, world, src, dst, amount, reason), each [M]."""
         if not self._parts:
             return tuple(np.zeros(0, dtype=np.int64) for _ in range(6))
-        return tuple(np.concatenate(c) for c in zip(*self._parts))
+        steps, *rest = zip(*self._parts)
+        return np.repeat(np.asarray(steps, dtype=np.int64), [len(w) for w in rest[0]]), *map(np.concatenate, rest)
 
     def holdings(self, path: np.ndarray) -> tuple[Holdings, np.ndarray]:
         """The round's holdings, given its winners ``path`` [T, B] (-1: nobody acted), and for every

@@ -58,30 +58,33 @@ class Ledger:
 
     def __init__(self, population):
         self.pop = population
-        self._pending: list[tuple] = []  # column arrays per transfer() call, packed at flush()
+        self._pending: list[tuple] = []  # per transfer() call: its column arrays and its step, packed at flush()
         self._sha = hashlib.sha256()
         self.count = 0
 
-    def transfer(self, src, dst, amount, reason: Reason, episode, step) -> None:
+    def transfer(self, src, dst, amount, reason, episode, step: int) -> None:
         """Move ``amount[i]`` from row ``src[i]`` to row ``dst[i]``, all at once.
 
-        Any of ``src``, ``dst``, ``amount``, ``episode`` may be a scalar (e.g. the
-        house row) and broadcasts against the others; zero amounts are dropped
-        (they move nothing and would only bloat the log).
+        Any of ``src``, ``dst``, ``amount``, ``reason``, ``episode`` may be a scalar (e.g. the
+        house row) and broadcasts against the others, so one call can carry a whole step's
+        payments of several kinds; zero amounts are dropped (they move nothing and would only
+        bloat the log).
         """
         try:
             amount = np.asarray(amount)
             if amount.dtype.kind not in "iub":  # a float amount would be truncated (or wrap) by the cast
                 raise LedgerError(f"transfer amount of dtype {amount.dtype}: amounts are integer micro-credits")
-            src, dst, amount, episode = np.broadcast_arrays(
+            src, dst, amount, reason, episode = as_columns(
                 np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                amount.astype(np.int64, casting="safe", copy=False), np.asarray(episode, dtype=np.int64))
+                amount.astype(np.int64, casting="safe", copy=False), np.asarray(reason, dtype=np.int16),
+                np.asarray(episode, dtype=np.int64))
         except (OverflowError, TypeError) as err:  # a Python int past int64, a uint64 beyond it
             raise LedgerError(f"transfer amount not an int64: {err}") from None
         keep = amount != 0
-        if not keep.any():
+        if not keep.all():
+            src, dst, amount, reason, episode = src[keep], dst[keep], amount[keep], reason[keep], episode[keep]
+        if amount.size == 0:
             return
-        src, dst, amount, episode = src[keep], dst[keep], amount[keep], episode[keep]
         if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")
         if min(src.min(), dst.min()) < 0:
@@ -95,10 +98,9 @@ class Ledger:
             self._check_exact(src, dst, amount)
         np.subtract.at(wealth, src, amount)  # .at: a row may appear several times
         np.add.at(wealth, dst, amount)
-        n = src.size
-        self._pending.append((self.pop.ids[src], self.pop.ids[dst], amount, np.full(n, int(reason)), episode,
-                              np.full(n, step)))
-        self.count += n
+        ids = self.pop.ids
+        self._pending.append((ids[src], ids[dst], amount, reason, episode, step))
+        self.count += amount.size
 
     def _check_exact(self, src, dst, amount) -> None:
         """Refuse, before anything moves, a transfer after which some balance would be past MAX_MICRO."""
@@ -113,10 +115,13 @@ class Ledger:
 
     def pending(self) -> np.ndarray:
         """The transfers since the last flush, in order, without flushing (a learner reads its round's)."""
-        rows = np.empty(sum(len(p[0]) for p in self._pending), dtype=TRANSFER_DTYPE)
+        sizes = [len(p[0]) for p in self._pending]
+        rows = np.empty(sum(sizes), dtype=TRANSFER_DTYPE)
         if self._pending:
-            for name, column in zip(TRANSFER_DTYPE.names, zip(*self._pending)):
+            *arrays, steps = zip(*self._pending)
+            for name, column in zip(TRANSFER_DTYPE.names, arrays):
                 rows[name] = np.concatenate(column)
+            rows["step"] = np.repeat(steps, sizes)  # one step per call: expanded here, not on the hot path
         return rows
 
     def flush(self) -> np.ndarray:
@@ -136,6 +141,13 @@ class Ledger:
     def hash(self) -> str:
         """sha256 of the flushed log so far (call :meth:`flush` first for the whole log)."""
         return self._sha.hexdigest()
+
+
+def as_columns(*arrays: np.ndarray) -> list[np.ndarray]:
+    """``arrays`` broadcast to one shape and flattened: those already 1-D of that shape pass as they are
+    (``np.broadcast_arrays`` costs more than a small transfer's own work)."""
+    shape = np.broadcast(*arrays).shape
+    return [a if a.shape == shape and a.ndim == 1 else np.broadcast_to(a, shape).ravel() for a in arrays]
 
 
 def replay(transfers: np.ndarray) -> dict[int, int]:

@@ -84,10 +84,6 @@ class Trace:
         return held.agent, held.sold + held.rewards - held.fees
 
 
-def _no_transfer(*args, **kwargs) -> None:
-    """Stands in for Ledger.transfer when a frozen population runs: no money moves."""
-
-
 def gini(values: np.ndarray) -> float:
     """Gini coefficient of non-negative values (0: equal, ->1: one holds all)."""
     v = np.sort(np.clip(np.asarray(values, dtype=np.float64), 0, None))
@@ -160,7 +156,6 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         self._record_births()  # before any policy update (the construction cohort's records)
         world = world or self.world
         B, pop, cfg = batch or self.cfg.batch, self.population, self.cfg
-        transfer = self.ledger.transfer if settle else _no_transfer
         episode_ids = self.episodes_done + np.arange(B)
         worlds = np.arange(B)
         world.reset(B, self.rng)
@@ -172,45 +167,52 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         seen = []  # observations per step, for the trace
         record = []  # per step: winner, price, reward, done (and the auctions in full for a policy that reads them)
         payments = Payments()
-
-        def pay(src, dst, amount, reason, where, t):
-            """Move money in worlds ``where`` at step t: through the ledger, and into the round's payment record."""
-            transfer(src, dst, amount, reason, episode_ids[where], t)
-            if settle:
-                payments.add(t, where, src, dst, amount, reason)
+        # a step's payments as [3, B] grids, in the ledger's order: bids, fees, step rewards (then terminal rewards)
+        house, fee = np.full(B, HOUSE_ROW), np.full(B, self._money["fee"])
+        reasons = np.repeat(np.array([Reason.BID, Reason.FEE, Reason.REWARD]), B).reshape(3, B)
+        where = np.tile(worlds, (3, 1))
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
         for t in range(world.horizon):
+            # 1-3. eligibility, bids, the auction of each world
             obs = world.observe()
             seen.append(obs)
             eligible = self.policy.eligible(obs) & traders[None, :] & active[:, None]
             bids = self.current_bids(obs)
             winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
             step_record = [winner, price] + ([eligible, pop.wealth.copy()] if self.policy.reads_auctions else [])
+            # 5. the winner acts; action -1 from a winner: invalid, it forfeits (pays and earns nothing)
             actions = self.policy.act(obs, winner)
-            won = (winner >= 0) & (actions >= 0)  # action -1 from a winner: invalid, it forfeits (pays and earns nothing)
+            won = (winner >= 0) & (actions >= 0)
             winner = np.where(won, winner, -1)
-
-            payer, payee, pays = sale(owner, winner, won, cfg.payment, cfg.conserve)
-            pay(payer[pays], payee[pays], price[pays], Reason.BID, worlds[pays], t)
-            if self._money["fee"]:  # a tax on each action (Baum: agents pay for the computation they use)
-                pay(winner[won], HOUSE_ROW, self._money["fee"], Reason.FEE, worlds[won], t)
-
+            payer, payee, pays = sale(owner, winner, won, cfg.payment, cfg.conserve)  # from the owner before this step
             reward, done = world.step(actions, won)
             owner = np.where(won, winner, owner)
-            path[t] = np.where(won, winner, -1)
+            path[t] = winner
             steps += active
             done &= active
             reward_micro = rint_micro(np.where(active, np.asarray(reward) * self._money["reward"], 0))
             earned += reward_micro
             record.append(step_record + [np.where(active, reward, 0.0), done.copy()])
 
-            step_paid = won & ~done
-            pay(HOUSE_ROW, winner[step_paid], reward_micro[step_paid], Reason.REWARD, worlds[step_paid], t)
-            finished = worlds[done & (reward_micro > 0) & (owner >= 0)]
-            if finished.size:
-                k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
-                pay(HOUSE_ROW, rows, amounts, Reason.REWARD, finished[k], t)
+            # 4-6. the step's money in one ledger call (no world reads a balance, so it may move after the act):
+            # the winner pays the seller (bucket brigade) or the house, pays its action fee (Baum: agents pay
+            # for the computation they use), gets the step reward; a finished world's terminal reward goes to
+            # its final owner or its path's authors
+            if settle:
+                amount = np.array([price, fee, reward_micro])
+                paid = np.array([pays, won, won & ~done]) & (amount != 0)
+                columns = [np.array([payer, winner, house])[paid], np.array([payee, house, winner])[paid],
+                           amount[paid], reasons[paid], where[paid]]
+                finished = worlds[done & (reward_micro > 0) & (owner >= 0)]
+                if finished.size:
+                    k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
+                    terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD), finished[k]]
+                    columns = [np.concatenate(pair) for pair in zip(columns, terminal)]
+                src, dst, amount, reason, at = columns
+                if amount.size:
+                    self.ledger.transfer(src, dst, amount, reason, episode_ids[at], t)
+                    payments.add(t, at, src, dst, amount, reason)
             active &= ~done
             if not active.any():
                 break
@@ -242,8 +244,9 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                                      self.pop_cfg, self.rng, with_kinds=True)
         self._born(parents, kinds)  # before the bankrupt rows are recycled: explore children read their rules
         deaths = self._release(bankrupt)
+        size = self.population.size
         for summary in episodes:
-            summary["population"] = self.population.size
+            summary["population"] = size
         self.last_round = RoundLog(self.ledger.flush(), episodes, self._pending_births, deaths)
         self._pending_births = []
         self.datacollector.collect(self)
@@ -264,12 +267,14 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         """Rows whose wealth fell below zero: the house absorbs the debt, then they die."""
         pop = self.population
         rows = np.flatnonzero(pop.traders & (pop.wealth < 0))
-        self.ledger.transfer(HOUSE_ROW, rows, -pop.wealth[rows], Reason.WRITE_OFF,
-                             self.episodes_done - 1, -1)
+        if rows.size:
+            self.ledger.transfer(HOUSE_ROW, rows, -pop.wealth[rows], Reason.WRITE_OFF, self.episodes_done - 1, -1)
         pop.alive[rows] = False  # dead from here on; rows are recycled after births read their skills
         return rows
 
     def _release(self, rows: np.ndarray) -> list[dict]:
+        if not rows.size:
+            return []
         deaths = [{"agent_id": a, "died_episode": self.episodes_done - 1} for a in self.population.ids[rows].tolist()]
         self.population.release(rows)
         return deaths

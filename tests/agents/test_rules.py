@@ -149,3 +149,16 @@ def test_state_dict_round_trip():
     assert other.describe([0, 1]) == policy.describe([0, 1])
     other.spawn(np.array([2]), np.random.default_rng(0))
     assert other.describe([2]) == ["always -> noop"]  # the unused seed rule travels with the state
+
+
+def test_small_and_large_evaluation_agree(monkeypatch):
+    """Small economies take every term at once, large ones each distinct observation term by term: the same holds."""
+    rng = np.random.default_rng(3)
+    table = R.empty_rules(40, SPACE.max_terms)
+    table.feature[:] = rng.integers(len(SPACE.features), size=table.feature.shape)
+    table.op[:] = rng.choice([*R.OPS.values(), R.ALWAYS], size=table.op.shape)
+    table.value[:] = rng.integers(-2, 4, size=table.value.shape)
+    obs = rng.integers(-2, 4, size=(30, len(SPACE.features)))
+    small = R.evaluate(table, obs)
+    monkeypatch.setattr(R, "_SMALL", 0)
+    assert (R.evaluate(table, obs) == small).all()

@@ -143,3 +143,25 @@ def test_random_operations_keep_the_books(ops):
         assert {a: b for a, b in balances.items() if b} == {a: b for a, b in expected.items() if b}
         assert all(balances.get(i, 0) == 0 for i in dead_ids)
     assert len(set(pop.ids[pop.alive].tolist()) & dead_ids) == 0
+
+
+def test_one_call_of_several_reasons_logs_what_separate_calls_do():
+    """The market moves a step's bids and rewards in one call: the log and balances are those of one call per kind."""
+    (pop_a, a, rows), (pop_b, b, _) = fresh(), fresh()
+    a.transfer([rows[0], HOUSE_ROW, HOUSE_ROW], [rows[1], rows[2], rows[0]], [5, 0, 7],
+               [Reason.BID, Reason.REWARD, Reason.REWARD], [3, 4, 5], 2)
+    b.transfer([rows[0]], [rows[1]], [5], Reason.BID, [3], 2)
+    b.transfer(HOUSE_ROW, [rows[2], rows[0]], [0, 7], Reason.REWARD, [4, 5], 2)
+    log_a, log_b = a.flush(), b.flush()
+    assert log_a.tobytes() == log_b.tobytes() and a.hash == b.hash and a.count == b.count == 5
+    assert (pop_a.wealth == pop_b.wealth).all()
+    assert log_a["reason"][-2:].tolist() == [Reason.BID, Reason.REWARD] and log_a["step"][-2:].tolist() == [2, 2]
+
+
+def test_scalar_transfer_and_empty_transfer():
+    pop, ledger, rows = fresh()
+    ledger.flush()
+    ledger.transfer(int(rows[0]), int(rows[1]), 3, Reason.BID, 1, 0)  # every argument a scalar: one row
+    ledger.transfer(HOUSE_ROW, rows[:0], 5, Reason.WRITE_OFF, 1, -1)  # nobody: nothing
+    log = ledger.flush()
+    assert log.size == 1 and (log["src"][0], log["dst"][0], log["amount"][0]) == (1, 2, 3)
