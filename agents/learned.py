@@ -64,7 +64,7 @@ class LearnedPolicy(PolicyWrapper):
         actions = len(inner.space.actions) if cfg.actions == "grpo" else 0  # only rule worlds have action logits
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
         self.turns = np.zeros(2, dtype=np.int64)  # [N] turns each row's value has learned from
-        self._scored = (None, None)  # (obs, [B, N] scores): eligible() and bids() of one step share them
+        self._head_changed()  # no acting copy of the weights yet (value bids), no scores cached
         adam = [self.theta]  # theta has no gradient (so no update) unless agents.actions = "grpo"
         if self.value_bids:  # exact normalised steps on the rows; a shared text projection stays a fixed random map
             self.value_opt = torch.optim.SGD([self.head.row, self.head.bias], lr=1.0)
@@ -80,26 +80,41 @@ class LearnedPolicy(PolicyWrapper):
     def reads_auctions(self) -> bool:
         """The reinforce objective replays every auction of the round; value bids read only the payments."""
         return not self.value_bids or self.inner.reads_auctions
+
     def eligible(self, obs: np.ndarray) -> np.ndarray:
         """The inner policy's wake-up; under value bids an agent that predicts a loss sits out."""
         awake = self.inner.eligible(obs)
-        return awake & (self._scores(obs) >= 0).cpu().numpy() if self.value_bids else awake
+        return awake & (self._values(obs) >= 0) if self.value_bids else awake
 
     @torch.no_grad()
     def bids(self, obs: np.ndarray) -> np.ndarray:
-        if self.value_bids:  # float32 on every device: CPU and GPU runs clear the same auctions
-            return ((1 - self.cfg.bid_margin) * self._scores(obs).clamp(min=0)).double().cpu().numpy()
+        if self.value_bids:
+            return ((1 - self.cfg.bid_margin) * np.maximum(self._values(obs), 0)).astype(np.float64)
         phi = torch.as_tensor(self.features(obs), device=self.device)  # float32, no autocast: same auctions on CPU and GPU
         return self.head.bids(phi).double().cpu().numpy()
 
-    @torch.no_grad()
-    def _scores(self, obs: np.ndarray) -> torch.Tensor:
-        """[B, N] head scores of this step's observations (predicted values under value bids), once per step."""
-        seen, scores = self._scored
+    def _values(self, obs: np.ndarray) -> np.ndarray:
+        """[B, N] predicted values of this step's observations, once per step (eligible and bids share them).
+
+        Computed in numpy float32 from a CPU copy of the head's weights, refreshed when they change
+        (a learning step, a birth, a checkpoint): acting costs no torch call per step, and a run clears
+        the same auctions whatever device the head trains on."""
+        seen, values = self._scored
         if seen is not obs:
-            scores = self.head.score(torch.as_tensor(self.features(obs), device=self.device))
-            self._scored = (obs, scores)
-        return scores
+            if self._weights is None:
+                head = self.head
+                self._weights = (None if head.proj is None else head.proj.weight.detach().float().cpu().numpy().T,
+                                 head.row.detach().float().cpu().numpy().T.copy(),
+                                 head.bias.detach().float().cpu().numpy())
+            proj, rows, bias = self._weights
+            phi = self.features(obs)
+            x = phi if proj is None else phi @ proj
+            values = x @ rows + bias if rows.shape[0] else np.broadcast_to(bias, (len(obs), bias.size))
+            self._scored = (obs, values)
+        return values
+
+    def _head_changed(self) -> None:
+        self._weights, self._scored = None, (None, None)
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
@@ -123,6 +138,7 @@ class LearnedPolicy(PolicyWrapper):
     def resize(self, capacity: int) -> None:
         self.inner.resize(capacity)
         if self.head.resize(capacity):
+            self._head_changed()
             grow_rows(self.theta, capacity)  # action logits follow the head's rows
             self.turns = np.r_[self.turns, np.zeros(capacity - self.turns.size, dtype=np.int64)]
             self.learner.sync_rows()
@@ -157,6 +173,7 @@ class LearnedPolicy(PolicyWrapper):
         self.theta[index] = 0.0 if parents is None else self.theta[torch.as_tensor(parents, device=self.device)]
         self.turns[rows] = 0
         self.learner.sync_rows(rows)
+        self._head_changed()
 
     # --- learning ---------------------------------------------------------------------------
     def learn(self, model) -> None:
@@ -164,7 +181,7 @@ class LearnedPolicy(PolicyWrapper):
         self.inner.learn(model)  # the wrapped policy may learn from the round too
         trace, market, cfg = model.trace, model.cfg, self.cfg
         acted, self.acted = self.acted[-len(trace.path):], []  # this round's act() calls, one per step
-        self._scored = (None, None)
+        self._head_changed()
         self.stats = self._value_step(trace) if self.value_bids else {}
         bid_batch = self._bid_batch(trace, market) if self.learned_bids and not self.value_bids else None
         act_batch = self._action_batch(trace, acted, model) if cfg.actions == "grpo" and acted else None
@@ -207,6 +224,7 @@ class LearnedPolicy(PolicyWrapper):
         self.value_opt.zero_grad(set_to_none=True)
         loss.backward()
         self.value_opt.step()
+        self._head_changed()
         self.turns += k
         return {"value_loss": float(errors.detach().mean()), "value_turns": int(agents.size)}
 
@@ -270,7 +288,7 @@ class LearnedPolicy(PolicyWrapper):
         self.rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
         self.acted.clear()
-        self._scored = (None, None)
+        self._head_changed()
 
 
 def turn_targets(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
