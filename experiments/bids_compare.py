@@ -10,7 +10,7 @@ clearing), several seeds; only the bid scheme changes. ``learned`` runs with bot
 ``value`` (the default: each agent bids (1 - margin) x its head's prediction of what its turn will
 earn, trained by regression on the ledger's flows) and ``reinforce`` (bids trained through the
 softmax auction, which that objective brings along with its groups of 8 rollouts). blocks' shipped
-economy *is* learned/value with ``agent`` features; its runs are shortened to ``blocks_episodes``
+economy *is* learned/value (per-state values); its runs are shortened to ``blocks_episodes``
 (the default run is 48,000 episodes). Per run: ``success`` = training success over the last 20%
 of episodes; ``episodes to target`` = the first episode at which the success over the trailing
 ``window`` episodes reaches the scenario's target (relay 0.9, blocks 0.5; "-" = never); ``gini`` =

@@ -15,7 +15,10 @@ economy work):
 * ``no auction`` (``market.clearing=random``): a random awake agent acts, bids mean nothing;
 * ``no conservation`` (``market.conserve=false``): the house mints the winner's payment (Holland);
 * ``no births`` (``population.births=false``): the initial random population only;
-* ``final_only`` (``market.payment=final_only``): winners pay the house, never their predecessor.
+* ``final_only`` (``market.payment=final_only``): winners pay the house, never their predecessor;
+* ``one value per agent`` (``agents.features=agent``, ``agents.child_value=0.5``: the default before
+  issue 23): each agent's value is the same in every state it wakes in, and a child starts at half its
+  parent's, so it never wins where its parent wakes.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ ABLATIONS = {
     "no conservation": ["market.conserve=false"],
     "no births": ["population.births=false"],
     "final_only": ["market.payment=final_only"],
+    "one value per agent": ["agents.features=agent", "agents.child_value=0.5"],
 }
 
 
