@@ -72,6 +72,11 @@ def bid_updates(n: int, in_dim: int, dim: int, repeats: int, device, M: int = 32
             loss, _ = bid_objective(bids, eligible, winner, advantage, temperature=0.05, entropy=0.01)
         learner.step(loss)
 
+    return rate(update, repeats, device)
+
+
+def rate(update, repeats: int, device) -> float:
+    """Median calls per second of ``update`` after one warm-up call."""
     update()
     sync(device)
     times = []
@@ -101,15 +106,7 @@ def value_updates(n: int, in_dim: int, dim: int, repeats: int, device, K: int = 
         loss.backward()
         opt.step()
 
-    update()
-    sync(device)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        update()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    return 1.0 / statistics.median(times)
+    return rate(update, repeats, device)
 
 
 def grpo_tokens(batch: int, repeats: int, device) -> tuple[float, int]:

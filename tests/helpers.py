@@ -63,3 +63,19 @@ def error_line(capsys, argv) -> str:
     lines = captured.err.strip().splitlines()
     assert exit_.value.code == 2 and len(lines) == 1 and captured.out == "", captured
     return lines[0].removeprefix("catallax: error: ")
+
+
+def assert_gradients_match_finite_differences(loss_fn, params, grads, h: float = 1e-6) -> None:
+    """Each entry of ``grads`` (autograd's, for ``params``) equals the central difference of ``loss_fn()``."""
+    import pytest
+
+    for p, g in zip(params, grads):
+        flat, gflat = p.data.view(-1), g.reshape(-1)  # .data: perturbed outside autograd
+        for i in range(flat.numel()):
+            old = flat[i].item()
+            flat[i] = old + h
+            up = loss_fn().item()
+            flat[i] = old - h
+            down = loss_fn().item()
+            flat[i] = old
+            assert gflat[i].item() == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-8)

@@ -18,6 +18,7 @@ from agents.learned import LearnedPolicy
 from agents.learner import bid_objective
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.protocols import World
+from tests.helpers import assert_gradients_match_finite_differences
 
 
 class RoutingWorld(World):
@@ -76,18 +77,7 @@ def test_bid_objective_gradient_matches_finite_differences():
     loss = loss_fn()
     params = [head.proj.weight, head.row, head.bias]
     grads = torch.autograd.grad(loss, params)
-    h = 1e-6
-    for p, g in zip(params, grads):
-        flat, gflat = p.data.view(-1), g.reshape(-1)
-        for i in range(flat.numel()):
-            old = flat[i].item()
-            with torch.no_grad():
-                flat[i] = old + h
-                up = loss_fn().item()
-                flat[i] = old - h
-                down = loss_fn().item()
-                flat[i] = old
-            assert gflat[i].item() == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-8)
+    assert_gradients_match_finite_differences(loss_fn, params, grads)
     assert any(g.abs().sum() > 0 for g in grads)
 
 

@@ -21,6 +21,7 @@ from market.money import MICRO
 from scenarios.run.config import ConfigError, load
 from scenarios.run.runner import build_model
 from tests.agents.test_bid_head import RoutingWorld
+from tests.helpers import assert_gradients_match_finite_differences
 
 
 @pytest.mark.parametrize("overrides", [
@@ -63,17 +64,7 @@ def test_value_loss_gradient_matches_finite_differences():
         return value_loss(head, phi, agents, target, share, delta=1.0)[0]
 
     grads = torch.autograd.grad(loss_fn(), [head.row, head.bias])
-    h = 1e-6
-    for p, g in zip((head.row, head.bias), grads):
-        flat, gflat = p.data.view(-1), g.reshape(-1)
-        for i in range(flat.numel()):
-            old = flat[i].item()
-            flat[i] = old + h
-            up = loss_fn().item()
-            flat[i] = old - h
-            down = loss_fn().item()
-            flat[i] = old
-            assert gflat[i].item() == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-8)
+    assert_gradients_match_finite_differences(loss_fn, [head.row, head.bias], grads)
     assert grads[0][0].abs().sum() == 0 and grads[0][1:].abs().sum() > 0  # row 0 took no turn: no gradient
 
 
