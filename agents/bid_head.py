@@ -200,9 +200,8 @@ class BidHead(nn.Module):
         return x @ self.row.T + self.bias
 
     def bids(self, phi: torch.Tensor) -> torch.Tensor:
-        """[M, N] bids in credits (before the market's wealth cap)."""
-        if self.cfg.bid_objective == "value":
-            return (1 - self.cfg.bid_margin) * self.score(phi).clamp(min=0)
+        """[M, N] reinforce bids in credits (before the market's wealth cap); value bids are priced from
+        the score by agents/learned.py, which acts from a numpy copy of the rows."""
         return self.cfg.bid_scale * F.softplus(self.score(phi))
 
     def turn_values(self, phi: torch.Tensor, agents: torch.Tensor) -> torch.Tensor:
