@@ -37,16 +37,21 @@ __all__ = ["Config", "make_model", "metrics", "validate"]
 BID_FEATURES = ("numeric", "agent")
 """Market mode's learned bids: from the request's stage (one-hot) or per agent; team mode has no auction."""
 LEARNED_ACTIONS = False  # an agent's "action" is the skills it holds: edited by credit, not by action logits
+SKILL_LIBRARY = True  # [skills] drives its arms (evolve.py), in team and market mode
 
 
 def validate(exp) -> None:
-    """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse."""
-    cfg = exp.scenario
+    """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse;
+    the diagnoser is the rule one (no language model is wired to recsys's edits)."""
+    cfg, G = exp.scenario, exp.skills.group
     if exp.market.bid_scheme == "learned" and cfg.mode != "market":
         raise ValueError("agents.bids = 'learned': team mode has no auction; set recsys.mode = \"market\"")
-    if exp.market.batch % cfg.group_size:
-        raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of recsys.group_size = "
-                         f"{cfg.group_size} (each question gets G rollouts)")
+    if exp.market.batch % G:
+        raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of skills.group = {G} "
+                         f"(each question gets G rollouts)")
+    if exp.skills.diagnoser != "rule":
+        raise ValueError(f"skills.diagnoser = {exp.skills.diagnoser!r}: recsys has no LLM diagnoser wired to its "
+                         f"edits yet (they use the rule diagnoser); set skills.diagnoser = \"rule\"")
     if cfg.data == "movielens":
         from scenarios.recsys.movielens import MovieLensError, find
         if not cfg.path:

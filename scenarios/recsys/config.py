@@ -1,9 +1,10 @@
 """The ``[recsys]`` section: data, pipeline, evolution, and the synthetic world as ``[recsys.world]``.
 
-Budget: one round of the runner is one evolution iteration over ``market.batch``
-rollouts (``market.batch / group_size`` questions, G rollouts each), so
-``run.episodes`` counts rollouts and ``run.episodes / market.batch`` is the
-number of iterations.
+How the library evolves (credit, G, the edit budget, the gate, the workflow penalty) is the
+``[skills]`` section every scenario with a library shares (skills/config.py); this one keeps what
+only recsys has. Budget: one round of the runner is one evolution iteration over ``market.batch``
+rollouts (``market.batch / skills.group`` questions, G rollouts each), so ``run.episodes`` counts
+rollouts and ``run.episodes / market.batch`` is the number of iterations.
 """
 
 from __future__ import annotations
@@ -57,22 +58,12 @@ class Config:
     # ---------------------------------------------------------------- evolution
     mode: Literal["team", "market"] = "team"
     """team: one agent per role runs the library; market: several agents per role bid for each request."""
-    credit: Literal["grse", "presence", "random"] = "grse"
-    """How blamed skills are found: group-relative credit, presence-based credit, or at random (same gate)."""
-    group_size: int = Field(4, ge=2)
-    """G: rollouts per question."""
     p_use: float = Field(0.8, gt=0, le=1)
     """Probability that an applicable skill runs in a rollout (stochastic skill application)."""
-    penalty: float = Field(0.05, ge=0)
-    """lam of the workflow penalty (skills/workflow.py)."""
     window: int = Field(3, ge=1)
     """Iterations of rollouts the credit is fitted on (skill versions are separate columns)."""
-    max_edits: int = Field(3, ge=1)
-    """Edits diagnosed and gated per iteration: the edit budget."""
-    min_support: int = Field(3, ge=1)
     prune_below: float = -0.2
     """A harmful skill with credit at or below this is pruned, else revised."""
-    gate_delta: float = Field(0.0, ge=0)
     plant_harmful: int = Field(0, ge=0, le=3)
     """K harmful skills planted in the initial library; > 0 also runs the grse and presence arms on the same budget."""
     harm: Literal["business", "any_data"] = "business"
@@ -81,7 +72,8 @@ class Config:
     bury the top: they hurt by construction on any data, each for users above a median of the data's own
     features; seeds.py). Team mode only."""
     compare: bool = False
-    """Also run the random-edit arms (random: as many edits as grse gated; random-capped: max_edits each time)."""
+    """Also run the random-edit arms (random: as many edits as grse gated; random-capped: skills.max_edits
+    each time)."""
     seed_library: str = ""
     """A folder of SKILL.md skills to start from instead of the built-in library."""
     start: Literal["initial", "best_baseline", "initial+best_baseline"] = "initial"

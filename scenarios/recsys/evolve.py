@@ -1,19 +1,21 @@
 """One evolution iteration of a skill library: rollouts -> credit -> diagnosis -> edit -> gate.
 
-An :class:`Arm` is one library evolved one way (``credit``):
+An :class:`Arm` is one library evolved one way (``credit``, ``skills.credit`` for the main arm):
 
 * ``grse``      group-relative credit (skills/credit.py): the joint contrast of what each agent
                 did in the higher- and lower-advantage rollouts of the same question;
 * ``presence``  the presence-based baseline: the mean reward of the rollouts a skill ran in,
                 centred on the mean reward and divided by its std (so that the same
                 diagnosis thresholds read it);
-* ``random``    no credit: random skills get random edits.
+* ``random``    no credit: random skills get random edits;
+* ``none``      no edit passes: the library stays as it is.
 
-All three share everything else: the questions and rollout seeds of each
-iteration, the rule diagnoser, the edit writer (:mod:`scenarios.recsys.edits`),
-the budget (``max_edits`` gated edits per iteration) and the validation gate
-(skills/gate.py): a candidate library replaces the current one only if the
-mean NDCG@k of the validation users does not drop by more than ``gate_delta``.
+All share everything else, set by the ``[skills]`` section (skills/config.py):
+the questions and rollout seeds of each iteration, the rule diagnoser, the edit
+writer (:mod:`scenarios.recsys.edits`), the budget (``max_edits`` gated edits
+per pass) and the validation gate (skills/gate.py): a candidate library
+replaces the current one only if the mean NDCG@k of the validation users does
+not drop by more than ``gate_delta``.
 Edits are gated one at a time, so the validation NDCG of the current library
 never decreases.
 
@@ -31,11 +33,11 @@ import numpy as np
 from scenarios.recsys import edits, ops, pipeline as P
 from scenarios.recsys.config import Config
 from scenarios.recsys.data import VALIDATION
-from skills import (CreditConfig, DiagnosisConfig, GateConfig, Rollout, RuleDiagnoser, SkillError, SkillLibrary,
-                    batch, cases, group_relative_credit, presence_credit, validate)
+from skills import (Rollout, RuleDiagnoser, SkillError, SkillLibrary, SkillsConfig, batch, cases,
+                    group_relative_credit, presence_credit, validate)
 from skills.workflow import Trace
 
-CREDITS = ("grse", "presence", "random")
+CREDITS = ("grse", "presence", "random", "none")
 
 
 @dataclass
@@ -50,18 +52,18 @@ class Iteration:
 
 
 class Arm:
-    def __init__(self, credit: str, library: SkillLibrary, pipe: P.Pipeline, cfg: Config, agents: dict[str, str],
-                 evaluate=None):
+    def __init__(self, credit: str, library: SkillLibrary, pipe: P.Pipeline, cfg: Config, skills: SkillsConfig,
+                 agents: dict[str, str], evaluate=None):
         """``evaluate(skills, users) -> [B]`` scores a library for the gate (default: every applicable skill
         runs, as in team mode; market mode passes the team its market fields, with a ``key()`` that names
         that team, so that cached scores are reused only for the same team)."""
         if credit not in CREDITS:
             raise ValueError(f"credit {credit!r}: expected one of {CREDITS}")
         self.credit, self.library, self.pipe, self.cfg, self.agents = credit, library, pipe, cfg, agents
-        self.credit_cfg = CreditConfig(group_size=cfg.group_size, penalty=cfg.penalty)
-        self.diagnosis_cfg = DiagnosisConfig(min_support=cfg.min_support, max_cases=cfg.max_edits,
-                                             prune_below=cfg.prune_below)
-        self.gate_cfg = GateConfig(delta=cfg.gate_delta)
+        self.skills = skills
+        self.credit_cfg = skills.credit_config()
+        self.diagnosis_cfg = skills.diagnosis_config(cfg.prune_below)
+        self.gate_cfg = skills.gate_config()
         self.validation = pipe.data.users(VALIDATION)
         self.operators = ops.addable(cfg.catalogue)
         self.window: list[list[tuple[int, list[Rollout]]]] = []
@@ -80,24 +82,25 @@ class Arm:
     # ------------------------------------------------------------ one iteration
     def rollouts(self, questions: np.ndarray, seed: int) -> tuple[P.Compiled, P.Outcome, np.ndarray]:
         lib = P.Compiled.of(self.library.current())
-        users = np.repeat(questions, self.cfg.group_size)
+        users = np.repeat(questions, self.skills.group)
         used = self.pipe.sample_use(lib, users, self.cfg.p_use, np.random.default_rng(seed))
         return lib, self.pipe.run(lib, users, used), users
 
     def iterate(self, questions: np.ndarray, seed: int, budget: int | None = None) -> Iteration:
         """Team mode: G rollouts per question, then :meth:`learn` from them."""
         lib, out, users = self.rollouts(questions, seed)
-        G = self.cfg.group_size
+        G = self.skills.group
         groups = [(int(q), [Rollout(float(out.reward[i * G + g]), P.trace(out, lib, i * G + g, self.agents))
                             for g in range(G)]) for i, q in enumerate(questions)]
         return self.learn(groups, seed, budget, Iteration(users, out.ndcg))
 
     def learn(self, groups: list, seed: int, budget: int | None = None, it: Iteration | None = None) -> Iteration:
-        """Credit, diagnose, edit and gate at most ``budget`` edits (default ``max_edits``), one at a time."""
+        """Credit, diagnose, edit and gate at most ``budget`` edits (default ``max_edits``), one at a time; a
+        budget of 0 (a round between edit passes) only adds the rollouts to the evidence."""
         self.window = (self.window + [groups])[-self.cfg.window:]
         rng = np.random.default_rng([seed, CREDITS.index(self.credit)])
         it = it or Iteration(np.zeros(0, dtype=np.int64), np.zeros(0))
-        for d in self.diagnose(rng, self.cfg.max_edits if budget is None else budget):
+        for d in self.diagnose(rng, self.skills.max_edits if budget is None else budget):
             edit = edits.propose(d, self.library, rng, self.operators)
             if edit is None:
                 continue
@@ -116,7 +119,7 @@ class Arm:
 
     def diagnose(self, rng: np.random.Generator, budget: int) -> list:
         """The iteration's diagnoses, at most ``budget``, each target once."""
-        if budget <= 0:
+        if budget <= 0 or self.credit == "none":
             return []
         if self.credit == "random":
             return edits.random_diagnoses(self.library, budget, self.agents, rng)

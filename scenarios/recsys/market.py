@@ -16,11 +16,11 @@ Skills evolve in two ways:
 * **births**: a child inherits its parent's role and skills with one change (a
   skill of the role added or dropped); a random newcomer holds a random half
   of its role's skills;
-* **group-relative edits**: after each round the GRSE arm (scenarios/recsys/evolve.py)
-  fits credit on the round's rollouts, with (agent, skill) columns, and edits
-  the shared library through the same diagnosis and gate as team mode. The
-  gate scores a library with the team the market would field: each role's
-  highest bidder.
+* **group-relative edits**: every ``skills.every`` rounds the arm of
+  ``skills.credit`` (GRSE by default; scenarios/recsys/evolve.py) fits credit on
+  the rounds' rollouts, with (agent, skill) columns, and edits the shared
+  library through the same diagnosis and gate as team mode. The gate scores a
+  library with the team the market would field: each role's highest bidder.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from scenarios.recsys import pipeline as P
 from scenarios.recsys import seeds
 from scenarios.recsys.data import QUESTION
 from scenarios.recsys.evolve import Arm
-from scenarios.recsys.team import marks_of, report, truncate
+from scenarios.recsys.team import arm_names, marks_of, report, truncate
 from scenarios.recsys.world import World, load
 from skills import Rollout, SkillLibrary
 
@@ -199,17 +199,14 @@ class FieldedTeam:
 
 
 class RecsysMarket(MarketModel):
-    """A MarketModel whose episodes are requests; after each round the GRSE arm edits the library."""
-
-    arm_names = ("grse",)
-    main = "grse"
+    """A MarketModel whose episodes are requests; its one arm (``skills.credit``'s) edits the library."""
 
     @classmethod
     def from_experiment(cls, exp) -> "RecsysMarket":
         cfg = exp.scenario
         world = load(cfg, exp.run.seed)
         roles = RolePolicy(exp.market.base_bid)
-        env = RecsysWorld(world, roles, cfg.group_size, cfg.p_use)
+        env = RecsysWorld(world, roles, exp.skills.group, cfg.p_use)
         policy = roles
         if exp.market.bid_scheme == "learned":  # value heads bid for the agents (agents/learned.py)
             from agents.learned import LearnedPolicy
@@ -217,12 +214,14 @@ class RecsysMarket(MarketModel):
             policy = LearnedPolicy(roles, exp.agents, seed=exp.run.seed, learned_bids=True)
         population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
         model = cls(env, policy, exp.market, population, seed=exp.run.seed)
-        model.world_data, model.cfg_recsys = world, cfg
+        model.world_data, model.cfg_recsys, model.skills = world, cfg, exp.skills
+        model.main = arm_names(exp)[0]  # the comparison arms (plant_harmful, compare) are team mode's
+        model.arm_names = (model.main,)
+        model.counts = {model.main: {"accepted": 0, "rejected": 0}}
         return model
 
     def __init__(self, *args, **kwargs):
         self.arms: dict[str, Arm] = {}
-        self.counts = {"grse": {"accepted": 0, "rejected": 0}}
         self.initial: dict | None = None
         self._marks = None
         self._arm_state = None
@@ -238,7 +237,8 @@ class RecsysMarket(MarketModel):
             seeds.seed(library, cfg.plant_harmful)
         self.fielded = FieldedTeam(self)
         agents = {r: r for r in ROLES}
-        self.arms["grse"] = arm = Arm("grse", library, self.world_data.pipeline, cfg, agents, evaluate=self.fielded)
+        self.arms[self.main] = arm = Arm(self.skills.credit, library, self.world_data.pipeline, cfg, self.skills, agents,
+                                         evaluate=self.fielded)
         if self._arm_state is not None:
             arm.load_state_dict(self._arm_state)
         self._sync()
@@ -247,17 +247,17 @@ class RecsysMarket(MarketModel):
             self.policy.spawn(first, self.rng)  # the initial agents' skills: the library exists only now
             self._pending_births = [dict(b, skill=s) for b, s in zip(self._pending_births, self.policy.describe(first))]
         if self.initial is None:
-            self.initial = self.final("grse")
+            self.initial = self.final(self.main)
 
     def _sync(self) -> None:
-        current = self.arms["grse"].library.current()
+        current = self.arms[self.main].library.current()
         self.policy.unwrapped.set_library(current)
         self.world.lib = P.Compiled.of(current)
 
     # ------------------------------------------------------------ one round
     def step(self) -> None:
         super().step()
-        env, G = self.world, self.cfg_recsys.group_size
+        env, G = self.world, self.skills.group
         out, lib = env.outcome, env.lib
         ids = self.population.ids
         groups = []
@@ -268,9 +268,10 @@ class RecsysMarket(MarketModel):
                           for role, w in zip(ROLES, env.winner[b])}
                 rollouts.append(Rollout(float(out.reward[b]), P.trace(out, lib, b, agents)))
             groups.append((int(env.users[i * G]), rollouts))
-        it = self.arms["grse"].learn(groups, int(self.rng.integers(2**62)))
-        self.counts["grse"]["accepted"] += it.accepted
-        self.counts["grse"]["rejected"] += it.rejected
+        due = self.steps % self.skills.every == 0  # an edit pass this round (mesa counts steps from 1)
+        it = self.arms[self.main].learn(groups, int(self.rng.integers(2**62)), None if due else 0)
+        self.counts[self.main]["accepted"] += it.accepted
+        self.counts[self.main]["rejected"] += it.rejected
         self._sync()
 
     # ------------------------------------------------------------ scores
@@ -289,8 +290,8 @@ class RecsysMarket(MarketModel):
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
         return super().state_dict() | {"recsys": {"counts": self.counts, "initial": self.initial,
-                                                  "marks": marks_of(self.arms["grse"].library),
-                                                  "arm": self.arms["grse"].state_dict()}}
+                                                  "marks": marks_of(self.arms[self.main].library),
+                                                  "arm": self.arms[self.main].state_dict()}}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)

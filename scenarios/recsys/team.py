@@ -1,19 +1,20 @@
 """``RecsysTeam``: the team mode as a Mesa model; one ``step()`` is one evolution iteration.
 
 One agent per role (recall, rank, rerank) runs the library. Each step samples
-Q = ``market.batch / group_size`` question users and every arm
-(:mod:`scenarios.recsys.evolve`) runs the same G rollouts per question, then
-diagnoses, edits and gates its own library. No money moves in this mode: the
-ledger stays empty (its hash is the empty log's), and the episode rows of the
-run database hold the main arm's rollouts with ``reward`` = NDCG@k x 10^6.
+Q = ``market.batch / skills.group`` question users and every arm
+(:mod:`scenarios.recsys.evolve`) runs the same G rollouts per question, then,
+every ``skills.every`` steps, diagnoses, edits and gates its own library. No
+money moves in this mode: the ledger stays empty (its hash is the empty log's),
+and the episode rows of the run database hold the main arm's rollouts with
+``reward`` = NDCG@k x 10^6.
 
-Arms: the configured ``credit`` is the main arm (its library is named by the
+Arms: ``skills.credit`` is the main arm (its library is named by the
 run id); ``plant_harmful > 0`` adds the ``grse`` and ``presence`` arms, and
 ``compare`` adds ``random`` and ``random-capped``. Their libraries are
 ``<run id>-<arm>``. The budget is gated edits: beside a ``grse`` arm, the
 ``presence`` and ``random`` arms gate at most as many edits per iteration as
 it did (the same number of validation runs and rewrites); ``random-capped``
-gates ``max_edits`` every iteration, as does an arm without a grse arm beside it.
+gates ``skills.max_edits`` every pass, as does an arm without a grse arm beside it.
 
 Skill libraries live in the run database, so the runner hands the model its
 store (:meth:`attach`); a resumed run first removes the library rows written
@@ -44,9 +45,10 @@ ARMS = ("grse", "presence", "random", "random-capped")
 MATCHED = ("presence", "random")  # with a grse arm beside them, they gate as many edits as it did
 
 
-def arm_names(cfg) -> list[str]:
-    """The main arm first (a random main arm has no grse budget to match: it is random-capped)."""
-    names = [cfg.credit if cfg.credit != "random" else "random-capped"]
+def arm_names(exp) -> list[str]:
+    """The main arm (``skills.credit``) first (a random main arm has no grse budget to match: it is random-capped)."""
+    cfg, credit = exp.scenario, exp.skills.credit
+    names = [credit if credit != "random" else "random-capped"]
     if cfg.plant_harmful:
         names += ["grse", "presence"]
     if cfg.compare:
@@ -57,9 +59,9 @@ def arm_names(cfg) -> list[str]:
 class RecsysTeam(mesa.Model, Economy):
     def __init__(self, exp):
         super().__init__(rng=exp.run.seed)
-        self.exp, self.cfg = exp, exp.scenario
+        self.exp, self.cfg, self.skills = exp, exp.scenario, exp.skills
         self.world_data = load(self.cfg, exp.run.seed)
-        self.questions_per_step = exp.market.batch // self.cfg.group_size
+        self.questions_per_step = exp.market.batch // self.skills.group
         self.population = Population(capacity=len(ROLES) + 1)
         self.ledger = Ledger(self.population)
         rows = self.population.allocate(len(ROLES))
@@ -69,7 +71,7 @@ class RecsysTeam(mesa.Model, Economy):
         self.role_agents = {role: f"{role}-agent" for role in ROLES}
         self._births = [{"agent_id": int(r), "parent_id": -1, "born_episode": 0, "skill": role}
                         for r, role in zip(rows, ROLES)]
-        self.arm_names = arm_names(self.cfg)
+        self.arm_names = arm_names(exp)
         self.arms: dict[str, Arm] = {}
         self.counts = {name: {"accepted": 0, "rejected": 0} for name in self.arm_names}
         self.initial: dict | None = None
@@ -93,7 +95,7 @@ class RecsysTeam(mesa.Model, Economy):
             if not library.versions():
                 self._write_seed_library(library)
             credit = "random" if name.startswith("random") else name
-            self.arms[name] = Arm(credit, library, self.world_data.pipeline, self.cfg, self.role_agents)
+            self.arms[name] = Arm(credit, library, self.world_data.pipeline, self.cfg, self.skills, self.role_agents)
             if name in self._arm_states:
                 self.arms[name].load_state_dict(self._arm_states[name])
         if self.initial is None:
@@ -116,8 +118,9 @@ class RecsysTeam(mesa.Model, Economy):
         questions = self.rng.choice(pool, size=self.questions_per_step, replace=self.questions_per_step > pool.size)
         seed = int(self.rng.integers(2**62))
         iterations = {}
+        due = self.steps % self.skills.every == 0  # an edit pass this step (mesa counts steps from 1)
         for name in sorted(self.arm_names, key=lambda n: n != "grse"):  # grse first: the others match its budget
-            budget = self.cfg.max_edits
+            budget = self.skills.max_edits if due else 0
             if name in MATCHED and "grse" in iterations:
                 budget = iterations["grse"].accepted + iterations["grse"].rejected
             iterations[name] = it = self.arms[name].iterate(questions, seed, budget)

@@ -31,11 +31,17 @@ CONFIGS = [  # (file body, what the error line must name besides the file)
     ('[run]\nscenario = "recsys"\n[recsys.world]\nuserz = 300\n', ["recsys.world.userz", "did you mean 'users'"]),
     ('[run]\nscenario = "recsys"\n[recsys.world]\nusers = 5\n', ["recsys.world.users", "5", "greater than"]),
     ('[run]\nscenario = "recsys"\n[recsys]\nusers = 300\n', ["recsys.users", "did you mean 'world.users'"]),
+    ('[run]\nscenario = "recsys"\n[recsys]\ncredit = "presence"\n', ["recsys.credit", "did you mean 'skills.credit'"]),
+    (HEAD + "[skills]\nevery = 2\n", ["skills.every", "2", "scenario 'relay' has no skill library"]),
 ]
 OVERRIDES = [  # (--set arguments, what the error line must name)
     (["agents.credit_settings.delta_ttg.rhoo=0.3"], ["agents.credit_settings.delta_ttg.rhoo", "did you mean 'rho'"]),
     (["agents.credit_settings.triage.bonus.progress=true"], ["agents.credit_settings.triage.bonus.progress", "number"]),
     (["recsys.world.userz=300"], ["recsys.world.userz", "did you mean 'users'"]),
+    (["recsys.credit=presence"], ["--set recsys.credit=presence", "recsys.credit = 'presence'", "unknown key",
+                                  "did you mean 'skills.credit'"]),  # the key moved to [skills]
+    (["skills.credit=presence"], ["--set skills.credit=presence", "skills.credit = 'presence'",
+                                  "scenario 'relay' has no skill library"]),
 ]
 
 
@@ -61,7 +67,7 @@ def test_malformed_scenario_file(tmp_path, capsys, body, named):
 
 @pytest.mark.parametrize("sets, named", OVERRIDES)
 def test_bad_override(tmp_path, capsys, sets, named):
-    scenario = "recsys" if sets[0].startswith("recsys") else "relay"
+    scenario = "recsys" if sets[0].startswith("recsys") else "relay"  # skills.*: relay has no skill library
     line = one_error_line(capsys, ["run", scenario, *(a for s in sets for a in ("--set", s)), "--out", str(tmp_path)])
     assert all(n in line for n in named), line
     assert not any(tmp_path.iterdir())

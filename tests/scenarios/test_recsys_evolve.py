@@ -137,10 +137,11 @@ def test_a_resumed_run_rewrites_the_cut_off_round_exactly(tmp_path):
 
 
 def test_config_errors_are_one_line_and_exit_2(tmp_path, capsys):
-    for args, message in ((["--set", "market.batch=30"], "multiple of recsys.group_size"),
+    for args, message in ((["--set", "market.batch=30"], "multiple of skills.group"),
                           (["--set", "recsys.data=movielens", "--set", f"recsys.path={tmp_path}"],
                            "no u.data or ratings.csv"),
-                          (["--set", "recsys.credit=oracle"], "recsys.credit")):
+                          (["--set", "skills.credit=oracle"], "skills.credit"),
+                          (["--set", "skills.diagnoser=llm"], "no LLM diagnoser")):
         with pytest.raises(SystemExit) as exit:
             cli(["run", "recsys", *args, "--out", str(tmp_path)])
         assert exit.value.code == 2
