@@ -86,6 +86,17 @@ class AgentsConfig:
     """GRPO: the rule's action starts this many logits above the others (a newborn follows its rule)."""
     epochs: int = Field(1, ge=1)
     """Optimizer steps per round on the round's data (the ratio departs from 1 from the second on)."""
+    lora_rank: int = Field(8, ge=1, le=256)
+    """LLM scenarios, actions = grpo: rank of the LoRA adapter (q and v projections) trained on the
+    shared model (agents/lm_grpo.py)."""
+    lm_lr: float = Field(1e-4, gt=0, le=1)
+    """LLM scenarios, actions = grpo: Adam step size of the LoRA adapter."""
+    lm_temperature: float = Field(0.3, gt=0, le=10)
+    """LLM scenarios, actions = grpo: training rounds sample completions at this temperature; evaluation
+    stays greedy. 1.0 samples the model itself (the gradient is then exactly the policy's), but SmolLM2-135M
+    at 1.0 solves almost nothing (no contrast in a group, no signal; at 0.5 wordmath's first rounds
+    had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
+    sharpened policy and the update treats them as the policy's own (the usual approximation)."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit, CREDIT_METHODS.md batch A): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,

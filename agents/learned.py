@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.bid_head import BidHead, grow_rows, make_features
+from agents.bid_head import BidHead, NoFeatures, grow_rows, make_features
 from agents.config import AgentsConfig
 from agents.learner import (Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage,
                             grpo_objective, pick_device, to_cpu)
@@ -56,12 +56,19 @@ class LearnedPolicy(PolicyWrapper):
         self.learned_bids = cfg.bids == "learned" if learned_bids is None else learned_bids  # else the market's scheme bids
         self.value_bids = self.learned_bids and cfg.bid_objective == "value"
         self.device = pick_device(cfg.device)
-        self.features = features or make_features(cfg, getattr(inner, "space", None))
+        self.features = features or (make_features(cfg, getattr(inner, "space", None)) if self.learned_bids
+                                     else NoFeatures())  # the market's scheme bids: no head reads features
         self.rng = np.random.default_rng([seed, 0x1EA2])  # action sampling: a stream of its own
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.stats = {}
         self.head = BidHead(self.features.size, cfg).to(self.device)
-        actions = len(inner.space.actions) if cfg.actions == "grpo" else 0  # only rule worlds have action logits
+        self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
+        if cfg.actions == "grpo" and hasattr(inner, "generations"):
+            from agents.lm_grpo import CompletionLearner
+
+            self.lm = CompletionLearner(inner, cfg, seed)
+        logits = cfg.actions == "grpo" and self.lm is None
+        actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
         self.turns = np.zeros(2, dtype=np.int64)  # [N] turns each row's value has learned from
         self._head_changed()  # no acting copy of the weights yet (value bids), no scores cached
@@ -119,7 +126,9 @@ class LearnedPolicy(PolicyWrapper):
     @torch.no_grad()
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         actions = self.inner.act(obs, winners)
-        if self.cfg.actions != "grpo":
+        if self.lm is not None:
+            self.lm.actions.append(actions)
+        if self.cfg.actions != "grpo" or self.lm is not None:
             return actions
         acting = (winners >= 0) & (actions >= 0)
         logits = self._logits(np.maximum(winners, 0), np.maximum(actions, 0)).float().cpu().numpy()
@@ -175,6 +184,10 @@ class LearnedPolicy(PolicyWrapper):
         self.learner.sync_rows(rows)
         self._head_changed()
 
+    def report(self) -> dict:
+        """What the run's summary says about the learner."""
+        return {} if self.lm is None else dict(self.lm.counts)
+
     # --- learning ---------------------------------------------------------------------------
     def learn(self, model) -> None:
         """One update from the round the model just ran (``model.trace``): bids, then actions."""
@@ -183,8 +196,10 @@ class LearnedPolicy(PolicyWrapper):
         acted, self.acted = self.acted[-len(trace.path):], []  # this round's act() calls, one per step
         self._head_changed()
         self.stats = self._value_step(trace) if self.value_bids else {}
+        if self.lm is not None:
+            self.stats.update(self.lm.learn(model))
         bid_batch = self._bid_batch(trace, market) if self.learned_bids and not self.value_bids else None
-        act_batch = self._action_batch(trace, acted, model) if cfg.actions == "grpo" and acted else None
+        act_batch = self._action_batch(trace, acted, model) if self.theta.shape[1] and acted else None
         if bid_batch is None and act_batch is None:
             return
         for epoch in range(cfg.epochs):
@@ -275,6 +290,7 @@ class LearnedPolicy(PolicyWrapper):
             "optimizer": self.learner.state_dict(),
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
+            "lm": None if self.lm is None else self.lm.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -287,6 +303,8 @@ class LearnedPolicy(PolicyWrapper):
         self.learner.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
+        if self.lm is not None:
+            self.lm.load_state_dict(state["lm"])
         self.acted.clear()
         self._head_changed()
 

@@ -30,6 +30,7 @@ recycled row's moments are zeroed when a newborn takes it.
 
 from __future__ import annotations
 
+import collections
 from contextlib import nullcontext
 
 import numpy as np
@@ -113,9 +114,12 @@ class Learner:
         self.rows = list(rows)
         self.opt = torch.optim.Adam(params, lr=lr)
 
-    def step(self, loss: torch.Tensor) -> float:
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
+    def step(self, loss: torch.Tensor | None = None) -> float:
+        """Backward ``loss``, clip, step; ``loss=None``: the gradients are already there (a batch
+        accumulated in chunks after ``opt.zero_grad``)."""
+        if loss is not None:
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.opt.step()
         return float(norm)
@@ -163,13 +167,18 @@ class HFGRPO:
     length-normalised, rho = exp(mean over its tokens of (log pi - log pi_old)), so a long
     completion does not explode the ratio. The reference for the KL is the model without adapters
     (LoRA) or a frozen copy (full), estimated per token by k3 = exp(d) - d - 1, d = log pi_ref - log pi.
+
+    LoRA is injected into the model in place (peft), so whoever holds the model (the backend that
+    generates and scores for the agents) acts with the adapted weights from the next call on. Adapters
+    are float32 whatever the model's dtype (peft's autocast_adapter_dtype). One update runs its batch in
+    chunks of ``chunk`` completions, gradients accumulated, then one clipped Adam step.
     """
 
     def __init__(self, model, tokenizer, lr: float = 1e-4, clip: float = 0.2, kl: float = 0.0,
-                 lora_rank: int = 8, max_grad_norm: float = 1.0):
+                 lora_rank: int = 8, max_grad_norm: float = 1.0, chunk: int = 8):
         import copy
 
-        self.tokenizer, self.clip, self.kl = tokenizer, clip, kl
+        self.tokenizer, self.clip, self.kl, self.chunk = tokenizer, clip, kl, chunk
         self.device = next(model.parameters()).device
         self.reference = None
         if lora_rank:
@@ -183,7 +192,7 @@ class HFGRPO:
                                  "round away in its weights; load it in float32 or use LoRA")
             if kl:
                 self.reference = copy.deepcopy(model).eval().requires_grad_(False)
-        self.model = model.train()
+        self.model = model.eval()  # no dropout: acting and training see one function
         self.learner = Learner([p for p in model.parameters() if p.requires_grad], lr, max_grad_norm)  # no rows
 
     def encode(self, prompts: list[list[dict]], completions: list[str]) -> list[tuple[list[int], list[int]]]:
@@ -196,46 +205,65 @@ class HFGRPO:
         return pairs
 
     def token_logprobs(self, pairs, model=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per completion token log-probabilities [n, L] and their mask [n, L] (right-padded)."""
+        """Per completion token log-probabilities [n, L] and their mask [n, L], L = the longest completion.
+
+        Rows are left-padded so every completion ends at the right edge: the LM head runs over the last
+        L + 1 positions only (``logits_to_keep``), never the 49k-wide vocabulary over prompt tokens."""
         model = model or self.model
         seqs = [p + c for p, c in pairs]
-        width = max(len(s) for s in seqs)
+        width, L = max(len(s) for s in seqs), max(max(len(c) for _, c in pairs), 1)
         ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
         attention = torch.zeros_like(ids)
-        target = torch.zeros_like(ids, dtype=torch.bool)
-        for i, ((p, c), s) in enumerate(zip(pairs, seqs)):
-            ids[i, : len(s)], attention[i, : len(s)] = torch.tensor(s), 1
-            target[i, len(p) : len(s)] = True
+        target = torch.zeros((len(seqs), L), dtype=torch.bool)
+        for i, ((_, c), s) in enumerate(zip(pairs, seqs)):
+            ids[i, width - len(s):], attention[i, width - len(s):] = torch.tensor(s), 1
+            target[i, L - len(c):] = True
         ids, attention, target = ids.to(self.device), attention.to(self.device), target.to(self.device)
+        position = (attention.cumsum(-1) - 1).clamp(min=0)
         with autocast(self.device):
-            logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1].float()
-        logp = torch.log_softmax(logits, -1).gather(2, ids[:, 1:, None])[..., 0]  # token t+1 given the prefix
-        return logp, target[:, 1:]
+            logits = model(input_ids=ids, attention_mask=attention, position_ids=position, use_cache=False,
+                           logits_to_keep=L + 1).logits[:, :-1].float()  # position j predicts token j + 1
+        logp = torch.log_softmax(logits, -1).gather(2, ids[:, width - L:, None])[..., 0]
+        return logp, target
 
     def sequence_logprob(self, pairs) -> torch.Tensor:
         """[n] mean log-probability per completion token (the step-level unit of the ratio)."""
         with torch.no_grad():
-            logp, mask = self.token_logprobs(pairs)
+            return torch.cat([self._per_step(*self.token_logprobs(pairs[i:i + self.chunk]))
+                              for i in range(0, len(pairs), self.chunk)])
+
+    @staticmethod
+    def _per_step(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return (logp * mask).sum(1) / mask.sum(1).clamp(min=1)
 
-    def update(self, pairs, rewards: np.ndarray, group: int, old_logp: torch.Tensor | None = None) -> dict:
-        """One GRPO step on completions ``pairs`` (G consecutive ones per prompt) with their rewards."""
-        advantage = torch.as_tensor(group_advantage(rewards, group, normalize=True), dtype=torch.float32,
-                                    device=self.device)
-        logp, mask = self.token_logprobs(pairs)
-        per_step = (logp * mask).sum(1) / mask.sum(1).clamp(min=1)
-        old = per_step.detach() if old_logp is None else old_logp.to(self.device)
-        kl = None
-        if self.kl:
-            with torch.no_grad():
-                if self.reference is None:
-                    with self.model.disable_adapter():
-                        ref, _ = self.token_logprobs(pairs)
-                else:
-                    ref, _ = self.token_logprobs(pairs, self.reference)
-            d = ref - logp
-            kl = ((torch.exp(d) - d - 1) * mask).sum(1) / mask.sum(1).clamp(min=1)
-        loss, stats = grpo_objective(per_step, old, advantage, self.clip, kl, self.kl)
-        stats["grad_norm"] = self.learner.step(loss)
+    def update(self, pairs, advantage: np.ndarray, old_logp: torch.Tensor | None = None) -> dict:
+        """One GRPO step on completions ``pairs`` with their advantages [n] (group-relative, from the caller).
+
+        ``old_logp`` [n]: the behaviour policy's per-step log-probabilities; None: the current ones
+        (on-policy, one epoch: the ratio is 1 and the step is the plain policy gradient, clipped later)."""
+        advantage = torch.as_tensor(advantage, dtype=torch.float32, device=self.device)
+        n = len(pairs)
+        self.learner.opt.zero_grad(set_to_none=True)
+        totals = collections.Counter()
+        for i in range(0, n, self.chunk):
+            part = pairs[i:i + self.chunk]
+            logp, mask = self.token_logprobs(part)
+            per_step = self._per_step(logp, mask)
+            old = per_step.detach() if old_logp is None else old_logp[i:i + len(part)].to(self.device)
+            kl = None
+            if self.kl:
+                with torch.no_grad():
+                    if self.reference is None:
+                        with self.model.disable_adapter():
+                            ref, _ = self.token_logprobs(part)
+                    else:
+                        ref, _ = self.token_logprobs(part, self.reference)
+                d = ref - logp
+                kl = self._per_step(torch.exp(d) - d - 1, mask)
+            loss, stats = grpo_objective(per_step, old, advantage[i:i + len(part)], self.clip, kl, self.kl)
+            (loss * len(part) / n).backward()  # the chunks' mean losses, weighted: the batch's mean
+            totals.update({k: v * len(part) / n for k, v in stats.items()})
+        stats = dict(totals)
+        stats["grad_norm"] = self.learner.step()
         stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
         return stats

@@ -40,6 +40,7 @@ skills). Every accepted rewrite is a new version with its parent version.
 from __future__ import annotations
 
 import collections
+import contextlib
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
@@ -158,6 +159,30 @@ class LLMPolicy(Policy):
         """Solo evaluation: world b is played by row only[b] alone at every step; [B, S]: by row only[b, s]
         in the states of the task's summary s (one agent's capabilities split by stage: a complete agent)."""
         self._seed_agents = list(seed_agents)
+        self.explore_temperature: float | None = None
+        """Set by a learner of the LM's weights (agents/learned.py): training rounds' completions are
+        sampled at this temperature and kept in ``generations`` for the update; evaluation stays greedy."""
+        self.generations: list[list[tuple[int, int, Prompt, Completion]]] = []
+        """Per act() call while exploring: (world, row, prompt, completion) of every generation."""
+        self._evaluating = False
+        self.base_weights = contextlib.nullcontext
+        """A context in which the backend runs the untrained model (the baselines'); a learner of the
+        LM's weights replaces it (agents/lm_grpo.py)."""
+
+    @contextlib.contextmanager
+    def evaluating(self):
+        """Held-out and baseline episodes: greedy completions at the configured temperature, none recorded."""
+        self._evaluating, before = True, self._evaluating
+        try:
+            yield self
+        finally:
+            self._evaluating = before
+
+    def weights_changed(self) -> None:
+        """The LM's weights moved (a learner's step): every cached answer, score and prefix KV is stale."""
+        self.memo.clear()
+        self.scores.clear()
+        getattr(self.backend, "weights_changed", lambda: None)()
 
     # --- backend calls, batched (lockstep) or one by one (baseline) ----------
     def _generate(self, prompts: list[Prompt]) -> list[Completion]:
@@ -244,6 +269,8 @@ class LLMPolicy(Policy):
         actions = np.full(B, -1, dtype=np.int64)
         payloads: list[str | None] = [None] * B
         calls: list[tuple[int, int, Prompt]] = []
+        exploring = self.explore_temperature is not None and not self._evaluating
+        temperature = self.explore_temperature if exploring else self.cfg.temperature
         for b in np.flatnonzero(winners >= 0).tolist():
             row = int(winners[b])
             role = self.roles[self.role[row]]
@@ -257,8 +284,11 @@ class LLMPolicy(Policy):
                 continue
             user = self.task.context(obs[b], role.name)
             calls.append((b, row, Prompt(role.frozen, self._skills(row, wake=False), user, max_tokens=role.max_tokens,
-                                         temperature=self.cfg.temperature, seed=int(self.counts["actions"]) + b)))
-        for (b, row, _), done in zip(calls, self._generate([p for _, _, p in calls])):
+                                         temperature=temperature, seed=int(self.counts["actions"]) + b)))
+        completions = self._generate([p for _, _, p in calls])
+        if exploring:
+            self.generations.append([(b, row, p, done) for (b, row, p), done in zip(calls, completions)])
+        for (b, row, _), done in zip(calls, completions):
             role = self.roles[self.role[row]]
             payload, reason = self._check(done)
             if payload is not None:

@@ -123,13 +123,13 @@ def grpo_tokens(batch: int, repeats: int, device) -> tuple[float, int]:
         prompts += [[{"role": "user", "content": q}]] * 2
         completions += ["The answer is 12, because adding the two numbers gives twelve.", "I think it is 7."]
     pairs = grpo.encode(prompts, completions)
-    rewards = np.tile([1.0, 0.0], len(pairs) // 2)
-    grpo.update(pairs, rewards, group=2)  # warm-up
+    advantage = np.tile([1.0, -1.0], len(pairs) // 2)  # one rewarded completion of two per question
+    grpo.update(pairs, advantage)  # warm-up
     sync(device)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        stats = grpo.update(pairs, rewards, group=2)
+        stats = grpo.update(pairs, advantage)
         sync(device)
         times.append(time.perf_counter() - start)
     return stats["tokens"] / statistics.median(times), stats["tokens"]

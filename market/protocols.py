@@ -22,6 +22,9 @@ class World(Protocol):
 
     horizon: int
     """Maximum steps per episode; an episode still running then has failed."""
+    group: int = 1
+    """G: consecutive instances of a round that share one task, for group-relative learning (the runner
+    sets it from agents.group); a world whose tasks are all alike may ignore it."""
 
     def reset(self, batch: int, rng: np.random.Generator) -> None:
         """Start B fresh instances."""

@@ -25,8 +25,11 @@ and optionally
 * ``BID_FEATURES``: the ``agents.features`` its agents can bid from under ``agents.bids = "learned"``
   (default: all of them for a ``build`` scenario, whose policy describes its features with a
   RuleSpace; none for a model of its own), and ``LEARNED_ACTIONS``: whether ``agents.actions =
-  "grpo"`` can train action logits over its world's actions (default: for ``build`` scenarios);
+  "grpo"`` can train action logits over its world's actions (default: for ``build`` scenarios; ``"lm"``:
+  its actions are an LLM's completions, trained as LoRA by agents/lm_grpo.py);
   asked for and not offered, the config loader refuses the key before anything loads;
+* ``SKILL_LIBRARY = True``: its agents' skills are a library evolved by the ``[skills]`` section
+  (skills/config.py); a scenario without one (the default) refuses a changed ``skills.*`` key;
 * ``CATALLAX_API = 1``: the interface version it was written against (refused if this catallax
   speaks another).
 
@@ -82,6 +85,8 @@ class Scenario:
     plugin: bool = False
     bid_features: tuple[str, ...] = ()
     learned_actions: bool = False
+    lm_actions: bool = False  # LEARNED_ACTIONS = "lm": the actions are an LLM's completions (LoRA GRPO)
+    skill_library: bool = False
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -102,7 +107,8 @@ class Scenario:
                    module.Config, module.metrics, getattr(module, "build", None), getattr(module, "make_model", None),
                    getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())), plugin,
                    tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
-                   bool(getattr(module, "LEARNED_ACTIONS", built)))
+                   bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
+                   bool(getattr(module, "SKILL_LIBRARY", False)))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy
@@ -119,6 +125,7 @@ class Scenario:
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 
             policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed, learned_bids=exp.market.bid_scheme == "learned")
+            world.group = exp.agents.group or 1
         return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
 
     def _probe(self, world, batch: int) -> None:

@@ -185,7 +185,10 @@ class WordmathWorld(World):
         self.reset(1, np.random.default_rng(0))
 
     def reset(self, batch: int, rng: np.random.Generator) -> None:
-        self.pid = np.resize(self.fixed, batch) if self.fixed is not None else rng.integers(2**31, size=batch)
+        if self.fixed is not None:
+            self.pid = np.resize(self.fixed, batch)
+        else:  # G consecutive worlds on one problem (group-relative learning)
+            self.pid = np.repeat(rng.integers(2**31, size=-(-batch // self.group)), self.group)[:batch]
         self.problems = [problem(self.seed, int(p)) for p in self.pid]
         self.stage = np.zeros(batch, dtype=np.int64)
         self.expr: list[str | None] = [None] * batch
@@ -282,11 +285,16 @@ class Board:
 BID_FEATURES = ("agent",)
 """Learned bids from ``agent`` features only: the LLM agents' observations are ids of a shared board,
 not bounded integer features (text and LM-state features of the board are issue work, not here yet)."""
-LEARNED_ACTIONS = False  # an LLM agent's action is a completion: its logits are the LM's (HFGRPO), not wired yet
+LEARNED_ACTIONS = "lm"
+"""``agents.actions = "grpo"`` trains a LoRA adapter of the agents' shared LM on their completions
+(agents/lm_grpo.py; the hf backend only)."""
 
 def validate(exp) -> None:
-    """The LLM's engine must be installed: a missing one is refused before any model loads."""
+    """The LLM's engine must be installed, and trainable if the run trains it: refused before any model loads."""
     require_engine(exp.scenario.llm.backend, "wordmath.llm.backend")
+    if exp.agents.actions == "grpo" and exp.scenario.llm.backend != "hf":
+        raise ValueError(f"wordmath.llm.backend = {exp.scenario.llm.backend!r}: agents.actions = 'grpo' trains LoRA "
+                         "adapters of the model, which only the hf backend holds (vllm and openai serve fixed weights)")
 
 
 def build(cfg: Config, seed: int = 0):
@@ -331,19 +339,24 @@ def complete_accuracy(model, world: WordmathWorld) -> float:
 
 
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:
+    """Held-out accuracy of the market and of the baselines, greedy; the complete agent on the base
+    model (a run that trains the LM's weights trains them for the market's agents, not for it)."""
     policy, heldout = model.policy.unwrapped, model.world.heldout
-    market = model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
-    live = np.flatnonzero(model.population.traders)
-    roles = np.array([policy.roles[r].name for r in policy.role[live]])
-    answering = live[np.isin(roles, ["answerer", "generalist"])]
-    solo = solo_accuracy(model, answering, heldout)
+    with policy.evaluating():
+        market = model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
+        live = np.flatnonzero(model.population.traders)
+        roles = np.array([policy.roles[r].name for r in policy.role[live]])
+        answering = live[np.isin(roles, ["answerer", "generalist"])]
+        solo = solo_accuracy(model, answering, heldout)
+        with policy.base_weights():
+            complete = complete_accuracy(model, heldout)
     best = int(np.argmax(solo)) if solo.size else -1
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
     stats = policy.backend.stats
     return {
         "heldout_accuracy": float(np.mean([e["success"] for e in market])),
         "single_agent_accuracy": float(solo.max()) if solo.size else 0.0,
-        "complete_agent_accuracy": complete_accuracy(model, heldout),
+        "complete_agent_accuracy": complete,
         "single_agent": policy.describe(answering[best:best + 1])[0] if solo.size else None,
         "heldout_problems": cfg.heldout,
         "heldout_seed": cfg.heldout_seed,
@@ -357,4 +370,5 @@ def metrics(model, episodes: list[dict], cfg: Config) -> dict:
         "backend": policy.backend.name,
         "backend_seconds": round(stats.seconds, 2),
         "completion_tokens": stats.completion_tokens,
+        "llm_tokens": stats.prompt_tokens + stats.completion_tokens,
     }

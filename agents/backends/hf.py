@@ -317,6 +317,10 @@ class HFBackend:
         self.stats.stop()
         return result
 
+    def weights_changed(self) -> None:
+        """The model's weights moved (a learner's step): the prefix KV cache is stale."""
+        self.prefixes.clear()
+
     def close(self) -> None:
         self.model = None
         self.prefixes.clear()

@@ -1,7 +1,8 @@
 """Load a scenario's TOML, apply ``--set key=value`` overrides, validate every key.
 
-The config is a few typed sections: ``[run]``, ``[market]``, ``[population]``
-and the scenario's own section (``[relay]``, ...). Validation happens here, once,
+The config is a few typed sections: ``[run]``, ``[market]``, ``[population]``,
+``[agents]``, ``[skills]`` (for a scenario with a skill library) and the
+scenario's own section (``[relay]``, ...). Validation happens here, once,
 before anything runs or is written; every problem becomes a :class:`ConfigError`
 whose message names the file (or the ``--set``/``--seed`` that gave the value),
 the key and the value (and the nearest valid key for a typo). The CLI turns it
@@ -25,6 +26,7 @@ from agents.credit import NAMES
 from market.config import STRICT, MarketConfig, PopulationConfig
 from market.money import MAX_MICRO, MICRO
 from scenarios.registry import SCENARIO_DIR, ScenarioError, get_scenario, plugin_names
+from skills.config import SkillsConfig
 
 
 class ConfigError(ValueError):
@@ -58,6 +60,7 @@ class Experiment:
     source: str  # the file it came from
     agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)  # bid heads and the learner
     section: str = ""  # the scenario's own section (its name; a plugin file's stem)
+    skills: SkillsConfig = dataclasses.field(default_factory=SkillsConfig)  # how a skill library evolves
 
     def to_dict(self) -> dict:
         return {
@@ -65,6 +68,7 @@ class Experiment:
             "market": dataclasses.asdict(self.market),
             "population": dataclasses.asdict(self.population),
             "agents": dataclasses.asdict(self.agents),
+            "skills": dataclasses.asdict(self.skills),
             self.section: dataclasses.asdict(self.scenario),
         }
 
@@ -178,7 +182,8 @@ def from_dict(data: dict, source: str) -> Experiment:
         raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err}") from None
     run.scenario = module.name  # a file's absolute path, so a resume or a sweep worker finds it again
     sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
-                module.section: module.Config}
+                "skills": SkillsConfig, module.section: module.Config}
+    moved = _keys(SkillsConfig, "skills.") if module.skill_library else ()  # recsys.credit -> skills.credit
     for name in data:
         if name not in sections:
             raise ConfigError(f"{path}: [{name}]: unknown section{_did_you_mean(name, sections)}")
@@ -186,10 +191,11 @@ def from_dict(data: dict, source: str) -> Experiment:
         run=run,
         market=_section(path, data, "market", MarketConfig),
         population=_section(path, data, "population", PopulationConfig),
-        scenario=_section(path, data, module.section, module.Config),
+        scenario=_section(path, data, module.section, module.Config, moved),
         source=source,
         agents=_section(path, data, "agents", AgentsConfig),
         section=module.section,
+        skills=_section(path, data, "skills", SkillsConfig),
     )
     _bids_set_the_scheme(data, exp)
     for check in CHECKS:
@@ -206,11 +212,17 @@ def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     """``agents.bids`` is the user-facing name of ``market.bid_scheme`` and overrides it (so ``--set
     agents.bids=learned`` works on a scenario file that sets a scheme). What a learner needs comes
     along unless the user set it: reinforce bids are trained under softmax clearing, and a
-    group-relative advantage needs groups of rollouts (``market.batch`` = 8, one group). A value the
-    user set that contradicts them is refused by the checks below, naming the key."""
+    group-relative advantage needs groups of rollouts (``market.batch`` = 8, one group), and learned
+    bids read the scenario's first feature source when ``numeric`` is not one of its own (wordmath's
+    agents bid from ``agent``). A value the user set that contradicts them is refused by the checks
+    below, naming the key."""
     agents, market = exp.agents, exp.market
     if agents.bids != "market":
         market.bid_scheme = agents.bids
+    offered = get_scenario(exp.run.scenario).bid_features
+    if market.bid_scheme == "learned" and "features" not in data.get("agents", {}) and offered \
+            and agents.features not in offered:
+        agents.features = offered[0]
     given = data.get("market", {})
     if _reinforce_bids(exp) and "clearing" not in given:
         market.clearing = "softmax"
@@ -252,6 +264,31 @@ def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
                 f"{' or '.join(map(repr, scenario.bid_features))} only")
     if agents.actions == "grpo" and not scenario.learned_actions:
         return f"agents.actions = 'grpo': scenario {exp.run.scenario!r} has no learned action logits"
+
+
+def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
+    """[skills] evolves a scenario's skill library (scenarios/registry.py: SKILL_LIBRARY): a scenario without
+    one would ignore a changed key."""
+    if get_scenario(exp.run.scenario).skill_library:
+        return None
+    defaults = SkillsConfig()
+    for f in dataclasses.fields(SkillsConfig):
+        if (value := getattr(exp.skills, f.name)) != getattr(defaults, f.name):
+            return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
+
+
+LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
+
+
+def _lm_keys_are_read(exp: Experiment) -> str | None:
+    """The LoRA learner's keys are read only where agents.actions = 'grpo' trains an LM (agents/lm_grpo.py)."""
+    agents, defaults = exp.agents, AgentsConfig()
+    if agents.actions == "grpo" and get_scenario(exp.run.scenario).lm_actions:
+        return None
+    for key in LM_KEYS:
+        if getattr(agents, key) != getattr(defaults, key):
+            return (f"agents.{key} = {getattr(agents, key)!r}: read only where agents.actions = 'grpo' trains an "
+                    f"LLM's weights (scenario {exp.run.scenario!r}, agents.actions = {agents.actions!r})")
 
 
 def _device_is_there(exp: Experiment) -> str | None:
@@ -343,20 +380,22 @@ def _funding_fits_int64(exp: Experiment) -> str | None:
                 f"lower it or run.episodes")
 
 
-CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _device_is_there, _learned_bids_clear_by_softmax,
-          _bid_keys_are_read, _groups_divide_the_batch, _credit_shapes_learned_actions, _world_feeds_the_estimator,
-          _credit_settings_are_read, _groups_hold_two_rollouts)
-"""How [run], [population], [agents] and [market] fit together, in order (the first problem is the one reported); each returns
-the problem, or None."""
+CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _scenario_has_a_skill_library,
+          _device_is_there,
+          _learned_bids_clear_by_softmax, _bid_keys_are_read, _groups_divide_the_batch, _credit_shapes_learned_actions,
+          _world_feeds_the_estimator, _credit_settings_are_read, _groups_hold_two_rollouts)
+"""How [run], [population], [agents], [skills] and [market] fit together, in order (the first problem is the one
+reported); each returns the problem, or None."""
 
 
 SCALARS = {"int": (int, "an integer"), "float": ((int, float), "a number"), "bool": (bool, "true or false")}
 
 
-def _section(path: str, data: dict, name: str, cls):
+def _section(path: str, data: dict, name: str, cls, moved=()):
     """``data``'s table ``name`` as ``cls``, every key checked. A field that is itself a config dataclass
     is a nested table (``[recsys.world]``, ``--set recsys.world.users=300``), checked the same way and
-    named by its dotted path (``recsys.world.userz``)."""
+    named by its dotted path (``recsys.world.userz``). An unknown key is matched against ``moved`` too:
+    the full names of keys that left this section (``skills.credit``)."""
     values = data.get(name.rsplit(".", 1)[-1], {})
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: {name} = {values!r}: expected a [{name}] section")
@@ -381,7 +420,7 @@ def _section(path: str, data: dict, name: str, cls):
         value = first["input"] if first["loc"] else values  # a check across keys reports the whole section
         if first["type"] == "unexpected_keyword_argument":
             raise ConfigError(f"{path}: {key} = {value!r}: unknown key"
-                              f"{_did_you_mean(str(first['loc'][-1]), _keys(cls))}") from None
+                              f"{_did_you_mean(str(first['loc'][-1]), [*_keys(cls), *moved])}") from None
         raise ConfigError(f"{path}: {key} = {value!r}: {first['msg']}") from None
     except TypeError as err:  # e.g. a positional mix-up pydantic reports as TypeError
         raise ConfigError(f"{path}: [{name}]: {err}") from None

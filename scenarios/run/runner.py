@@ -132,6 +132,7 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         "transfers": model.ledger.count,
         "house": int(pop.wealth[HOUSE_ROW]),
         **get_scenario(exp.run.scenario).metrics(model, episodes, exp.scenario),
+        **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learned.py)
     }
     store.finish(summary, dict(zip(pop.ids[live].tolist(), pop.wealth[live].tolist())))
     return summary

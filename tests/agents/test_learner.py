@@ -137,10 +137,10 @@ def test_one_grpo_update_of_smollm2_moves_the_chosen_log_probs_the_right_way():
     pairs = [(ids("2+2="), ids("4")), (ids("2+2="), ids("5")), (ids("Sky is"), ids(" blue")), (ids("Sky is"), ids(" green"))]
     rewards = np.array([1.0, 0.0, 0.0, 1.0])  # group 2 rewards the unlikely " green": the move is learned, not prior
     before = grpo.sequence_logprob(pairs)
-    stats = grpo.update(pairs, rewards, group=2)
+    advantage = group_advantage(rewards, 2, normalize=True)
+    stats = grpo.update(pairs, advantage)
     after = grpo.sequence_logprob(pairs)
     delta = (after - before).numpy()
-    advantage = group_advantage(rewards, 2, normalize=True)
     # group-relative: within each group the rewarded completion gains on its sibling (the advantages sum to
     # zero, so shared weights may lift or lower both); and the step ascends the surrogate: sum A x delta > 0
     assert delta[0] > delta[1] and delta[3] > delta[2] and (advantage * delta).sum() > 0, delta

@@ -58,8 +58,8 @@ def test_config_names_bad_keys():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bids", [[], ["--set", "agents.bids=learned", "--set", "agents.features=agent"]],
-                         ids=["holland", "learned-value"])
+@pytest.mark.parametrize("bids", [[], ["--set", "agents.bids=learned", "--set", "agents.actions=grpo"]],
+                         ids=["holland", "learned-value-bids+lora-grpo"])
 def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path, bids):
     cmd = [sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--json", "--out", str(tmp_path),
            "--set", "run.episodes=16", "--set", "market.batch=8", "--set", "wordmath.heldout=8", *bids]
@@ -70,3 +70,6 @@ def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path
     assert 0 <= summary["heldout_accuracy"] <= 1 and 0 <= summary["single_agent_accuracy"] <= 1
     assert 0 <= summary["complete_agent_accuracy"] <= 1
     assert summary["heldout_problems"] == 8 and summary["actions"] > 0 and summary["backend"] == "hf"
+    assert summary["llm_tokens"] > 0
+    if bids:  # the headline loop: value bids, and the LM's LoRA adapter trained from the market's rollouts
+        assert summary["policy_updates"] >= 0 and summary["lm_completions_trained"] >= 0

@@ -1,0 +1,113 @@
+"""LoRA GRPO from the market's own rollouts: the policy weights of LLM agents trained by the market.
+
+``agents.actions = "grpo"`` on an LLM scenario (wordmath). Each training round the market runs B
+worlds in lockstep, G consecutive ones on the same problem (``agents.group``; the world draws
+them, market.protocols.World.group); the agents' completions are sampled at
+``agents.lm_temperature`` (0.3 by default: SmolLM2-135M at 1.0 solves almost nothing, which leaves
+no contrast within a group), and after the round one GRPO step (agents/learner.py, :class:`HFGRPO`) moves one LoRA adapter on
+the shared SmolLM2::
+
+    A(t, b) = (R_b - mean_g R) / (std_g R + eps)     R_b: world b's outcome (agents.credit = "grpo")
+            = estimator(round)[t, b]                  any other agents.credit (agents/credit)
+    L = -mean over completions of min(rho A, clip(rho, 1 +- clip) A) (+ kl x KL to the base model)
+
+with rho the completion's length-normalised ratio. Completions whose advantage is 0 (a group whose
+rollouts all scored the same) carry no gradient and are not run (unless the KL term is on).
+
+**One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
+skills; the weights are the population's common substrate, as the frozen model was. Per-role
+adapters would need an adapter switch per batch of the lockstep call and split the few completions
+a round has into smaller groups. Acting, wake-up scoring and rewrites all run through the adapted
+model from the next round on (the injection is in place; the policy's caches are cleared after each
+step). Evaluation is greedy; the complete-agent baseline runs on the base model (``frozen``).
+
+The run gets a private copy of the engine (``make_backend``): the process-wide shared one
+(agents/backends/factory.py) must stay the frozen model for every other run in the process. It is
+float32 unless ``llm.dtype`` names another: a LoRA step's effect on the model's outputs is below
+bfloat16's rounding of them (measured: after one step at lm_lr 1e-4 on a bfloat16 SmolLM2 the
+completions' log-probabilities moved against their advantages as often as with them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+import torch
+
+from agents.backends.factory import make_backend
+from agents.config import AgentsConfig
+from agents.learner import HFGRPO, group_advantage, to_cpu
+
+
+class CompletionLearner:
+    def __init__(self, policy, cfg: AgentsConfig, seed: int = 0):
+        """``policy``: an LLMPolicy on the hf backend; it gets its own engine and explores from now on."""
+        self.policy, self.cfg = policy, cfg
+        engine = policy.backend.cfg
+        policy.backend = backend = make_backend(dataclasses.replace(engine, dtype="float32") if engine.dtype == "auto" else engine)
+        policy.explore_temperature = cfg.lm_temperature
+        policy.base_weights = self.frozen
+        with torch.random.fork_rng(devices=[]):  # the adapters' init from the run's seed, the global stream untouched
+            torch.manual_seed(seed)
+            self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm_lr, clip=cfg.clip, kl=cfg.kl,
+                               lora_rank=cfg.lora_rank, max_grad_norm=cfg.max_grad_norm)
+        self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
+        self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0}
+
+    @contextlib.contextmanager
+    def frozen(self):
+        """The base model, adapters off (the baselines' model); the prefix KV cache is per weights."""
+        backend = self.policy.backend
+        backend.weights_changed()
+        with self.grpo.model.disable_adapter():
+            yield
+        backend.weights_changed()
+
+    def learn(self, model) -> dict:
+        """One GRPO step from the round ``model`` just ran."""
+        trace, cfg = model.trace, self.cfg
+        T, B = trace.path.shape
+        steps, self.policy.generations = self.policy.generations[-T:], []
+        actions, self.actions = self.actions[-T:], []
+        if cfg.credit == "grpo":
+            advantage = np.tile(group_advantage(trace.reward.sum(axis=0), cfg.group, normalize=True), (T, 1))
+        else:
+            from agents.credit.step_advantages import step_advantages
+
+            logp = np.zeros((T, B))
+            for t, generations in enumerate(steps):
+                for b, _, _, done in generations:
+                    logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
+            advantage = step_advantages(model, cfg.estimator(), cfg.group, np.stack(actions), logp)
+        chosen = [(advantage[t, b], p, done.text) for t, generations in enumerate(steps)
+                  for b, _, p, done in generations if advantage[t, b] != 0 or cfg.kl]
+        if not chosen:
+            return {"lm_completions": 0}
+        weights, prompts, texts = zip(*chosen)
+        pairs = self.grpo.encode([p.messages() for p in prompts], list(texts))
+        stats = self.grpo.update(pairs, np.array(weights))
+        self.policy.weights_changed()
+        self.counts["policy_updates"] += 1
+        self.counts["lm_completions_trained"] += len(pairs)
+        self.counts["lm_train_tokens"] += stats["tokens"]
+        return {**stats, "lm_completions": len(pairs)}
+
+    def state_dict(self) -> dict:
+        from peft import get_peft_model_state_dict
+
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        return {"adapter": to_cpu(get_peft_model_state_dict(self.grpo.model)),
+                "optimizer": self.grpo.learner.state_dict(), "counts": dict(self.counts), "cuda_rng": cuda}
+
+    def load_state_dict(self, state: dict) -> None:
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(self.grpo.model, {k: v.to(self.grpo.device) for k, v in state["adapter"].items()})
+        self.grpo.learner.load_state_dict(state["optimizer"])
+        self.counts = dict(state["counts"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.policy.generations, self.actions = [], []
+        self.policy.weights_changed()

@@ -1,0 +1,68 @@
+"""LoRA GRPO through the market (agents/lm_grpo.py), on the real SmolLM2 and the real wordmath world, small."""
+
+import numpy as np
+import pytest
+import torch
+
+from agents.learner import group_advantage
+from market.checkpoint import decode, encode
+from scenarios.registry import get_scenario
+from scenarios.run.config import load
+
+SMALL = ["agents.actions=grpo", "market.batch=8", "agents.group=4", "wordmath.heldout=4", "run.episodes=16"]
+
+
+def market(seed: int = 3, *sets: str):
+    exp = load("wordmath", SMALL + list(sets), seed=seed)
+    return get_scenario("wordmath").make_model(exp)
+
+
+@pytest.mark.slow
+def test_one_round_through_the_market_moves_the_sampled_completions_log_probs_by_their_advantage():
+    """The round's own completions (sampled, 2 problems x 4 rollouts): after the update, sum A x delta log p > 0,
+    where A is the group-relative advantage of each completion's world; completions of worlds that did
+    better than their group's mean gain on those that did worse."""
+    model = market()
+    policy = model.policy
+    lm = policy.lm
+    for _ in range(4):  # until a round has a group whose rollouts differ (often all 4 fail on a problem)
+        model.run_episodes()
+        steps = list(policy.unwrapped.generations)
+        outcome = model.trace.reward.sum(axis=0)
+        if np.ptp(outcome.reshape(-1, 4), axis=1).max() > 0:
+            break
+        policy.unwrapped.generations.clear()
+        lm.actions.clear()
+    assert np.ptp(outcome.reshape(-1, 4), axis=1).max() > 0, "no round with a contrast in 4 tries"
+    advantage = group_advantage(outcome, 4, normalize=True)
+    rows = [(advantage[b], p, done.text) for generations in steps for b, _, p, done in generations if advantage[b]]
+    pairs = lm.grpo.encode([p.messages() for _, p, _ in rows], [t for _, _, t in rows])
+    before = lm.grpo.sequence_logprob(pairs)
+    policy.learn(model)
+    after = lm.grpo.sequence_logprob(pairs)
+    weights = torch.tensor([a for a, _, _ in rows])
+    assert lm.counts["policy_updates"] == 1 and lm.counts["lm_completions_trained"] == len(pairs)
+    assert float((weights * (after - before)).sum()) > 0
+    gained = (after - before)[weights > 0].mean() - (after - before)[weights < 0].mean()
+    assert float(gained) > 0
+    assert policy.unwrapped.memo == {} and policy.unwrapped.scores == {}, "caches of the old weights are dropped"
+
+
+@pytest.mark.slow
+def test_a_checkpoint_carries_the_adapter_and_optimizer_so_the_next_round_is_the_same():
+    """Round 1, checkpoint, round 2 -- against a fresh model loaded from the checkpoint running round 2:
+    the same payments, bit for bit (the LoRA weights, Adam's moments and every RNG come back). With the KL
+    term on, every round updates (even one whose groups all scored alike)."""
+    first = market(3, "agents.kl=0.05")
+    first.step()
+    saved = encode(first.state_dict())
+    first.step()
+    second = market(3, "agents.kl=0.05")
+    second.load_state_dict(decode(saved))
+    second.step()
+    a, b = (m.last_round.transfers for m in (first, second))
+    a, b = a[a["episode"] >= 8], b[b["episode"] >= 8]  # round 2's (a fresh model's log opens with its founders' funding)
+    assert a.size and np.array_equal(a, b)
+    for key, value in first.policy.lm.state_dict()["adapter"].items():
+        assert torch.equal(value, second.policy.lm.state_dict()["adapter"][key]), key
+    assert first.policy.lm.counts["policy_updates"] == second.policy.lm.counts["policy_updates"] == 2
