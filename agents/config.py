@@ -97,6 +97,11 @@ class AgentsConfig:
     at 1.0 solves almost nothing (no contrast in a group, no signal; at 0.5 wordmath's first rounds
     had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
     sharpened policy and the update treats them as the policy's own (the usual approximation)."""
+    objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg"] = "grpo"
+    """The policy update of learned action logits (agents/objectives, CREDIT_METHODS.md batch B): grpo (the
+    clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
+    they read; objectives that need signals the run lacks (a critic's token logits, an oracle, executed
+    effects, candidate scores) are refused at load, naming them."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit, CREDIT_METHODS.md batch A): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,

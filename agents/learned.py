@@ -37,14 +37,17 @@ that reads its own policy's attributes (``rules``, ``recording``) goes through `
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from torch import nn
 
 from agents.bid_head import BidHead, NoFeatures, grow_rows, make_features
 from agents.config import AgentsConfig
-from agents.learner import (Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage,
-                            grpo_objective, pick_device, to_cpu)
+from agents.learner import Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage, pick_device, to_cpu
+from agents.objectives import PolicyBatch
+from agents.objectives import make as make_objective
 from market.money import MICRO
 from market.protocols import PolicyWrapper
 
@@ -62,6 +65,7 @@ class LearnedPolicy(PolicyWrapper):
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.stats = {}
         self.head = BidHead(self.features.size, cfg).to(self.device)
+        self.objective = objective_for(cfg)
         self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
         if cfg.actions == "grpo" and hasattr(inner, "generations"):
             from agents.lm_grpo import CompletionLearner
@@ -211,16 +215,29 @@ class LearnedPolicy(PolicyWrapper):
                     loss, s = bid_objective(bids, eligible, winner, advantage, market.temperature, cfg.entropy)
                     losses.append(loss), stats.update(s)
                 if act_batch is not None:
-                    rows, rule_actions, actions, old_logp, advantage = act_batch
-                    logp = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
-                    chosen = logp.gather(1, actions[:, None])[:, 0]
-                    ref = torch.log_softmax(cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
-                    kl = (logp.exp() * (logp - ref)).sum(-1)
-                    loss, s = grpo_objective(chosen, old_logp, advantage, cfg.clip, kl, cfg.kl)
+                    loss, s = self._action_loss(*act_batch)
                     losses.append(loss), stats.update(s)
             if losses:
                 stats["grad_norm"] = self.learner.step(sum(losses))
         self.stats = stats
+
+    def _action_loss(self, rows, rule_actions, actions, old_logp, advantage, world):
+        """The configured objective (agents/objectives, ``agents.objective``) on the round's sampled actions,
+        one token each, plus ``kl`` x the exact KL to the rule alone (the reference policy)."""
+        cfg = self.cfg
+        logp = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
+        chosen = logp.gather(1, actions[:, None])[:, 0]
+        ref = torch.log_softmax(cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
+        outcome, per_group = self._round
+        group = world // per_group
+        batch = PolicyBatch.one_token(logp=chosen, old_logp=old_logp, advantage=advantage, outcome=outcome[world],
+                                      group=group, episode=world, entropy=-(logp.exp() * logp).sum(-1).detach(),
+                                      ref_logp=ref.gather(1, actions[:, None])[:, 0])
+        loss, stats = self.objective(batch)
+        kl = (logp.exp() * (logp - ref)).sum(-1)
+        if cfg.kl:
+            loss = loss + cfg.kl * kl.mean()
+        return loss, {**stats, "kl": float(kl.detach().mean())}
 
     def _value_step(self, trace) -> dict:
         """One normalised least-squares step of every turn's predicted value toward what it earned."""
@@ -275,10 +292,12 @@ class LearnedPolicy(PolicyWrapper):
 
             advantage = step_advantages(model, self.cfg.estimator(), self.cfg.group, actions, logp)[t, b]
         d = self.device
+        self._round = (torch.as_tensor(trace.reward.sum(axis=0), dtype=torch.float32, device=d),
+                       self.cfg.group or trace.path.shape[1])  # each world's outcome; worlds per group
         return (torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d),
                 torch.as_tensor(actions[t, b], device=d),
                 torch.as_tensor(logp[t, b], dtype=torch.float32, device=d),
-                torch.as_tensor(advantage, dtype=torch.float32, device=d))
+                torch.as_tensor(advantage, dtype=torch.float32, device=d), torch.as_tensor(b, device=d))
 
     # --- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -307,6 +326,15 @@ class LearnedPolicy(PolicyWrapper):
             self.lm.load_state_dict(state["lm"])
         self.acted.clear()
         self._head_changed()
+
+
+def objective_for(cfg: AgentsConfig):
+    """agents.objective with agents.clip as its clip range (its own or its inner grpo's), other settings its defaults."""
+    from agents.objectives import module
+
+    fields = {f.name for f in dataclasses.fields(module(cfg.objective).Config)}
+    settings = {"clip": cfg.clip} if "clip" in fields else {"grpo": {"clip": cfg.clip}} if "grpo" in fields else {}
+    return make_objective(cfg.objective, **settings)
 
 
 def turn_targets(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -277,6 +277,30 @@ def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
             return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
 
 
+RULE_LOGIT_SIGNALS = ("ref_logp",)
+"""What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
+probability of each sampled action (the reference policy)."""
+
+
+def _objective_gets_its_signals(exp: Experiment) -> str | None:
+    """agents.objective moves learned actions: rule logits give the batch fields and the reference; the LM
+    learner (agents/lm_grpo.py) runs grpo only. An objective reading more is refused here, naming it."""
+    agents = exp.agents
+    if agents.objective == "grpo":
+        return None
+    if agents.actions != "grpo":
+        return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
+    if get_scenario(exp.run.scenario).lm_actions:
+        return (f"agents.objective = {agents.objective!r}: scenario {exp.run.scenario!r} trains an LLM, whose learner "
+                f"runs grpo only so far")
+    from agents.objectives import MissingSignals, check
+
+    try:
+        check(agents.objective, RULE_LOGIT_SIGNALS, f"scenario {exp.run.scenario!r}'s rule-logit policies")
+    except MissingSignals as err:
+        return f"agents.objective = {agents.objective!r}: {err}"
+
+
 LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
 
 
@@ -380,7 +404,8 @@ def _funding_fits_int64(exp: Experiment) -> str | None:
                 f"lower it or run.episodes")
 
 
-CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _scenario_has_a_skill_library,
+CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _objective_gets_its_signals,
+          _scenario_has_a_skill_library,
           _device_is_there,
           _learned_bids_clear_by_softmax, _bid_keys_are_read, _groups_divide_the_batch, _credit_shapes_learned_actions,
           _world_feeds_the_estimator, _credit_settings_are_read, _groups_hold_two_rollouts)

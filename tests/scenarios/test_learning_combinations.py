@@ -9,6 +9,7 @@ agent features: no model to load) are then built and run one round.
 import itertools
 
 import pytest
+import torch
 
 from scenarios.registry import SCENARIOS
 from scenarios.run.config import ConfigError, load
@@ -83,3 +84,26 @@ def test_what_is_refused_where():
     assert "no learned action logits" in outcome("recsys", ["agents.actions=grpo"])
     with pytest.raises(ConfigError, match="team mode has no auction"):
         load("recsys", ["agents.bids=learned"])
+
+
+def test_objectives_run_on_rule_logits_where_their_signals_are_there_and_are_refused_elsewhere():
+    """agents.objective (agents/objectives): on blocks' rule logits the objectives that read only what a round
+    gives run, and move the logits differently from grpo; the others are refused naming their missing signal."""
+    from agents.objectives import NAMES
+
+    sets = ["agents.actions=grpo", "run.episodes=64", "market.batch=16", "agents.group=4"]
+    logits = {}
+    for name in NAMES:
+        exp = outcome("blocks", sets + [f"agents.objective={name}"])
+        if isinstance(exp, str):
+            assert f"agents.objective = {name!r}" in exp and "needs signals" in exp, exp
+            continue
+        model = build_model(exp)
+        for _ in range(4):
+            model.step()
+        logits[name] = model.policy.theta.detach().clone()
+    assert {"grpo", "eapo", "tree_opsd", "focus"} <= set(logits)
+    assert logits["grpo"].abs().sum() > 0
+    assert not torch.equal(logits["eapo"], logits["grpo"]) and not torch.equal(logits["tree_opsd"], logits["grpo"])
+    assert "runs grpo only" in outcome("wordmath", ["agents.actions=grpo", "agents.objective=eapo"])
+    assert "set agents.actions" in outcome("relay", ["agents.objective=eapo"])

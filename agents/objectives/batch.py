@@ -1,0 +1,104 @@
+"""What every policy objective reads: one round's sampled steps, and the reductions they share.
+
+A round of M market steps; step m's action is a completion of L tokens (right-padded, ``mask``),
+L = 1 for rule-logit policies whose action is one token (:meth:`PolicyBatch.one_token`). The
+first eight fields every learning round has; the rest are *signals* that only some worlds or
+policies provide, and an objective module names the ones it reads in ``NEEDS`` so a run whose world
+lacks them is refused before it starts (``agents.objectives.require``), not half-way through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from agents.credit.base import MissingSignals as CreditMissingSignals
+
+EPS = 1e-6
+
+
+class MissingSignals(CreditMissingSignals):
+    """An objective needs batch fields the world (or policy) does not provide.
+
+    A subclass of the credit estimators' error: one ``except`` refuses a run for either reason."""
+
+
+@dataclass
+class PolicyBatch:
+    logp: torch.Tensor
+    """[M, L] log-probability of each sampled token under the current policy (with grad)."""
+    old_logp: torch.Tensor
+    """[M, L] the same under the behaviour policy that sampled it (detached)."""
+    mask: torch.Tensor
+    """[M, L] bool: which tokens are real (the rest is padding)."""
+    advantage: torch.Tensor
+    """[M] the configured credit's step advantage, already group-normalised."""
+    outcome: torch.Tensor
+    """[M] the episode's outcome (binary success or a real score), broadcast to its steps."""
+    group: torch.Tensor
+    """[M] int: the group of G rollouts of one task the step belongs to."""
+    episode: torch.Tensor
+    """[M] int: the rollout the step belongs to."""
+    entropy: torch.Tensor
+    """[M, L] the policy's entropy at each token (detached)."""
+    # --- signals ------------------------------------------------------------------------------
+    effect: torch.Tensor | None = None
+    """[M] int: id of the executed effect (same parsed action and same next state -> same id; empo)."""
+    ref_logp: torch.Tensor | None = None
+    """[M, L] log-probability under the reference policy (grpo's KL)."""
+    token_logits: torch.Tensor | None = None
+    """[M, L] a critic's per-token logits (with grad; tppo, pact)."""
+    oracle_logp: torch.Tensor | None = None
+    """[M, L'] log-probability under the current policy of an executable oracle's continuation (sero)."""
+    oracle_mask: torch.Tensor | None = None
+    """[M, L'] bool: real oracle tokens; a row with none is a step with no oracle continuation."""
+    oracle_weight: torch.Tensor | None = None
+    """[M] the frozen policy's likelihood of the oracle prefix (sero)."""
+    item_logits: torch.Tensor | None = None
+    """[M, K] scores of the K candidate items (with grad; ca_pg)."""
+    target: torch.Tensor | None = None
+    """[M] int: index of the held-out item among the candidates, -1 where it is not among them (ca_pg)."""
+    list_len: int | None = None
+    """L: the length of the recommended list (ca_pg)."""
+
+    def __post_init__(self):
+        M, L = self.logp.shape
+        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits"):
+            value = getattr(self, name)
+            if value is not None and tuple(value.shape) != (M, L):
+                raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
+        for name in ("advantage", "outcome", "group", "episode", "effect", "oracle_weight", "target"):
+            value = getattr(self, name)
+            if value is not None and tuple(value.shape) != (M,):
+                raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
+
+    @classmethod
+    def one_token(cls, **fields) -> PolicyBatch:
+        """Rule-logit policies: [M] per-step log-probs and entropies become [M, 1], every token real."""
+        fields = {k: v[:, None] if k in TOKENS and v is not None and v.dim() == 1 else v for k, v in fields.items()}
+        fields.setdefault("mask", torch.ones_like(fields["logp"], dtype=torch.bool))
+        return cls(**fields)
+
+    def provided(self) -> set[str]:
+        return {f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+
+TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "oracle_logp", "oracle_mask")
+SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)
+
+
+def step_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """[M, L] -> [M]: the mean over each step's real tokens (padding may hold -inf: it is never read)."""
+    return torch.where(mask, x, 0).sum(1) / mask.sum(1).clamp(min=1)
+
+
+def token_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean over every real token of the batch (token-level objectives: each token counts once)."""
+    return torch.where(mask, x, 0).sum() / mask.sum().clamp(min=1)
+
+
+def clipped(ratio: torch.Tensor, advantage: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's pessimistic surrogate, elementwise: min(rho A, clip(rho, 1 - clip, 1 + clip) A)."""
+    return torch.minimum(ratio * advantage, ratio.clamp(1 - clip, 1 + clip) * advantage)
