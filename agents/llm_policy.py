@@ -147,6 +147,7 @@ class LLMPolicy(Policy):
         self.role = np.zeros(0, dtype=np.int64)  # -1: an empty row
         self.theta = np.zeros(0)
         self.version = np.zeros(0, dtype=np.int64)
+        self.spent = np.zeros(0, dtype=np.int64)  # [N] tokens each row's calls used since the market last charged
         self.skills: list[tuple[str, ...]] = []
         self.versions: list[dict] = []  # every skill set ever held: id, parent, role, skills, edit
         self.memo: dict[Prompt, Completion] = {}  # greedy prompt -> its completion (bounded, oldest out)
@@ -185,14 +186,18 @@ class LLMPolicy(Policy):
         getattr(self.backend, "weights_changed", lambda: None)()
 
     # --- backend calls, batched (lockstep) or one by one (baseline) ----------
-    def _generate(self, prompts: list[Prompt]) -> list[Completion]:
+    def _generate(self, prompts: list[Prompt], rows: list[int]) -> list[Completion]:
         """Greedy prompts seen before are answered from the memo (the engine would repeat itself:
-        a forfeiting agent facing the same state again); the rest go to the backend."""
+        a forfeiting agent facing the same state again); the rest go to the backend, and what each
+        engine call cost in tokens is charged to the row that asked first (``rows[i]`` asked ``prompts[i]``)."""
+        asker = dict(zip(reversed(prompts), reversed(rows)))  # each distinct prompt's first asker
         fresh = [p for p in dict.fromkeys(prompts) if p.temperature > 0 or p not in self.memo]
         if fresh and self.cfg.lockstep:
             done = self.backend.generate(fresh)
         else:
             done = [self.backend.generate([p])[0] for p in fresh]
+        for p, c in zip(fresh, done):
+            self._spend(asker[p], c.prompt_tokens + c.tokens)
         answers = dict(zip(fresh, done))
         for p, c in answers.items():
             if p.temperature == 0 and c.finish != "timeout" and c.finish != "error":
@@ -201,12 +206,28 @@ class LLMPolicy(Policy):
                     self.memo.pop(next(iter(self.memo)))
         return [answers[p] if p in answers else self.memo[p] for p in prompts]
 
-    def _score(self, prompts: list[Prompt]) -> np.ndarray:
+    def _score(self, prompts: list[Prompt], rows: list[int]) -> np.ndarray:
+        """Wake-up scores of ``prompts``; each one's prompt tokens are charged to ``rows[i]``."""
         if not prompts:
             return np.zeros(0)
         if self.cfg.lockstep:
-            return self.backend.score(prompts)
-        return np.concatenate([self.backend.score([p]) for p in prompts])
+            scores, tokens = self.backend.score(prompts), self.backend.scored_tokens
+        else:
+            parts = [(self.backend.score([p]), self.backend.scored_tokens) for p in prompts]
+            scores, tokens = (np.concatenate(column) for column in zip(*parts))
+        for row, n in zip(rows, tokens.tolist()):
+            self._spend(row, n)
+        return scores
+
+    def _spend(self, row: int, tokens: int) -> None:
+        """Tokens an engine call used for ``row`` (not counted in evaluation: the frozen market pays nothing)."""
+        if not self._evaluating and row >= 0:
+            self.spent[row] += tokens
+
+    def compute(self) -> np.ndarray:
+        """[N] tokens each row's calls used since the last call (the market charges market.token_price)."""
+        spent, self.spent = self.spent, np.zeros_like(self.spent)
+        return spent
 
     def _skills(self, row: int, wake: bool) -> str:
         """The skill lines a prompt carries: general lines always; worked examples whose output is
@@ -249,7 +270,12 @@ class LLMPolicy(Policy):
                 summaries, every = self.task.summaries(obs), list(self.task.all_summaries)
                 keys = {r: (int(self.role[r]), self._skills(r, wake=True)) for r in llm}
                 missing = sorted({(*keys[r], s) for r in llm for s in every} - self.scores.keys())
-                fresh = dict(zip(missing, self._score([self._wake_prompt(*k) for k in missing]).tolist()))
+                owner = {}  # each missing score's first row (it pays for the scoring)
+                for r in llm:
+                    for s in every:
+                        owner.setdefault((*keys[r], s), r)
+                scores = self._score([self._wake_prompt(*k) for k in missing], [owner[k] for k in missing])
+                fresh = dict(zip(missing, scores.tolist()))
                 self.scores.update((k, v) for k, v in fresh.items() if np.isfinite(v))  # a failed score: asked again
                 table = np.array([[self.scores.get((*keys[r], s), fresh.get((*keys[r], s))) for s in every]
                                   for r in llm], dtype=float)  # [n, S], NaN: no opinion
@@ -285,7 +311,7 @@ class LLMPolicy(Policy):
             user = self.task.context(obs[b], role.name)
             calls.append((b, row, Prompt(role.frozen, self._skills(row, wake=False), user, max_tokens=role.max_tokens,
                                          temperature=temperature, seed=int(self.counts["actions"]) + b)))
-        completions = self._generate([p for _, _, p in calls])
+        completions = self._generate([p for _, _, p in calls], [row for _, row, _ in calls])
         if exploring:
             self.generations.append([(b, row, p, done) for (b, row, p), done in zip(calls, completions)])
         for (b, row, _), done in zip(calls, completions):
@@ -331,6 +357,7 @@ class LLMPolicy(Policy):
         self.role = np.concatenate([self.role, np.full(grow, -1, dtype=np.int64)])
         self.theta = np.concatenate([self.theta, np.zeros(grow)])
         self.version = np.concatenate([self.version, np.full(grow, -1, dtype=np.int64)])
+        self.spent = np.concatenate([self.spent, np.zeros(grow, dtype=np.int64)])
         self.skills += [()] * grow
 
     def _new_version(self, row: int, skills: tuple[str, ...], parent: int, edit: str) -> None:
@@ -393,7 +420,7 @@ class LLMPolicy(Policy):
         seeds = rng.integers(2**31, size=len(asks))
         prompts = [Prompt(REWRITE_SYSTEM, demo, ask, max_tokens=self.cfg.rewrite_tokens,
                           temperature=self.cfg.rewrite_temperature, seed=int(s)) for (_, ask, demo), s in zip(asks, seeds)]
-        for (row, _, _), done in zip(asks, self._generate(prompts)):
+        for (row, _, _), done in zip(asks, self._generate(prompts, [row for row, _, _ in asks])):
             line = parse.skill(done.text) if done.finish == "stop" or done.finish == "length" else None
             if line is None or line in self.skills[row]:
                 self.counts["malformed_rewrites"] += 1
@@ -418,7 +445,7 @@ class LLMPolicy(Policy):
                 "skills": list(self.skills), "versions": [dict(v) for v in self.versions],
                 "scores": dict(self.scores), "memo": [(asdict(p), asdict(c)) for p, c in self.memo.items()],
                 "bench": {k: set(v) for k, v in self.bench.items()}, "recent": dict(self.recent),
-                "counts": dict(self.counts), "seed_agents": list(self._seed_agents)}  # data only: see market/checkpoint.py
+                "counts": dict(self.counts), "seed_agents": list(self._seed_agents), "spent": self.spent.copy()}  # data only: see market/checkpoint.py
 
     def load_state_dict(self, state: dict) -> None:
         self.role, self.theta, self.version = state["role"].copy(), state["theta"].copy(), state["version"].copy()
@@ -428,3 +455,4 @@ class LLMPolicy(Policy):
         self.bench = {k: set(v) for k, v in state["bench"].items()}
         self.counts = collections.Counter(state["counts"])
         self._seed_agents = list(state["seed_agents"])
+        self.spent = state["spent"].copy() if "spent" in state else np.zeros(self.role.size, dtype=np.int64)

@@ -75,6 +75,10 @@ class Recorder:
         self.calls.append(("score", list(prompts)))
         return self.backend.score(prompts)
 
+    @property
+    def scored_tokens(self):
+        return self.backend.scored_tokens
+
 
 def cold(backend) -> None:
     """Each timed run starts with nothing cached in the engine (hf: the prefix cache)."""

@@ -44,6 +44,11 @@ class Trader(mesa.Agent):
     def born_episode(self) -> int:
         return int(self.model.population.born[self.row])
 
+    @property
+    def tokens(self) -> int:
+        """LLM tokens this agent's calls have used (market.token_price charges them)."""
+        return int(self.model.population.tokens[self.row])
+
     def __repr__(self) -> str:
         return f"Trader(id={self.unique_id}, row={self.row}, wealth={self.credits:.6f})"
 

@@ -66,6 +66,10 @@ class MarketConfig:
     """Share of its (positive) wealth each agent pays the house with each rent (Holland's tax)."""
     action_fee: float = Field(0.0, ge=0, le=MAX_CREDITS)
     """Credits the winner pays the house for each action it takes (a tax on computation; at most 1e9)."""
+    token_price: float = Field(0.0, ge=0, le=MAX_CREDITS)
+    """Credits per 1000 LLM tokens (prompt + generated) an agent's own model calls used in a round (acting,
+    wake-up scoring, rewriting its skills), charged to it at the round's end (Hayek's tax on computation:
+    a long prompt costs its holder). Read only where the policy reports compute (LLM agents)."""
 
 
 @dataclass(config=STRICT)

@@ -40,6 +40,7 @@ class Reason(IntEnum):
     WRITE_OFF = 5  # the house absorbs a bankrupt agent's debt before removal
     FEE = 6  # the winner's per-action tax, paid to the house
     GIFT = 7  # one agent gives to another (the Boltzmann wealth model)
+    COMPUTE = 8  # an agent pays the house for the LLM tokens its calls used (market.token_price)
 
 
 _SAFE = 2.0**62  # below this, n amounts and the largest |balance| cannot together reach MAX_MICRO

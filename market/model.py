@@ -111,6 +111,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             "reward": to_micro(market.reward_scale),
             "rent": to_micro(market.rent),
             "fee": to_micro(market.action_fee),
+            "token_price": to_micro(market.token_price),  # per 1000 tokens
             "initial_wealth": to_micro(population.initial_wealth),
         }
         self._births: list[dict] = []  # this round's birth records
@@ -122,9 +123,11 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 "house": lambda m: int(m.population.wealth[HOUSE_ROW]),
                 "gini": lambda m: gini(m.population.wealth[m.population.traders]),
                 "success": lambda m: m.last_success_rate,
+                "tokens": lambda m: m.round_tokens,  # LLM tokens the agents' calls used in the round
             }
         )
         self.last_success_rate = float("nan")
+        self.round_tokens = 0
 
     # ------------------------------------------------------------------ bids
     def current_bids(self, obs: np.ndarray | None = None) -> np.ndarray:
@@ -238,6 +241,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         self.policy.learn(self)  # a trained policy updates its weights from this round (agents/learner.py)
         self.episodes_done += self.cfg.batch
         after = self.episodes_done
+        self._charge_compute(after)
         self._charge_rent(before, after)
         bankrupt = self._bankruptcies()
         parents, kinds = plan_births(self.population.wealth, self.population.traders, bankrupt, (before, after),
@@ -250,6 +254,22 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         self.last_round = RoundLog(self.ledger.flush(), episodes, self._pending_births, deaths)
         self._pending_births = []
         self.datacollector.collect(self)
+
+    def _charge_compute(self, after: int) -> None:
+        """The LLM tokens each agent's calls used this round, counted on its row and charged at
+        market.token_price per 1000 (floored to whole micro-credits)."""
+        tokens = self.policy.compute()
+        if tokens is None:
+            return
+        pop = self.population
+        tokens = np.where(pop.traders, tokens[: pop.capacity], 0)
+        pop.tokens += tokens
+        self.round_tokens = int(tokens.sum())
+        rows = np.flatnonzero(tokens)
+        if self._money["token_price"] and rows.size:
+            amount = tokens[rows] * self._money["token_price"] // 1000
+            paid = amount > 0
+            self.ledger.transfer(rows[paid], HOUSE_ROW, amount[paid], Reason.COMPUTE, after - 1, -1)
 
     def _charge_rent(self, before: int, after: int) -> None:
         charges = after // self.cfg.rent_interval - before // self.cfg.rent_interval
@@ -275,7 +295,9 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
     def _release(self, rows: np.ndarray) -> list[dict]:
         if not rows.size:
             return []
-        deaths = [{"agent_id": a, "died_episode": self.episodes_done - 1} for a in self.population.ids[rows].tolist()]
+        pop = self.population
+        deaths = [{"agent_id": a, "died_episode": self.episodes_done - 1, "tokens": t}
+                  for a, t in zip(pop.ids[rows].tolist(), pop.tokens[rows].tolist())]
         self.population.release(rows)
         return deaths
 
@@ -296,6 +318,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         pop.alive[rows] = True
         pop.parent[rows] = parent_ids
         pop.born[rows] = self.episodes_done
+        pop.tokens[rows] = 0
         pop.bid[rows] = self._newborn_bid()
         mutants = parents >= 0
         revised = np.zeros(parents.size, dtype=bool)

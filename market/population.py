@@ -21,6 +21,7 @@ COLUMNS = {
     "bid": (np.int64, 0),  # the agent's own bid parameter (fixed schemes)
     "parent": (np.int64, -1),  # parent's account id
     "born": (np.int64, 0),  # episode of birth
+    "tokens": (np.int64, 0),  # LLM tokens the agent's calls used while it traded (charged at market.token_price)
 }
 
 
@@ -73,6 +74,6 @@ class Population:
         return {name: getattr(self, name).copy() for name in COLUMNS} | {"free": self._free.tolist()}
 
     def load_state_dict(self, state: dict) -> None:
-        for name in COLUMNS:
-            setattr(self, name, state[name].copy())
+        for name, (dtype, fill) in COLUMNS.items():  # a checkpoint older than a column: the column's fill
+            setattr(self, name, state[name].copy() if name in state else np.full(state["ids"].size, fill, dtype=dtype))
         self._free = np.array(state["free"], dtype=np.int64)

@@ -104,6 +104,11 @@ class Policy(Protocol):
         rows it made ([k] bool); the market has the others inherit as exploit children do."""
         return np.zeros(rows.size, dtype=bool)
 
+    def compute(self) -> np.ndarray | None:
+        """[N] LLM tokens each row's own model calls used since the last call (then zeroed), for
+        ``market.token_price``; None: this policy calls no model."""
+        return None
+
     @property
     def unwrapped(self) -> Policy:
         """The scenario's own policy under any wrappers (as in Gymnasium), for scenario code that reads its
@@ -153,6 +158,9 @@ class PolicyWrapper(Policy):
 
     def revise(self, rows, parents, obs, found, rng):
         return self.inner.revise(rows, parents, obs, found, rng)
+
+    def compute(self):
+        return self.inner.compute()
 
     @property
     def unwrapped(self) -> Policy:

@@ -37,7 +37,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import Field, SQLModel, create_engine
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-SCHEMA = "0004"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
+SCHEMA = "0005"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
 BASELINE = "0001"  # the schema databases had before it was versioned
 SQLITE_BUSY_MS = 60_000  # how long a SQLite writer waits for the lock before "database is locked"
 LOG_STRIDE = 10**9  # ids per run in the logs: a run holds at most this many transfers (and episodes)
@@ -69,6 +69,7 @@ class Agent(SQLModel, table=True):
     died_episode: int | None = None
     final_wealth: int | None = Field(default=None, sa_column=Column(BigInteger))
     skill: str | None = None  # the agent's skill text at birth (its rule)
+    tokens: int | None = Field(default=None, sa_column=Column(BigInteger))  # LLM tokens its calls used (at death/end)
 
 
 class RunNumber(SQLModel, table=True):

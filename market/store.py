@@ -182,15 +182,17 @@ class RunStore:
         retrying(write)
         self._seq = end
 
-    def finish(self, summary: dict, final_wealth: dict[int, int]) -> None:
-        """Store every account's final balance (dead ones end at zero) and the summary."""
+    def finish(self, summary: dict, final_wealth: dict[int, int], tokens: dict[int, int] | None = None) -> None:
+        """Store every account's final balance (dead ones end at zero), the live agents' LLM token
+        counts (``tokens``, same keys) and the summary."""
 
         def write():
             with Session(self.engine) as s:
                 self._renew(s)
                 s.execute(update(Agent).where(Agent.run_id == self.run_id).values(final_wealth=0))
                 if final_wealth:
-                    s.execute(update(Agent), [{"run_id": self.run_id, "agent_id": a, "final_wealth": w}
+                    s.execute(update(Agent), [{"run_id": self.run_id, "agent_id": a, "final_wealth": w,
+                                               **({"tokens": tokens[a]} if tokens else {})}
                                               for a, w in final_wealth.items()])
                 run = s.get(Run, self.run_id)
                 run.status, run.finished_at = "finished", datetime.now(UTC)

@@ -73,6 +73,8 @@ class Completion:
     tokens: int = 0
     finish: Literal["stop", "length", "timeout", "error"] = "stop"
     error: str = ""
+    prompt_tokens: int = 0
+    """Prompt tokens the engine took for it (0 where it never ran): with ``tokens``, what the call cost."""
 
 
 @dataclass
@@ -114,7 +116,8 @@ class Backend(Protocol):
 
     def score(self, prompts: list[Prompt]) -> np.ndarray:
         """[n] float: log P(yes) - log P(no) for the assistant's first token; NaN where the engine
-        could not say (a failed request): "no opinion", never cached, never a wake-up."""
+        could not say (a failed request): "no opinion", never cached, never a wake-up. Sets
+        ``scored_tokens``: [n] the prompt tokens each prompt took (what the scoring cost)."""
 
     def close(self) -> None:
         """Release the engine (processes, memory)."""

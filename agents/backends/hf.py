@@ -296,7 +296,7 @@ class HFBackend:
             for s in p.stop:  # a stop token may carry text before the stop string: keep that part
                 text = text.split(s, 1)[0] if s in text else text
             finish = "stop" if stopped[i] else ("timeout" if timed_out and running[i] else "length")
-            results.append(Completion(text, float(logprob[i]), len(emitted), finish))
+            results.append(Completion(text, float(logprob[i]), len(emitted), finish, prompt_tokens=len(encoded[i])))
         self.stats.decode_s += time.perf_counter() - t0
         return results
 
@@ -314,6 +314,7 @@ class HFBackend:
         self.stats.prompts += len(prompts)
         self.stats.scored += len(prompts)
         self.stats.prompt_tokens += sum(len(e) for e in encoded)
+        self.scored_tokens = np.array([len(e) for e in encoded], dtype=np.int64)
         self.stats.stop()
         return result
 

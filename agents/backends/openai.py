@@ -99,9 +99,10 @@ class OpenAIBackend:
             logprob = float(sum(t["logprob"] for t in content)) if content else None
             tokens = reply.get("usage", {}).get("completion_tokens", len(content))
             finish = "length" if choice.get("finish_reason") == "length" else "stop"
+            prompt_tokens = reply.get("usage", {}).get("prompt_tokens", 0)
             with self._lock:
-                self.stats.prompt_tokens += reply.get("usage", {}).get("prompt_tokens", 0)
-            return Completion(choice["message"].get("content") or "", logprob, tokens, finish)
+                self.stats.prompt_tokens += prompt_tokens
+            return Completion(choice["message"].get("content") or "", logprob, tokens, finish, prompt_tokens=prompt_tokens)
         except (TimeoutError, socket.timeout) as err:
             return Completion("", None, 0, "timeout", str(err))
         except urllib.error.URLError as err:
@@ -122,20 +123,22 @@ class OpenAIBackend:
         self.stats.stop()
         return results
 
-    def _odds(self, prompt: Prompt) -> float:
+    def _odds(self, prompt: Prompt) -> tuple[float, int]:
+        """(log-odds, prompt tokens the server reports)."""
         try:
             reply = self._chat(Prompt(prompt.system, prompt.skills, prompt.user, max_tokens=1, stop=()),
                                top_logprobs=TOP_LOGPROBS)
             top = {t["token"]: t["logprob"] for t in reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
         except (OSError, ValueError, KeyError, IndexError, TypeError, http.client.HTTPException):
-            return float("nan")  # no opinion: the policy neither wakes the agent here nor caches this
+            return float("nan"), 0  # no opinion: the policy neither wakes the agent here nor caches this
         floor = min(top.values())
         pool = lambda spellings: np.logaddexp.reduce([top.get(s, floor) for s in spellings])
-        return float(pool(YES) - pool(NO))
+        return float(pool(YES) - pool(NO)), int(reply.get("usage", {}).get("prompt_tokens", 0))
 
     def score(self, prompts: list[Prompt]) -> np.ndarray:
         self.stats.start()
-        result = np.array(self._map(self._odds, prompts), dtype=float)
+        odds, tokens = zip(*self._map(self._odds, prompts)) if prompts else ((), ())
+        result, self.scored_tokens = np.array(odds, dtype=float), np.array(tokens, dtype=np.int64)
         self.stats.prompts += len(prompts)
         self.stats.scored += len(prompts)
         self.stats.stop()

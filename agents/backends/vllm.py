@@ -69,7 +69,8 @@ class VLLMBackend:
         for out in outputs:
             c = out.outputs[0]
             results.append(Completion(c.text, c.cumulative_logprob, len(c.token_ids),
-                                      "length" if c.finish_reason == "length" else "stop"))
+                                      "length" if c.finish_reason == "length" else "stop",
+                                      prompt_tokens=len(out.prompt_token_ids or ())))
             self.stats.prompt_tokens += len(out.prompt_token_ids or ())
         self.stats.prompts += len(prompts)
         self.stats.completion_tokens += sum(c.tokens for c in results)
@@ -82,6 +83,7 @@ class VLLMBackend:
         params = self._params(temperature=0.0, max_tokens=1, logprobs=len(allowed), allowed_token_ids=allowed)
         outputs = self.llm.generate(self._texts(prompts), params, use_tqdm=False)
         result = np.zeros(len(prompts))
+        self.scored_tokens = np.array([len(out.prompt_token_ids or ()) for out in outputs], dtype=np.int64)
         for i, out in enumerate(outputs):
             top = {token: lp.logprob for token, lp in out.outputs[0].logprobs[0].items()}
             pool = lambda ids: np.logaddexp.reduce([top.get(t, FLOOR) for t in ids])

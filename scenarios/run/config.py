@@ -301,6 +301,13 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return f"agents.objective = {agents.objective!r}: {err}"
 
 
+def _token_price_is_charged(exp: Experiment) -> str | None:
+    """Compute is charged where the agents' policy reports the tokens its calls use: LLM agents."""
+    if exp.market.token_price and not get_scenario(exp.run.scenario).lm_actions:
+        return (f"market.token_price = {exp.market.token_price!r}: scenario {exp.run.scenario!r}'s agents make no "
+                f"LLM calls the market can charge")
+
+
 LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
 
 
@@ -404,7 +411,8 @@ def _funding_fits_int64(exp: Experiment) -> str | None:
                 f"lower it or run.episodes")
 
 
-CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _objective_gets_its_signals,
+CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _token_price_is_charged,
+          _objective_gets_its_signals,
           _scenario_has_a_skill_library,
           _device_is_there,
           _learned_bids_clear_by_softmax, _bid_keys_are_read, _groups_divide_the_batch, _credit_shapes_learned_actions,

@@ -134,5 +134,7 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         **get_scenario(exp.run.scenario).metrics(model, episodes, exp.scenario),
         **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learned.py)
     }
-    store.finish(summary, dict(zip(pop.ids[live].tolist(), pop.wealth[live].tolist())))
+    ids = pop.ids[live].tolist()
+    tokens = dict(zip(ids, pop.tokens[live].tolist()))
+    store.finish(summary, dict(zip(ids, pop.wealth[live].tolist())), tokens)
     return summary

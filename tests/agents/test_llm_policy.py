@@ -44,10 +44,11 @@ def test_a_forfeiting_winner_pays_nothing_and_is_paid_nothing(books: Books):
     assert (log["reason"] == Reason.BID).any()  # the even rows still trade: the run went on
 
 
-def small_model(seed=0, batch=4, **policy):
+def small_model(seed=0, batch=4, token_price=0.0, **policy):
     cfg = wordmath.Config(llm=LLM, policy=PolicyConfig(**policy), heldout=4, horizon=3)
     world, pol = wordmath.build(cfg)
-    market = MarketConfig(batch=batch, bid_scheme="holland", base_bid=0.02, terminal="path", rent=0.002)
+    market = MarketConfig(batch=batch, bid_scheme="holland", base_bid=0.02, terminal="path", rent=0.002,
+                          token_price=token_price)
     population = PopulationConfig(initial_agents=6, initial_wealth=0.2, p_exploit=0.0, p_explore=0.0, min_agents=2)
     return MarketModel(world, pol, market, population, seed=seed), cfg
 
@@ -65,6 +66,10 @@ class Counting:
     def score(self, prompts):
         self.calls.append(("score", len(prompts)))
         return self.inner.score(prompts)
+
+    @property
+    def scored_tokens(self):
+        return self.inner.scored_tokens
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +153,24 @@ def test_state_dict_round_trip_restores_skills_scores_and_memo(played):
 def test_policy_config_rejects_bad_values():
     with pytest.raises(ValueError):
         PolicyConfig(max_skills=0)
+
+
+def test_every_token_an_agent_s_calls_use_is_counted_on_its_row_and_charged_at_the_token_price():
+    """One round with market.token_price: each agent pays floor(tokens x price / 1000) micro-credits as COMPUTE,
+    its row counts the tokens, and the rows together count every token the engine ran for this market (acting,
+    wake-up scoring; the births' rewrites after the charge wait on the rows for the next round)."""
+    model, _ = small_model(batch=2, token_price=0.5)
+    model.policy.backend.stats = stats = type(model.policy.backend.stats)()
+    model.step()
+    pop, log = model.population, model.last_round.transfers
+    compute = log[log["reason"] == Reason.COMPUTE]
+    assert compute.size and set(compute["dst"].tolist()) == {0}
+    row = {a: r for r, a in enumerate(pop.ids.tolist())}
+    for src, amount in zip(compute["src"].tolist(), compute["amount"].tolist()):
+        assert amount == pop.tokens[row[src]] * 500_000 // 1000
+    assert int(pop.tokens.sum() + model.policy.spent.sum()) == stats.prompt_tokens + stats.completion_tokens
+    pending = model.policy.spent.copy()
+    with model.policy.evaluating():  # held-out play is free: nothing counted
+        model.run_episodes(world=model.world.heldout, batch=2, settle=False)
+    assert stats.prompt_tokens + stats.completion_tokens > pop.tokens.sum() + pending.sum()  # it ran the model
+    assert np.array_equal(model.policy.spent, pending)

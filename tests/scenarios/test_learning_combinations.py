@@ -80,6 +80,7 @@ def test_what_is_refused_where():
     assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
                                                                                        "agents.lora_rank=4"])
     assert "agents.lm_lr" in outcome("wordmath", ["agents.lm_lr=0.001"])
+    assert "make no LLM calls the market can charge" in outcome("relay", ["market.token_price=0.1"])
     assert "only the hf backend" in outcome("wordmath", ["agents.actions=grpo", "wordmath.llm.backend=\"vllm\""])
     assert "no learned action logits" in outcome("recsys", ["agents.actions=grpo"])
     with pytest.raises(ConfigError, match="team mode has no auction"):

@@ -1,6 +1,7 @@
 """Scenario ``wordmath``: exact problems, the world's transitions, and the whole run from the CLI."""
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -71,5 +72,9 @@ def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path
     assert 0 <= summary["complete_agent_accuracy"] <= 1
     assert summary["heldout_problems"] == 8 and summary["actions"] > 0 and summary["backend"] == "hf"
     assert summary["llm_tokens"] > 0
+    with sqlite3.connect(tmp_path / "catallax.db") as db:  # compute is charged (wordmath.toml's token_price)
+        tokens, = db.execute("SELECT sum(tokens) FROM agent").fetchone()
+        charged, = db.execute("SELECT count(*) FROM transfer WHERE reason_name = 'COMPUTE'").fetchone()
+    assert tokens > 0 and charged > 0
     if bids:  # the headline loop: value bids, and the LM's LoRA adapter trained from the market's rollouts
         assert summary["policy_updates"] >= 0 and summary["lm_completions_trained"] >= 0
