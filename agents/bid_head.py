@@ -78,13 +78,18 @@ class NoFeatures:
 
 
 class TextFeatures:
-    """phi(obs) = encode("name = value, ...") for each observation; each distinct one encoded once."""
+    """phi(obs) = encode("name = value, ...") for each observation, or encode(describe(features)) where the
+    task writes its states as text itself (an LLM task's state summaries); each distinct one encoded once.
+    ``cache`` is cleared when the encoder's weights move (the policy LM trained by LoRA GRPO)."""
 
-    def __init__(self, names: tuple[str, ...], encode: Callable[[list[str]], np.ndarray], size: int):
-        self.names, self.encode, self.size = names, encode, size
+    def __init__(self, names: tuple[str, ...], encode: Callable[[list[str]], np.ndarray], size: int,
+                 describe: Callable[[np.ndarray], list[str]] | None = None):
+        self.names, self.encode, self.size, self.describe = names, encode, size, describe
         self.cache: dict[bytes, np.ndarray] = {}
 
     def text(self, row: np.ndarray) -> str:
+        if self.describe is not None:
+            return self.describe(row[None])[0]
         return ", ".join(f"{name} = {int(v)}" for name, v in zip(self.names, row))
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -143,13 +148,17 @@ class LastHidden:
 
     @torch.inference_mode()
     def __call__(self, texts: list[str]) -> np.ndarray:
-        batch = self.tokenizer(texts, padding=True, return_tensors="pt").to(self.device)  # left-padded: last = real
-        out = self.model(**batch, output_hidden_states=True, use_cache=False)
+        """Left-padded (the last position is real), positions counted over real tokens only: a short text
+        in a batch with long ones gets the hidden state it would get alone."""
+        batch = self.tokenizer(texts, padding=True, return_tensors="pt").to(self.device)
+        position = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        out = self.model(**batch, position_ids=position, output_hidden_states=True, use_cache=False)
         return out.hidden_states[-1][:, -1].float().cpu().numpy()
 
 
-def make_features(cfg: AgentsConfig, space, backend=None):
-    """The configured feature source for a world whose features are described by ``space`` (a RuleSpace)."""
+def make_features(cfg: AgentsConfig, space, backend=None, describe=None):
+    """The configured feature source for a world whose features are described by ``space`` (a RuleSpace);
+    ``backend``: the policy's own LM for ``hf`` (no second copy); ``describe``: features -> text (an LLM task's)."""
     if cfg.features == "agent":
         return NoFeatures()
     if cfg.features == "numeric":
@@ -163,7 +172,7 @@ def make_features(cfg: AgentsConfig, space, backend=None):
 
             backend = make_backend(BackendConfig(backend="hf"))
         encoder = LastHidden(backend)
-    return TextFeatures(tuple(space.features), encoder, encoder.size)
+    return TextFeatures(tuple(space.features), encoder, encoder.size, describe)
 
 
 @torch.no_grad()

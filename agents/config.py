@@ -120,6 +120,12 @@ class AgentsConfig:
             raise ValueError(f"unknown credit estimator (known: {', '.join(NAMES)})")
         return name
 
+    def needs_groups(self, bid_scheme: str) -> bool:
+        """Whether the run's learner compares rollouts within groups of ``group``: learned actions, or
+        reinforce bids with the global advantage (elsewhere ``group`` is not read)."""
+        reinforce = bid_scheme == "learned" and self.bid_objective == "reinforce"
+        return self.actions == "grpo" or reinforce and self.advantage == "global"
+
     def estimator(self):
         """The chosen estimator with its settings; a new one per call, so an online estimator (proas's
         reference graph) starts afresh, as one made by name does."""

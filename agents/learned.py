@@ -59,18 +59,21 @@ class LearnedPolicy(PolicyWrapper):
         self.learned_bids = cfg.bids == "learned" if learned_bids is None else learned_bids  # else the market's scheme bids
         self.value_bids = self.learned_bids and cfg.bid_objective == "value"
         self.device = pick_device(cfg.device)
-        self.features = features or (make_features(cfg, getattr(inner, "space", None)) if self.learned_bids
-                                     else NoFeatures())  # the market's scheme bids: no head reads features
+        self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
+        if cfg.actions == "grpo" and hasattr(inner, "generations"):
+            from agents.lm_grpo import CompletionLearner
+
+            self.lm = CompletionLearner(inner, cfg, seed)  # before the features: hf features read the trained LM
+        if features is None and self.learned_bids:
+            task = getattr(inner, "task", None)
+            features = make_features(cfg, getattr(inner, "space", None), getattr(inner, "backend", None),
+                                     getattr(task, "summaries", None))
+        self.features = features or NoFeatures()  # the market's scheme bids: no head reads features
         self.rng = np.random.default_rng([seed, 0x1EA2])  # action sampling: a stream of its own
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.stats = {}
         self.head = BidHead(self.features.size, cfg).to(self.device)
         self.objective = objective_for(cfg)
-        self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
-        if cfg.actions == "grpo" and hasattr(inner, "generations"):
-            from agents.lm_grpo import CompletionLearner
-
-            self.lm = CompletionLearner(inner, cfg, seed)
         logits = cfg.actions == "grpo" and self.lm is None
         actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
@@ -202,6 +205,7 @@ class LearnedPolicy(PolicyWrapper):
         self.stats = self._value_step(trace) if self.value_bids else {}
         if self.lm is not None:
             self.stats.update(self.lm.learn(model))
+            getattr(self.features, "cache", {}).clear()  # LM features of the old weights
         bid_batch = self._bid_batch(trace, market) if self.learned_bids and not self.value_bids else None
         act_batch = self._action_batch(trace, acted, model) if self.theta.shape[1] and acted else None
         if bid_batch is None and act_batch is None:

@@ -170,6 +170,11 @@ class LLMPolicy(Policy):
         """A context in which the backend runs the untrained model (the baselines'); a learner of the
         LM's weights replaces it (agents/lm_grpo.py)."""
 
+    @property
+    def space(self):
+        """The task's bounded features for learned bids (a RuleSpace: its ``space``), None if it has none."""
+        return getattr(self.task, "space", None)
+
     @contextlib.contextmanager
     def evaluating(self):
         """Held-out and baseline episodes: greedy completions at the configured temperature, none recorded."""

@@ -125,7 +125,8 @@ class Scenario:
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 
             policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed, learned_bids=exp.market.bid_scheme == "learned")
-            world.group = exp.agents.group or 1
+            if exp.agents.needs_groups(exp.market.bid_scheme):
+                world.group = exp.agents.group or 1  # G consecutive worlds share a task
         return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
 
     def _probe(self, world, batch: int) -> None:

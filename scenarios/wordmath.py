@@ -57,6 +57,7 @@ from agents import parse
 from agents.backends import BackendConfig
 from agents.backends.factory import require_engine, shared_backend
 from agents.llm_policy import LLMPolicy, PolicyConfig, Role
+from agents.rules import RuleSpace
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.config import STRICT
 from market.protocols import World
@@ -175,8 +176,9 @@ def problem(seed: int, pid: int) -> Problem:
 
 
 class WordmathWorld(World):
-    """B problems in lockstep. Observation row: (stream seed, problem id, stage, world index, episode
-    serial): enough to name the problem, the state and the episode."""
+    """B problems in lockstep. Observation row: (stage, stream seed, problem id, world index, episode
+    serial): enough to name the problem, the state and the episode; the stage first, as the one
+    bounded feature learned bids read (``numeric``: its one-hot, SPACE)."""
 
     def __init__(self, cfg: Config, board: "Board", seed: int, fixed: np.ndarray | None = None):
         self.horizon, self.board, self.seed = cfg.horizon, board, seed
@@ -199,7 +201,7 @@ class WordmathWorld(World):
     def observe(self) -> np.ndarray:
         self.board.current = self
         B = self.stage.size
-        return np.stack([np.full(B, self.seed), self.pid, self.stage, np.arange(B), np.full(B, self.serial)], axis=1)
+        return np.stack([self.stage, np.full(B, self.seed), self.pid, np.arange(B), np.full(B, self.serial)], axis=1)
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
         done = np.zeros(self.stage.size, dtype=bool)
@@ -227,16 +229,19 @@ class WordmathWorld(World):
 
 class Board:
     """What the LLM policy reads and writes (agents/llm_policy.py's TextTask): the world last
-    observed is ``current``; payloads flow back through ``payloads``."""
+    observed is ``current``; payloads flow back through ``payloads``. ``space``: the observation's one
+    bounded feature, the stage, for learned bids (``numeric``: its one-hot; ``hf``/``minilm``: the
+    stage's summary as text)."""
 
     all_summaries = SUMMARIES
+    space = RuleSpace(features=("stage",), low=(0,), high=(len(STAGES) - 1,), actions=tuple(r.name for r in ROLES))
 
     def __init__(self):
         self.current: WordmathWorld | None = None
         self.payloads: list[str | None] = []
 
     def summaries(self, obs: np.ndarray) -> list[str]:
-        return [SUMMARIES[s] for s in obs[:, 2]]
+        return [SUMMARIES[s] for s in obs[:, 0]]
 
     def context(self, obs_row: np.ndarray, role: str) -> str:
         w, b = self.current, int(obs_row[3])
@@ -248,9 +253,9 @@ class Board:
         return f"Problem: {w.problems[b].text}\nExpression: {w.expr[b] or 'none'}\nValue: {value}\nWhat is the final answer?"
 
     def illegal(self, role: str, obs_row: np.ndarray) -> str:
-        if role == "extractor" and obs_row[2] > 0:
+        if role == "extractor" and obs_row[0] > 0:
             return "illegal: an expression already exists"
-        if role == "answerer" and obs_row[2] < 2:
+        if role == "answerer" and obs_row[0] < 2:
             return "illegal: no computed value to report"
         return ""
 
@@ -270,21 +275,22 @@ class Board:
         return (str(value), "") if value is not None else (None, "illegal: division by zero")
 
     def tool_wake(self, role: str, obs: np.ndarray) -> np.ndarray:
-        return obs[:, 2] == 1
+        return obs[:, 0] == 1
 
     def deliver(self, payloads: list[str | None]) -> None:
         self.payloads = payloads
 
     def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
-        p = problem(int(obs_row[0]), int(obs_row[1]))
+        p = problem(int(obs_row[1]), int(obs_row[2]))
         if role == "extractor":
             return p.text, p.expression
         return f"Problem: {p.text}", f"The answer is {p.answer}."
 
 
-BID_FEATURES = ("agent",)
-"""Learned bids from ``agent`` features only: the LLM agents' observations are ids of a shared board,
-not bounded integer features (text and LM-state features of the board are issue work, not here yet)."""
+BID_FEATURES = ("numeric", "agent", "hf", "minilm")
+"""Learned bids read the stage (Board.space): one-hot (``numeric``, the default: a value per agent and
+stage), nothing (``agent``: a value per agent), or the stage's summary through the agents' own LM (``hf``,
+no second model copy) or MiniLM."""
 LEARNED_ACTIONS = "lm"
 """``agents.actions = "grpo"`` trains a LoRA adapter of the agents' shared LM on their completions
 (agents/lm_grpo.py; the hf backend only)."""

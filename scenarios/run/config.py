@@ -236,8 +236,7 @@ def _reinforce_bids(exp: Experiment) -> bool:
 
 def _needs_groups(exp: Experiment) -> bool:
     """A group-relative advantage: reinforce bids' ``global`` one, or learned actions'."""
-    agents = exp.agents
-    return _reinforce_bids(exp) and agents.advantage == "global" or agents.actions == "grpo"
+    return exp.agents.needs_groups(exp.market.bid_scheme)
 
 
 def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
@@ -347,7 +346,7 @@ def _bid_keys_are_read(exp: Experiment) -> str | None:
 def _groups_divide_the_batch(exp: Experiment) -> str | None:
     """A group is G consecutive episodes of one round, so a round must hold whole groups."""
     agents, market = exp.agents, exp.market
-    if agents.group and market.batch % agents.group:
+    if _needs_groups(exp) and agents.group and market.batch % agents.group:
         return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple"
 
 

@@ -74,9 +74,8 @@ def test_accepted_learning_combinations_run_a_round(scenario):
 
 def test_what_is_refused_where():
     assert "no learned bids" in outcome("boltzmann", ["agents.bids=learned"])
-    assert "'agent' only" in outcome("wordmath", ["agents.bids=learned", "agents.features=numeric"])
     exp = outcome("wordmath", ["agents.bids=learned", "agents.actions=grpo"])  # the headline loop, on its defaults
-    assert exp.agents.features == "agent" and exp.agents.group == 4 and exp.market.batch == 16
+    assert exp.agents.features == "numeric" and exp.agents.group == 4 and exp.market.batch == 16
     assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
                                                                                        "agents.lora_rank=4"])
     assert "agents.lm_lr" in outcome("wordmath", ["agents.lm_lr=0.001"])
