@@ -11,7 +11,9 @@ This class composes rather than subclasses: it wraps any policy (rule, blocks, .
   that predict a loss, and ``learn`` regresses the predictions on the round's turns (below);
   under ``reinforce`` the bids are trained through the softmax auction (agents/learner.py);
 * ``act``: the inner policy's action, or with ``agents.actions = "grpo"`` an action sampled from
-  theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits, trained by GRPO);
+  theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits, trained by the objective
+  ``agents.objective``, agents/objectives); for LLM agents the action is the LM's sampled completion,
+  and a LoRA adapter of the LM is trained instead (agents/lm_grpo.py);
 * births: every row operation the market asks of the policy (resize, spawn, inherit, revise) is
   applied to the inner policy, the head rows and theta together;
 * ``learn``: one update from the round's trace (agents/learner.py);
@@ -78,6 +80,7 @@ class LearnedPolicy(PolicyWrapper):
         actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
         self.turns = np.zeros(2, dtype=np.int64)  # [N] turns each row's value has learned from
+        self.action_updates = 0  # rounds whose action loss ran (the summary's policy_updates)
         self._head_changed()  # no acting copy of the weights yet (value bids), no scores cached
         adam = [self.theta]  # theta has no gradient (so no update) unless agents.actions = "grpo"
         if self.value_bids:  # exact normalised steps on the rows; a shared text projection stays a fixed random map
@@ -192,8 +195,11 @@ class LearnedPolicy(PolicyWrapper):
         self._head_changed()
 
     def report(self) -> dict:
-        """What the run's summary says about the learner."""
-        return {} if self.lm is None else dict(self.lm.counts)
+        """What the run's summary says about the learner: rounds that updated the policy's actions (logits
+        or the LM's adapter), and the LM learner's counts."""
+        if self.lm is not None:
+            return dict(self.lm.counts)
+        return {"policy_updates": self.action_updates} if self.theta.shape[1] else {}
 
     # --- learning ---------------------------------------------------------------------------
     def learn(self, model) -> None:
@@ -223,6 +229,7 @@ class LearnedPolicy(PolicyWrapper):
                     losses.append(loss), stats.update(s)
             if losses:
                 stats["grad_norm"] = self.learner.step(sum(losses))
+        self.action_updates += act_batch is not None
         self.stats = stats
 
     def _action_loss(self, rows, rule_actions, actions, old_logp, advantage, world):
@@ -314,6 +321,7 @@ class LearnedPolicy(PolicyWrapper):
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
             "lm": None if self.lm is None else self.lm.state_dict(),
+            "action_updates": self.action_updates,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -323,6 +331,7 @@ class LearnedPolicy(PolicyWrapper):
                 self.head.get_parameter(name).data = value.to(self.device).clone()
             self.theta.data = state["theta"].to(self.device).clone()
         self.turns = state["turns"].copy()
+        self.action_updates = state.get("action_updates", 0)
         self.learner.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
