@@ -21,6 +21,7 @@ as ``LearnedPolicy`` runs it: K = 320 turns of random agents among N, Huber regr
 turn's predicted value on what it earned, one SGD step; it reads only the K turns' rows, so its cost
 hardly grows with N. *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
 on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
+*GRPO through the market*: the same update on a wordmath round's own completions (:func:`market_grpo_tokens`).
 """
 
 from __future__ import annotations
@@ -135,6 +136,31 @@ def grpo_tokens(batch: int, repeats: int, device) -> tuple[float, int]:
     return stats["tokens"] / statistics.median(times), stats["tokens"]
 
 
+def market_grpo_tokens(device) -> dict:
+    """LoRA GRPO through the market: one wordmath round (B = 8, 2 problems x 4 rollouts, sampled), then the
+    learner's update of that round (``LearnedPolicy.learn``: encoding, forward, backward, Adam), timed apart.
+    ``agents.kl`` = 0.05 puts every completion of the round into the update (a zero advantage still carries
+    the KL term), so the update's size does not depend on which rollouts happened to succeed."""
+    from scenarios.registry import get_scenario
+    from scenarios.run.config import load
+
+    sets = ["agents.actions=grpo", "agents.kl=0.05", "market.batch=8", "agents.group=4", "wordmath.heldout=4",
+            f"agents.device={device.type}", f"wordmath.llm.device={device.type}"]
+    model = get_scenario("wordmath").make_model(load("wordmath", sets))
+    start = time.perf_counter()
+    model.run_episodes()
+    rollout = time.perf_counter() - start
+    before = model.policy.lm.counts["lm_train_tokens"]
+    start = time.perf_counter()
+    model.policy.learn(model)
+    sync(device)
+    update = time.perf_counter() - start
+    tokens = model.policy.lm.counts["lm_train_tokens"] - before
+    return {"market_grpo_tokens_per_s": round(tokens / update, 1), "market_grpo_tokens_per_update": tokens,
+            "market_grpo_completions": model.policy.lm.counts["lm_completions_trained"],
+            "market_grpo_update_s": round(update, 2), "market_grpo_rollout_s": round(rollout, 2)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
@@ -162,6 +188,12 @@ def main() -> int:
         tps, tokens = grpo_tokens(batch, 1 if args.quick else 3, device)
         result["grpo_tokens_per_s"], result["grpo_batch"], result["grpo_tokens_per_update"] = round(tps, 1), batch, tokens
         print(f"GRPO SmolLM2-135M LoRA r=8: batch {batch} ({tokens} tokens/update): {tps:,.0f} tokens/s")
+        market = market_grpo_tokens(device)
+        result |= market
+        print(f"LoRA GRPO through the market (wordmath, B = 8): {market['market_grpo_completions']} completions, "
+              f"{market['market_grpo_tokens_per_update']} tokens in {market['market_grpo_update_s']} s: "
+              f"{market['market_grpo_tokens_per_s']:,.0f} tokens/s (the round's rollouts took "
+              f"{market['market_grpo_rollout_s']} s)")
     if args.json:
         print(json.dumps(result))
     return 0
