@@ -2,9 +2,11 @@
 
 After Economy of Minds: every agent is (role, skills, wake threshold). The role is
 the *frozen* part of its prompt (what it is, its hard constraints, its yes/no
-wake-up question): births never touch it. The skills are the *trainable* part:
-text lines (a line ``example: <input> => <output>`` is shown to the model as a
-worked example). Tool agents (e.g. a calculator) have a role but no LLM: the
+wake-up question): births never touch it. The skills are the *trainable* part: a
+list of skills of the run's library (skills/library.py; one skill per distinct
+role and line, named as skills/catalogue.py says), whose bodies are text lines
+the prompt carries (a line ``example: <input> => <output>`` is shown to the model
+as a worked example). Tool agents (e.g. a calculator) have a role but no LLM: the
 task computes their action exactly.
 
 Wake-up: the LLM is asked the role's yes/no question about a short summary of
@@ -34,7 +36,17 @@ Births rewrite skills with the same LLM: exploit (``inherit``) asks the model fo
 one more general skill for a rich agent; explore (``revise``) shows a failed
 agent's task, its output and the correct output, and asks for a worked example.
 A malformed rewrite is recorded and discarded (the child keeps its parent's
-skills). Every accepted rewrite is a new version with its parent version.
+skills). Every accepted rewrite is a new version (skill set) with its parent
+version; a line not yet in the role's library is a new skill, an ``add`` edit
+whose diagnosis names the birth (exploit or explore), the parent agent, its
+version and skills, and the raw rewrite.
+
+The library: the pool's lines are its first skills; :meth:`LLMPolicy.attach`
+(called by the runner with the run's store) writes them to the run database,
+under the run's id, and every birth writes its new skills there once the round's
+births are done, never mid-round. Checkpoints carry the library's marks, and a
+resumed run first drops the rows written after its checkpoint. A policy never
+attached (tests, baselines) names its skills the same way and writes nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +64,8 @@ from agents import parse
 from agents.backends.base import Backend, Completion, Prompt
 from market.config import STRICT
 from market.protocols import Policy
+from skills.catalogue import Catalogue
+from skills.library import SkillLibrary
 
 REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
                   "no preamble.")
@@ -148,8 +162,15 @@ class LLMPolicy(Policy):
         self.theta = np.zeros(0)
         self.version = np.zeros(0, dtype=np.int64)
         self.spent = np.zeros(0, dtype=np.int64)  # [N] tokens each row's calls used since the market last charged
-        self.skills: list[tuple[str, ...]] = []
-        self.versions: list[dict] = []  # every skill set ever held: id, parent, role, skills, edit
+        self.skills: list[tuple[str, ...]] = []  # [N] the names of each row's skills (catalogue.lines: their text)
+        self.versions: list[dict] = []  # every skill set ever held: id, parent, role, skills (names), edit
+        self.catalogue = Catalogue()
+        """Every skill line as a skill of the run's library; the pool's lines first, in order."""
+        for name, groups in pool.items():
+            for _, group in groups:
+                for line in group:
+                    self._name(name, line, {"origin": "pool"})
+        self._population = None  # the market's population once attached: agent ids for the births' edits
         self.memo: dict[Prompt, Completion] = {}  # greedy prompt -> its completion (bounded, oldest out)
         self.scores: dict[tuple[int, str, str], float] = {}  # (role, skill rules, summary) -> log-odds
         self.recent: dict[int, tuple[tuple, str]] = {}  # row -> (observation, raw text) of its last action
@@ -234,13 +255,36 @@ class LLMPolicy(Policy):
         spent, self.spent = self.spent, np.zeros_like(self.spent)
         return spent
 
+    # --- skills: lines of the run's library ------------------------------------
+    def attach(self, store, population=None) -> None:
+        """The run's database (the runner's hook): the library named by the run id receives the skills
+        named so far and, from then on, every round's new ones; ``population`` (the market's) gives
+        the births' edits their agent ids. A resumed policy first drops the rows past its checkpoint."""
+        self._population = population
+        self.catalogue.attach(SkillLibrary(store.engine, store.run_id))
+
+    @staticmethod
+    def _kind(line: str) -> str:
+        shown = parse.example(line)
+        return "rule" if shown is None else "wake" if shown[1].strip().lower() in ("yes", "no") else "example"
+
+    def _name(self, role: str, line: str, origin: dict) -> str:
+        return self.catalogue.name(role, line, self._kind(line), origin)
+
+    def lines(self, row: int) -> tuple[str, ...]:
+        """The text of a row's skills, in order."""
+        return tuple(self.catalogue.lines[name] for name in self.skills[row])
+
+    def _agent(self, row: int) -> int | None:
+        return None if self._population is None else int(self._population.ids[row])
+
     def _skills(self, row: int, wake: bool) -> str:
         """The skill lines a prompt carries: general lines always; worked examples whose output is
         yes/no only in the wake-up prompt, the other worked examples only when acting."""
         lines = []
-        for line in self.skills[row]:
-            shown = parse.example(line)
-            if shown is None or (shown[1].strip().lower() in ("yes", "no")) == wake:
+        for line in self.lines(row):
+            kind = self._kind(line)
+            if kind == "rule" or (kind == "wake") == wake:
                 lines.append(line)
         return "\n".join(lines)
 
@@ -255,8 +299,10 @@ class LLMPolicy(Policy):
         mean over all of the task's summaries (a weak model's yes-bias differs per prompt), exceed
         its threshold. A score the backend could not give (NaN) is no opinion: no wake-up there, the
         mean is over the others, and it is not cached (asked again next step). Tool agents wake by
-        the task's rule. An agent that forfeited on an observation stays asleep on that same
-        observation."""
+        the task's rule. An agent whose role could not act legally in a state (``task.illegal``: an
+        extractor once an expression exists) does not wake there: winning it would only waste the
+        world's step on a certain forfeit. An agent that forfeited on an observation stays asleep on
+        that same observation."""
         B, N = len(obs), self.role.size
         wake = np.zeros((B, N), dtype=bool)
         if self.only is not None:  # alone, an agent acts at every step
@@ -290,6 +336,12 @@ class LLMPolicy(Policy):
                 centred = np.where(known, table - mean, -np.inf)  # no opinion: no wake-up
                 column = {s: i for i, s in enumerate(every)}
                 wake[:, llm] = centred[:, [column[s] for s in summaries]].T > self.theta[llm][None, :]
+        if self.only is None:  # a role that cannot act legally here does not bid for the world
+            for i, role in enumerate(self.roles):
+                rows = np.flatnonzero(self.role == i)
+                if rows.size and not role.tool:
+                    blocked = np.array([bool(self.task.illegal(role.name, row)) for row in obs])
+                    wake[np.ix_(blocked, rows)] = False
         for b in range(B):
             for row in self.bench.get(tuple(obs[b].tolist()), ()):
                 wake[b, row] = False
@@ -366,6 +418,7 @@ class LLMPolicy(Policy):
         self.skills += [()] * grow
 
     def _new_version(self, row: int, skills: tuple[str, ...], parent: int, edit: str) -> None:
+        """``skills``: names in the catalogue."""
         self.skills[row] = skills
         self.version[row] = len(self.versions)
         self.versions.append({"id": len(self.versions), "parent": parent, "role": self.roles[self.role[row]].name,
@@ -377,13 +430,16 @@ class LLMPolicy(Policy):
         for row in rows.tolist():
             name, skills, theta = self._seed_agents.pop(0) if self._seed_agents else (None, None, None)
             self.role[row] = self.role_index[name] if name else rng.choice(len(self.roles), p=self.weights)
+            role = self.roles[self.role[row]].name
             if skills is None:
                 skills = []
-                for p, group in self.pool.get(self.roles[self.role[row]].name, []):
+                for p, group in self.pool.get(role, []):
                     skills += [line for line, keep in zip(group, rng.random(len(group)) < p) if keep]
                 skills = skills[: self.cfg.max_skills]
             self.theta[row] = rng.uniform(self.cfg.theta_low, self.cfg.theta_high) if theta is None else theta
-            self._new_version(row, tuple(skills), -1, "newcomer")
+            names = tuple(self._name(role, line, {"origin": "seed"}) for line in skills)
+            self._new_version(row, names, -1, "newcomer")
+        self.catalogue.flush()  # births end a round: its new skills go to the library now
 
     def _copy(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
         self.role[rows] = self.role[parents]
@@ -398,9 +454,9 @@ class LLMPolicy(Policy):
         asks = []
         for row in rows.tolist():
             if not self.roles[self.role[row]].tool:
-                skills = " | ".join(self.skills[row]) or "(none)"
+                skills = " | ".join(self.lines(row)) or "(none)"
                 asks.append((row, EXPLOIT_ASK.format(role=self.roles[self.role[row]].frozen, skills=skills), ""))
-        self._rewrite(asks, "exploit: add a general skill", rng)
+        self._rewrite(asks, dict(zip(rows.tolist(), parents.tolist())), "exploit: add a general skill", rng)
 
     def revise(self, rows: np.ndarray, parents: np.ndarray, obs: np.ndarray, found: np.ndarray,
                rng: np.random.Generator) -> np.ndarray:
@@ -417,30 +473,38 @@ class LLMPolicy(Policy):
             wrote = raw if last_obs == tuple(np.asarray(seen).tolist()) else "(nothing)"
             asks.append((row, EXPLORE_ASK.format(given=given, wrote=wrote.strip() or "(empty)", correct=correct),
                          EXPLORE_DEMO))
-        self._rewrite(asks, "explore: revise from a failure", rng)
+        self._rewrite(asks, dict(zip(rows.tolist(), parents.tolist())), "explore: revise from a failure", rng)
         return np.ones(rows.size, dtype=bool)
 
-    def _rewrite(self, asks: list[tuple[int, str, str]], edit: str, rng: np.random.Generator) -> None:
-        """One batched generation for all rewrites; a malformed one is recorded and discarded."""
+    def _rewrite(self, asks: list[tuple[int, str, str]], parents: dict[int, int], edit: str,
+                 rng: np.random.Generator) -> None:
+        """One batched generation for all rewrites (``asks``: row, ask, demo; ``parents``: row -> its
+        parent's row); a malformed one is recorded and discarded. A line new to the role is a new
+        skill, its diagnosis the birth; the round's new skills are written when the births end."""
         seeds = rng.integers(2**31, size=len(asks))
         prompts = [Prompt(REWRITE_SYSTEM, demo, ask, max_tokens=self.cfg.rewrite_tokens,
                           temperature=self.cfg.rewrite_temperature, seed=int(s)) for (_, ask, demo), s in zip(asks, seeds)]
         for (row, _, _), done in zip(asks, self._generate(prompts, [row for row, _, _ in asks])):
             line = parse.skill(done.text) if done.finish == "stop" or done.finish == "length" else None
-            if line is None or line in self.skills[row]:
+            if line is None or line in self.lines(row):
                 self.counts["malformed_rewrites"] += 1
                 self.records.append({"kind": "malformed_rewrite", "row": row, "edit": edit, "raw": done.text,
                                      "reason": "duplicate" if line else (done.error or "malformed")})
                 continue
             self.counts["rewrites"] += 1
-            skills = (*self.skills[row], line)[-self.cfg.max_skills:]
+            birth = {"origin": edit.split(":")[0], "agent": self._agent(row), "parent_agent": self._agent(parents[row]),
+                     "parent_version": int(self.version[row]), "version": len(self.versions),
+                     "parent_skills": list(self.skills[row]), "raw": done.text}
+            name = self._name(self.roles[self.role[row]].name, line, birth)
+            skills = (*self.skills[row], name)[-self.cfg.max_skills:]
             self._new_version(row, skills, int(self.version[row]), edit)
+        self.catalogue.flush()  # births end a round: its new skills go to the library now
 
     def describe(self, rows: np.ndarray) -> list[str]:
         out = []
         for row in np.asarray(rows).tolist():
             role = self.roles[self.role[row]].name if self.role[row] >= 0 else "-"
-            skills = " | ".join(self.skills[row]) or "(no skills)"
+            skills = " | ".join(self.lines(row)) or "(no skills)"
             out.append(f"{role} v{self.version[row]} theta={self.theta[row]:.2f}: {skills}")
         return out
 
@@ -450,7 +514,8 @@ class LLMPolicy(Policy):
                 "skills": list(self.skills), "versions": [dict(v) for v in self.versions],
                 "scores": dict(self.scores), "memo": [(asdict(p), asdict(c)) for p, c in self.memo.items()],
                 "bench": {k: set(v) for k, v in self.bench.items()}, "recent": dict(self.recent),
-                "counts": dict(self.counts), "seed_agents": list(self._seed_agents), "spent": self.spent.copy()}  # data only: see market/checkpoint.py
+                "counts": dict(self.counts), "seed_agents": list(self._seed_agents), "spent": self.spent.copy(),
+                "catalogue": self.catalogue.state_dict()}  # data only: see market/checkpoint.py
 
     def load_state_dict(self, state: dict) -> None:
         self.role, self.theta, self.version = state["role"].copy(), state["theta"].copy(), state["version"].copy()
@@ -461,3 +526,8 @@ class LLMPolicy(Policy):
         self.counts = collections.Counter(state["counts"])
         self._seed_agents = list(state["seed_agents"])
         self.spent = state["spent"].copy() if "spent" in state else np.zeros(self.role.size, dtype=np.int64)
+        if "catalogue" in state:
+            self.catalogue.load_state_dict(state["catalogue"])
+        else:  # a checkpoint from before the library: its skills are lines; name them (the pool's are named)
+            self.skills = [tuple(self._name(self.roles[r].name, line, {"origin": "checkpoint"}) for line in lines)
+                           if r >= 0 else () for r, lines in zip(self.role.tolist(), self.skills)]

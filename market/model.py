@@ -364,6 +364,10 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
     def _pending_births(self, records: list[dict]) -> None:
         self._births, self._unrecorded = records, []
 
+    def attach(self, store) -> None:
+        """The runner's hook before the first round: the policy may keep state in the run database too."""
+        self.policy.attach(store, self.population)
+
     # ---------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
         """Everything needed to continue this run exactly, at a round boundary."""

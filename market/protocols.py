@@ -109,6 +109,10 @@ class Policy(Protocol):
         ``market.token_price``; None: this policy calls no model."""
         return None
 
+    def attach(self, store, population) -> None:
+        """The run's database (market.store.RunStore) before the first round, for a policy that keeps
+        state there too (LLM agents: their skill library); ``population`` names its rows' agents."""
+
     @property
     def unwrapped(self) -> Policy:
         """The scenario's own policy under any wrappers (as in Gymnasium), for scenario code that reads its
@@ -161,6 +165,9 @@ class PolicyWrapper(Policy):
 
     def compute(self):
         return self.inner.compute()
+
+    def attach(self, store, population):
+        self.inner.attach(store, population)
 
     @property
     def unwrapped(self) -> Policy:

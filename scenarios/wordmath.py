@@ -30,6 +30,12 @@ forfeit rule (an agent that cannot act here sleeps on this state), and wealth
 (the richest awake agent wins, and agents on successful paths get rich) do most
 of the routing.
 
+Skills live in the run's library (skills/library.py, named by the run id): every line of ``POOL``
+is a skill of its role (``extractor-example-1``, ``answerer-rule-2``, ``generalist-wake-3``, ...;
+skills/catalogue.py), an agent holds a list of them, and a birth's rewrite that makes a new line adds
+a skill whose edit names the birth and the parent agent (agents/llm_policy.py). ``catallax skills
+list|show|lineage|export --run RUN_ID`` reads it.
+
 Metrics, measured in the same run on the same held-out problems:
 ``heldout_accuracy`` (the trained market, frozen); ``single_agent_accuracy``
 (the best single live agent, each playing every step of each problem alone,

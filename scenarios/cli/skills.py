@@ -7,7 +7,9 @@
     catallax skills lineage [NAME[@VERSION]] [--path FROM TO] [--agents [AGENT_ID]]
 
 ``--run`` reads the library of a run (named by its id; ``--agents`` then shows
-the run's agent lineage); ``--library`` a named one (default ``default``). Only
+the run's agent lineage); ``--library`` a named one (default ``default``).
+``lineage`` shows where an LLM agent's skill came from (wordmath: ``(pool)``, or
+``agent 7 (exploit)``: the birth whose rewrite wrote it, and its parent). Only
 ``import`` writes, and only to an existing or new database it was pointed at.
 """
 
@@ -144,18 +146,45 @@ def lineage(library: SkillLibrary, args) -> dict:
             for u, v, operator in steps:
                 print(f"{u} -> {v}" + (f"  ({operator})" if operator else ""))
         return {"path": [[u, v, op] for u, v, op in steps]}
+    origins = {} if args.agents else _origins(library)
     if node is not None:
         up, down = ancestors(g, node), descendants(g, node)
         if not args.json:
             print(f"{node}\n  ancestors:   {', '.join(map(str, up)) or '-'}")
             print(f"  descendants: {', '.join(map(str, down)) or '-'}")
-        return {"node": node, "ancestors": up, "descendants": down}
+            if node in origins:
+                print(f"  origin:      {_origin_text(origins[node])}")
+        return {"node": node, "ancestors": up, "descendants": down, **origins.get(node, {})}
     if not args.json:
         for n in g.nodes:
             parents = [f"{p} ({d['operator']})" if d.get("operator") else str(p)
                        for p, _, d in g.in_edges(n, data=True)]
+            if not parents and n in origins:
+                parents = [_origin_text(origins[n])]
             print(f"{n}" + (f" <- {', '.join(parents)}" if parents else ""))
-    return {"nodes": [{"id": n, **d} for n, d in g.nodes(data=True)], "edges": [[u, v] for u, v in g.edges]}
+    return {"nodes": [{"id": n, **d, **origins.get(n, {})} for n, d in g.nodes(data=True)],
+            "edges": [[u, v] for u, v in g.edges]}
+
+
+def _origins(library: SkillLibrary) -> dict[str, dict]:
+    """label -> where a version came from, for versions whose edit's diagnosis names an ``origin`` (an LLM
+    agent's skill line, skills/catalogue.py: the pool, a seeded agent, or a birth with its parent agent)."""
+    edits, out = library.edits(), {}
+    for v in library.versions():
+        edit = edits.get(v.edit_id)
+        try:
+            diagnosis = json.loads(edit.diagnosis) if edit is not None and edit.diagnosis else None
+        except json.JSONDecodeError:
+            continue
+        if isinstance(diagnosis, dict) and "origin" in diagnosis:
+            out[v.label] = {k: diagnosis[k] for k in ("origin", "agent", "parent_agent") if k in diagnosis}
+    return out
+
+
+def _origin_text(origin: dict) -> str:
+    if origin.get("parent_agent") is not None:
+        return f"agent {origin['parent_agent']} ({origin['origin']})"
+    return f"({origin['origin']})"
 
 
 ACTIONS = {"list": list_skills, "show": show, "export": export, "import": import_, "lineage": lineage}

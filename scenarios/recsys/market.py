@@ -38,7 +38,9 @@ from scenarios.recsys import pipeline as P
 from scenarios.recsys import seeds
 from scenarios.recsys.data import QUESTION
 from scenarios.recsys.evolve import Arm
-from scenarios.recsys.team import arm_names, marks_of, report, truncate
+from scenarios.recsys.team import arm_names, report
+from skills.catalogue import marks as marks_of
+from skills.catalogue import truncate
 from scenarios.recsys.world import World, load
 from skills import Rollout, SkillLibrary
 
@@ -231,7 +233,7 @@ class RecsysMarket(MarketModel):
     def attach(self, store) -> None:
         cfg = self.cfg_recsys
         library = SkillLibrary(store.engine, store.run_id)
-        truncate(library, *(self._marks or (0, 0)))
+        truncate(library, tuple(self._marks or (0, 0)))
         fresh = not library.versions()
         if fresh:
             seeds.seed(library, cfg.plant_harmful)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import mesa
 import numpy as np
-from sqlmodel import Session, delete, func, select
 
 from market.agent import Trader
 from market.ledger import Ledger
@@ -39,7 +38,8 @@ from scenarios.recsys.ranking import coverage
 from scenarios.recsys.pipeline import ROLES, Compiled
 from scenarios.recsys.world import load
 from skills import SkillLibrary, import_library
-from skills.library import Skill, SkillEdit
+from skills.catalogue import marks as marks_of
+from skills.catalogue import truncate
 
 ARMS = ("grse", "presence", "random", "random-capped")
 MATCHED = ("presence", "random")  # with a grse arm beside them, they gate as many edits as it did
@@ -91,7 +91,7 @@ class RecsysTeam(mesa.Model, Economy):
         """Open (or seed) every arm's library in the run database; on resume, drop rows past the checkpoint."""
         for name in self.arm_names:
             library = SkillLibrary(store.engine, store.run_id if name == self.main else f"{store.run_id}-{name}")
-            truncate(library, *(self._marks or {}).get(name, (0, 0)))
+            truncate(library, (self._marks or {}).get(name, (0, 0)))
             if not library.versions():
                 self._write_seed_library(library)
             credit = "random" if name.startswith("random") else name
@@ -175,19 +175,3 @@ def report(world_data, skills) -> dict:
     return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
             "coverage": coverage(out.final, data.n_items),
             "validation_ndcg": float(pipe.evaluate(lib, data.users(VALIDATION)).mean())}
-
-
-def marks_of(library: SkillLibrary) -> tuple[int, int]:
-    """(largest skill id, largest edit id) of a library: what a checkpoint has seen."""
-    with Session(library.engine) as s:
-        skill = s.exec(select(func.max(Skill.id)).where(Skill.library == library.name)).one()
-        edit = s.exec(select(func.max(SkillEdit.id)).where(SkillEdit.library == library.name)).one()
-    return int(skill or 0), int(edit or 0)
-
-
-def truncate(library: SkillLibrary, skill_id: int, edit_id: int) -> None:
-    """Remove a library's rows written after a checkpoint (a round that was cut off)."""
-    with Session(library.engine) as s:
-        s.execute(delete(Skill).where(Skill.library == library.name, Skill.id > skill_id))
-        s.execute(delete(SkillEdit).where(SkillEdit.library == library.name, SkillEdit.id > edit_id))
-        s.commit()

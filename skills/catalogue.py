@@ -1,0 +1,119 @@
+"""Skill lines as library skills: what an LLM agent's trainable part is made of (agents/llm_policy.py).
+
+Each distinct (role, line) is one skill of the run's library (skills/library.py):
+
+* ``name``: ``<role>-<kind>-<k>``, the role lowercase-hyphenated; ``kind`` is ``example`` (a worked
+  example), ``wake`` (a yes/no wake-up example) or ``rule`` (a general line); ``k`` counts the
+  role's lines of that kind in the order they first appear, so a run's names follow from its seed;
+* ``description``: the line itself, whitespace collapsed, cut to 1024 characters;
+* ``body``: the exact line; ``role``: the agent's role.
+
+A new line is an ungated ``add`` edit whose diagnosis says where it came from: ``{"origin":
+"pool"}`` (the lines newcomers draw, named when the policy is made), ``"seed"`` (a seeded agent's
+line not in the pool), ``"exploit"`` / ``"explore"`` (a birth's rewrite, with the parent agent, its
+skill-set version and skills, and the raw rewrite), ``"checkpoint"`` (a line held in a checkpoint
+written before skills were a library). Lines are named in memory at once; their edits
+wait in ``pending`` until :meth:`Catalogue.flush` writes them to the attached library in one
+transaction (the policy flushes at round boundaries only, after births).
+
+Resume: ``marks`` (the largest skill and edit ids written) go into checkpoints with the rest of
+the state; :meth:`Catalogue.attach` first removes the library's rows past them (a round cut off by
+a kill, written after the checkpoint), so a resumed run ends with the library an uninterrupted one has.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+from sqlmodel import Session, delete, func, select
+
+from skills.library import MAX_DESCRIPTION, MAX_NAME, Edit, Skill, SkillEdit, SkillError, SkillLibrary, check
+
+KINDS = ("example", "wake", "rule")
+ROLE_CHARS = MAX_NAME - len("-example-") - 6  # room for the kind and a six-digit count
+
+
+def slug(role: str) -> str:
+    """``role`` as the lowercase-hyphenated start of a skill name ("Word Extractor" -> "word-extractor")."""
+    text = re.sub(r"[^a-z0-9]+", "-", role.lower()).strip("-")
+    return text[:ROLE_CHARS].strip("-") or "agent"
+
+
+def summary(line: str) -> str:
+    """A line as a one-line description (at most 1024 characters)."""
+    text = " ".join(line.split()) or "(an empty line)"
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3] + "..."
+
+
+def marks(library: SkillLibrary) -> tuple[int, int]:
+    """(largest skill id, largest edit id) of a library: what a checkpoint has seen."""
+    with Session(library.engine) as s:
+        skill = s.exec(select(func.max(Skill.id)).where(Skill.library == library.name)).one()
+        edit = s.exec(select(func.max(SkillEdit.id)).where(SkillEdit.library == library.name)).one()
+    return int(skill or 0), int(edit or 0)
+
+
+def truncate(library: SkillLibrary, seen: tuple[int, int]) -> None:
+    """Remove a library's rows written after ``seen`` (:func:`marks` at a checkpoint)."""
+    skill_id, edit_id = seen
+    with Session(library.engine) as s:
+        s.execute(delete(Skill).where(Skill.library == library.name, Skill.id > skill_id))
+        s.execute(delete(SkillEdit).where(SkillEdit.library == library.name, SkillEdit.id > edit_id))
+        s.commit()
+
+
+class Catalogue:
+    """The (role, line) -> skill name map of one policy, and the add edits not yet written."""
+
+    def __init__(self):
+        self.names: dict[tuple[str, str], str] = {}  # (role, line) -> skill name
+        self.lines: dict[str, str] = {}  # skill name -> line
+        self.count: collections.Counter = collections.Counter()  # name prefix -> lines named with it
+        self.pending: list[dict] = []  # add edits not yet written: name, role, line, origin
+        self.marks = (0, 0)
+        self.library: SkillLibrary | None = None
+
+    def name(self, role: str, line: str, kind: str, origin: dict) -> str:
+        """The skill of ``line`` in ``role``; a line not seen before is named now and its add edit
+        (``origin`` as the diagnosis) waits for the next flush."""
+        if (role, line) in self.names:
+            return self.names[role, line]
+        if kind not in KINDS:
+            raise SkillError(f"line {line!r}: kind {kind!r} is not one of {KINDS}")
+        prefix = f"{slug(role)}-{kind}"
+        name = f"{prefix}-{self.count[prefix] + 1}"
+        for field, value in (("name", name), ("description", summary(line)), ("body", line)):
+            problem = check(field, value)
+            if problem:
+                raise SkillError(f"skill {name}: {field}: {problem}")
+        self.count[prefix] += 1
+        self.names[role, line], self.lines[name] = name, line
+        self.pending.append({"name": name, "role": role, "line": line, "origin": dict(origin)})
+        return name
+
+    def attach(self, library: SkillLibrary) -> None:
+        """Write to ``library`` from now on: drop its rows past this catalogue's marks, then flush."""
+        truncate(library, self.marks)
+        self.library = library
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the pending add edits (one transaction); without a library they keep waiting."""
+        if self.library is None or not self.pending:
+            return
+        self.library.apply([Edit("add", p["name"], description=summary(p["line"]), body=p["line"], role=p["role"],
+                                 diagnosis=p["origin"]) for p in self.pending])
+        self.pending = []
+        self.marks = marks(self.library)
+
+    def state_dict(self) -> dict:
+        return {"names": [[role, line, name] for (role, line), name in self.names.items()],
+                "count": dict(self.count), "pending": [dict(p) for p in self.pending], "marks": list(self.marks)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.names = {(role, line): name for role, line, name in state["names"]}
+        self.lines = {name: line for (_, line), name in self.names.items()}
+        self.count = collections.Counter(state["count"])
+        self.pending = [dict(p) for p in state["pending"]]
+        self.marks = tuple(state["marks"])
