@@ -124,6 +124,7 @@ class NaiveRelayModel(mesa.Model):
             "house": lambda m: m.house.wealth,
             "gini": lambda m: gini(np.array([a.wealth for a in m.agents], dtype=np.int64)),
             "success": lambda m: m.last_success_rate,
+            "tokens": lambda m: 0,  # rule agents call no LLM
         })
 
     def transfer(self, src, dst, amount: int, reason: Reason, episode: int, step: int) -> None:

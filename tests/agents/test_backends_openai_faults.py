@@ -106,6 +106,9 @@ class Task:
     def summaries(self, obs):
         return [self.all_summaries[int(o[0])] for o in obs]
 
+    def illegal(self, role, obs_row):
+        return ""  # a judge may act anywhere
+
 
 def test_a_failed_score_wakes_nobody_and_is_not_cached(server):
     client = make_backend(BackendConfig(backend="openai", base_url=server.url, model="toy", timeout=0.3))
