@@ -48,6 +48,7 @@ from torch import nn
 from agents.bid_head import BidHead, NoFeatures, grow_rows, make_features
 from agents.config import AgentsConfig
 from agents.learner import Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage, pick_device, to_cpu
+from agents.llm_policy import LLMPolicy
 from agents.objectives import PolicyBatch
 from agents.objectives import make as make_objective
 from market.money import MICRO
@@ -62,7 +63,7 @@ class LearnedPolicy(PolicyWrapper):
         self.value_bids = self.learned_bids and cfg.bid_objective == "value"
         self.device = pick_device(cfg.device)
         self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
-        if cfg.actions == "grpo" and hasattr(inner, "generations"):
+        if cfg.actions == "grpo" and isinstance(inner, LLMPolicy):
             from agents.lm_grpo import CompletionLearner
 
             self.lm = CompletionLearner(inner, cfg, seed)  # before the features: hf features read the trained LM
