@@ -110,6 +110,13 @@ class AgentsConfig:
     credit_settings: CreditSettings = Field(default_factory=CreditSettings)
     """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.
     ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""
+    tasks: Literal["world", "uniform", "rods", "scrl"] = "world"
+    """Which tasks a training round is spent on (agents/tasks, CREDIT_METHODS.md batch B): world (the world's
+    own draw), or a sampler over the world's tasks, G = agents.group rollouts of each: uniform; rods (tasks
+    whose progress reward varies, then isomorphic variants; with all retired, the world's tasks again); scrl (half sub-problems
+    of a curriculum, half the tasks themselves; with learned actions each reward is normalised among the
+    rollouts of its sub-problem, so it needs agents.group >= 2). Held-out evaluation is untouched. A world
+    that does not give what the sampler needs (its scenario's TASK_SIGNALS) is refused at load, naming it."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """auto: cuda when available (bf16 autocast), else cpu; the same code path."""
 

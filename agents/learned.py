@@ -51,6 +51,7 @@ from agents.learner import Learner, autocast, bid_objective, bucket_brigade_prof
 from agents.llm_policy import LLMPolicy
 from agents.objectives import PolicyBatch
 from agents.objectives import make as make_objective
+from agents.tasks.scrl import normalise
 from market.money import MICRO
 from market.protocols import PolicyWrapper
 
@@ -298,7 +299,10 @@ class LearnedPolicy(PolicyWrapper):
         t, b = np.nonzero(rows >= 0)
         if t.size == 0:
             return None
-        advantage = group_advantage(trace.reward.sum(axis=0), self.cfg.group, normalize=True)[b]
+        if self.cfg.tasks == "scrl":  # sub-problems differ in difficulty: normalised among each one's rollouts
+            advantage = normalise(model.world.task_ids, trace.reward.sum(axis=0))[b]
+        else:
+            advantage = group_advantage(trace.reward.sum(axis=0), self.cfg.group, normalize=True)[b]
         if self.cfg.credit != "grpo" and model is not None:  # a per-step estimator (agents/credit)
             from agents.credit.step_advantages import step_advantages
 

@@ -1,18 +1,24 @@
-"""Compare the policy objectives (``agents.objective``) by training the same blocks economy with each.
+"""Compare the policy objectives (``agents.objective``) and task samplers (``agents.tasks``) on one blocks economy.
 
-    python -m experiments.objectives_compare --json         # every objective, 12 seeds (about 3 min on 2 cores)
+    python -m experiments.objectives_compare --json         # every row, 12 seeds (about 5 min on 2 cores)
     python -m experiments.objectives_compare --readme       # the same run, its table as markdown
-    python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo and eapo (what the test runs)
+    python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl (the test's)
 
 The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
 fees, births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own
 action logits (its rule's move ``rule_logit`` above the others), and after each round the configured
-objective (agents/objectives) moves the logits on the round's sampled moves. Only ``agents.objective``
-changes between rows; the seeds (0 .. seeds-1), the budget and the initial populations are the same.
+objective (agents/objectives) moves the logits on the round's sampled moves. Between objective rows only
+``agents.objective`` changes; the seeds (0 .. seeds-1), the budget and the initial populations are the same
+for every row. The rows ``tasks=NAME`` (one per agents.tasks sampler: uniform, rods, scrl) train with grpo and let the
+sampler draw the training instances (agents/tasks; scenarios/blocks: each size's sampler over
+``task_pool`` instances, the curriculum still choosing sizes), 2 tasks a round with G = 4 rollouts each
+(``agents.group = 4``: scrl normalises a reward among its sub-problem's rollouts, so it needs groups;
+all three share G so they compare with each other; ``tasks=uniform`` is their baseline). Held-out
+instances are the same for every row.
 
-Every name in ``agents.objectives.NAMES`` gets a row. An objective the config check refuses on blocks'
-rule logits (it reads a signal a rule-logit round does not give: executed-effect ids, a critic's token
-logits, an oracle, candidate scores) is not run: its row says ``refused`` and why, in the ConfigError's
+Every name in ``agents.objectives.NAMES`` and every sampler gets a row. An objective the config check
+refuses on blocks' rule logits (it reads a signal a rule-logit round does not give: executed-effect ids,
+a critic's token logits, an oracle, candidate scores) is not run: its row says ``refused`` and why, in the ConfigError's
 own words, and carries no number. Per row that ran:
 
 * ``heldout``: held-out success of the final population, frozen (scenarios/blocks: ``evaluate``),
@@ -40,8 +46,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from agents import tasks
 from agents.objectives import NAMES
 
+SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
+ROWS = NAMES + SAMPLERS
+TASK_GROUP = 4  # agents.group of the sampler rows: market.batch = 8 is 2 tasks of 4 rollouts
 UNIT = "sampled action-steps learned per second of training wall time (rule logits: one action per step, no tokens)"
 
 
@@ -55,17 +65,22 @@ class Setup:
     seeds but not all (at 1200 it is there on 5 of 5), so an objective has room to do better or worse."""
     heldout_sizes: tuple[int, ...] = (4, 8, 16, 32)
     heldout_count: int = 100
-    objectives: tuple[str, ...] = NAMES
-    """The objectives to run; a name left out (and not refused) gets a ``skipped`` row."""
+    objectives: tuple[str, ...] = ROWS
+    """The rows to run (objectives, and ``tasks=NAME`` samplers); a name left out (and not refused) gets a
+    ``skipped`` row."""
     overrides: list[str] = field(default_factory=list)
     """Extra ``--set`` overrides, the same for every run."""
 
 
-QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20, objectives=("grpo", "eapo"))
+QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
+              objectives=("grpo", "eapo", "tasks=rods", "tasks=scrl"))
 
 
 def overrides(name: str, setup: Setup) -> list[str]:
-    return ["agents.actions=grpo", f"agents.objective={name}", f"run.episodes={setup.episodes}",
+    """A row's --set overrides: an objective's, or grpo with the sampler of ``tasks=NAME``."""
+    sampler = [f"agents.tasks={name.removeprefix('tasks=')}", f"agents.group={TASK_GROUP}"]
+    learner = [f"agents.objective={name}"] if name in NAMES else sampler
+    return ["agents.actions=grpo", *learner, f"run.episodes={setup.episodes}",
             f"blocks.heldout_sizes={list(setup.heldout_sizes)}", f"blocks.heldout_count={setup.heldout_count}",
             *setup.overrides]
 
@@ -130,7 +145,7 @@ def compare(setup: Setup) -> list[dict]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the learner's ops are tiny; one thread keeps the rates comparable
     try:
-        return [row(name, setup) for name in NAMES]
+        return [row(name, setup) for name in ROWS]
     finally:
         torch.set_num_threads(threads)
 
@@ -146,7 +161,8 @@ def table(rows: list[dict], setup: Setup) -> str:
     seeds = f"{setup.seeds} seed{'s' * (setup.seeds > 1)}"
     lines = [f"blocks (shipped economy, agents.actions = grpo), {seeds} x {setup.episodes} episodes; held-out "
              f"success, mean over sizes {', '.join(sizes)} ({setup.heldout_count} instances each); steps/s = "
-             "sampled action-steps learned per second of training wall time",
+             "sampled action-steps learned per second of training wall time; tasks=NAME: grpo with the sampler "
+             f"agents.tasks = NAME drawing the training instances, agents.group = {TASK_GROUP}",
              "",
              "| objective | held-out (mean ± sd) | per seed | " + " | ".join(f"n={n}" for n in sizes)
              + " | updates / rounds | steps/s |",
@@ -167,19 +183,19 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--seeds", type=int, default=Setup.seeds)
     ap.add_argument("--episodes", type=int, default=Setup.episodes)
     ap.add_argument("--objectives", default=None,
-                    help="comma-separated objectives to run (default: all; --quick: grpo,eapo); "
-                         "every name still gets a row")
+                    help="comma-separated rows to run, objectives or tasks=SAMPLER (default: all; --quick: "
+                         "grpo,eapo,tasks=rods,tasks=scrl); every name still gets a row")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override for every run (as catallax run --set)")
-    ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo and eapo")
+    ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl")
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')
     ap.add_argument("--readme", action="store_true", help="print the markdown table (the README's)")
     ap.add_argument("--out", default=None, help="also write the markdown table to this file")
     args = ap.parse_args(argv)
     chosen = tuple(args.objectives.split(",")) if args.objectives else (QUICK if args.quick else Setup).objectives
-    unknown = sorted(set(chosen) - set(NAMES))
+    unknown = sorted(set(chosen) - set(ROWS))
     if unknown:
-        ap.error(f"unknown objectives {', '.join(unknown)} (known: {', '.join(NAMES)})")
+        ap.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
     setup = (dataclasses.replace(QUICK, objectives=chosen, overrides=args.overrides) if args.quick else
              Setup(seeds=args.seeds, episodes=args.episodes, objectives=chosen, overrides=args.overrides))
     start = time.perf_counter()

@@ -51,6 +51,17 @@ class World(Protocol):
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned."""
 
+    task_ids: list | None = None
+    """The task each instance of the round was drawn as, where a task sampler draws them (draw_tasks); None:
+    the world's own draw."""
+
+    def draw_tasks(self, name: str, rng: np.random.Generator) -> None:
+        """From the next round on, draw the training instances with the task sampler ``name`` (agents/tasks, the
+        ``agents.tasks`` key) over this world's tasks, and report each round's rewards to it; ``rng`` for
+        what the world draws once (a pool of tasks). Only asked of a world whose scenario declares
+        ``TASK_SIGNALS``; held-out instances stay the world's own."""
+        raise NotImplementedError(f"{type(self).__name__} draws its own tasks (its scenario has no TASK_SIGNALS)")
+
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
         """Fields of :class:`agents.credit.Trajectory` for world ``b``'s trajectory (observations [T+1, F],
         actions [T], the acting steps' indices in the round), for the credit estimators; {}: none."""

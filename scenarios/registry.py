@@ -22,6 +22,9 @@ and optionally
 * ``validate(exp)``: how the sections fit together (raise ``ValueError`` naming the key);
 * ``CREDIT_SIGNALS``: the Trajectory fields its world's ``credit_signals`` fills, checked against
   ``agents.credit`` when the config is loaded;
+* ``TASK_SIGNALS``: what its world gives a task sampler (agents/tasks ``NEEDS``: ``tasks``, ``variant``,
+  ``subproblems``, ``progress``), checked against ``agents.tasks`` when the config is loaded; the world's
+  ``draw_tasks(name, rng)`` then hands its training draw to the sampler (market.protocols.World);
 * ``BID_FEATURES``: the ``agents.features`` its agents can bid from under ``agents.bids = "learned"``
   (default: all of them for a ``build`` scenario, whose policy describes its features with a
   RuleSpace; none for a model of its own), and ``LEARNED_ACTIONS``: whether ``agents.actions =
@@ -29,7 +32,9 @@ and optionally
   its actions are an LLM's completions, trained as LoRA by agents/lm_grpo.py);
   asked for and not offered, the config loader refuses the key before anything loads;
 * ``SKILL_LIBRARY = True``: its agents' skills are a library evolved by the ``[skills]`` section
-  (skills/config.py); a scenario without one (the default) refuses a changed ``skills.*`` key;
+  (skills/config.py); a scenario without one (the default) refuses a changed ``skills.*`` key. A
+  model of its own evolves it itself (recsys); a ``build`` scenario's policy does, through
+  ``policy.evolve_skills`` (LLM agents: agents/llm_skills.py);
 * ``CATALLAX_API = 1``: the interface version it was written against (refused if this catallax
   speaks another).
 
@@ -82,6 +87,7 @@ class Scenario:
     own_model: Callable | None = None  # the module's make_model, when it has a model of its own
     validate: Callable = _fits
     credit_signals: tuple[str, ...] = ()
+    task_signals: tuple[str, ...] = ()
     plugin: bool = False
     bid_features: tuple[str, ...] = ()
     learned_actions: bool = False
@@ -105,7 +111,8 @@ class Scenario:
         built = hasattr(module, "build") and not hasattr(module, "make_model")
         return cls(name, section, origin, doc[0] if doc else "",
                    module.Config, module.metrics, getattr(module, "build", None), getattr(module, "make_model", None),
-                   getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())), plugin,
+                   getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())),
+                   tuple(getattr(module, "TASK_SIGNALS", ())), plugin,
                    tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
                    bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
                    bool(getattr(module, "SKILL_LIBRARY", False)))
@@ -121,6 +128,13 @@ class Scenario:
         world, policy = built
         if self.plugin:
             self._probe(world, exp.market.batch)
+        if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)
+            world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]))
+        if self.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
+            if not hasattr(policy, "evolve_skills"):
+                raise ScenarioError(f"{self.origin}: SKILL_LIBRARY, but its policy has no evolve_skills")
+            policy.evolve_skills(exp.skills, seed=exp.run.seed)
+            world.group = exp.skills.group  # G consecutive worlds share a question
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 

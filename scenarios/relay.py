@@ -32,6 +32,7 @@ from pydantic.dataclasses import dataclass
 from agents import RulePolicy, RuleSpace
 from agents.credit.triage import labels_from_progress
 from agents.rules import OPS
+from agents.tasks import Draw
 from market.config import STRICT
 from market.protocols import World
 
@@ -48,37 +49,92 @@ class Config:
 
 
 class RelayWorld(World):
-    """B work items in lockstep. Observation features: ``stage`` (0..K)."""
+    """B work items in lockstep. Observation features: ``stage`` (0..K).
+
+    A task is the chain of stage labels the item passes through, in order: the world's own is (0, 1, ..., K-1).
+    Under a task sampler (``agents.tasks``) an item's chain is a prefix (a shorter chain, done when its last
+    label is advanced: a verifiable sub-problem) or a relabelling (the stages renumbered: ``stage == s ->
+    advance_s`` still solves it, but other specialists hand the item on, in another order); the item then
+    shows the label of its position, and K once done.
+    """
 
     def __init__(self, cfg: Config):
         self.stages = cfg.stages
         self.horizon = cfg.horizon_factor * cfg.stages
-        self.stage = np.zeros(1, dtype=np.int64)
+        self.chain = tuple(range(cfg.stages))
+        self.draw = None  # agents.tasks: the sampler's Draw (draw_tasks)
+        self.load([self.chain])
 
     @property
     def space(self) -> RuleSpace:
         actions = tuple(f"advance_{s}" for s in range(self.stages)) + ("noop",)
         return RuleSpace(features=("stage",), low=(0,), high=(self.stages - 1,), actions=actions, max_terms=2)
 
+    def load(self, chains: list[tuple[int, ...]]) -> None:
+        """Items at the start of ``chains``: ``labels[b, p]`` is the label at position p, K past the end."""
+        labels = np.full((len(chains), self.stages + 1), self.stages, dtype=np.int64)
+        for b, chain in enumerate(chains):
+            labels[b, : len(chain)] = chain
+        self._start(labels, np.array([len(c) for c in chains], dtype=np.int64))
+
+    def _start(self, labels: np.ndarray, length: np.ndarray) -> None:
+        self.labels, self.length, self.rows = labels, length, np.arange(len(length))
+        self.stage = np.zeros(len(length), dtype=np.int64)  # each item's position along its chain
+        self.t = 0
+
     def reset(self, batch: int, rng: np.random.Generator) -> None:
-        self.stage = np.zeros(batch, dtype=np.int64)
+        if self.draw is None:  # the world's own chain, in every world
+            own = np.arange(self.stages + 1)
+            return self._start(np.broadcast_to(own, (batch, own.size)), np.full(batch, self.stages))
+        self.task_ids = self.draw.draw(rng, batch, self.group)
+        self.load(self.task_ids)
+        self.pending = True  # the round's rewards are still to be reported
 
     def observe(self) -> np.ndarray:
-        return self.stage[:, None]
+        return self.labels[self.rows, self.stage][:, None]
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
-        advanced = acting & (actions == self.stage)
+        advanced = acting & (self.stage < self.length) & (actions == self.labels[self.rows, self.stage])
         self.stage = self.stage + advanced
-        done = self.stage == self.stages
+        done = self.stage == self.length
+        self.t += 1
+        if self.draw is not None and self.pending and (self.t == self.horizon or done.all()):  # the round is over
+            self.draw.update(self.task_ids, self.stage / self.length, done)
+            self.pending = False
         return done.astype(np.float64), done
 
     @property
     def solved(self) -> np.ndarray:
-        return self.stage == self.stages
+        return self.stage == self.length
 
-    def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b=None, steps=None) -> dict:
-        """One trajectory's signals (``credit_signals`` below) from its observations [T+1, 1] and actions [T]."""
-        return credit_signals(self.stages, self.space.actions)(obs, actions)
+    # --- task samplers (agents.tasks) --------------------------------------------------------
+    def draw_tasks(self, name: str, rng: np.random.Generator) -> None:
+        self.draw = Draw(name, [self.chain], variant=self.relabel, subproblems=prefixes)
+
+    def relabel(self, chain: tuple[int, ...], rng: np.random.Generator) -> tuple[int, ...]:
+        """The same chain with its stages renumbered by a random permutation of 0..K-1."""
+        perm = rng.permutation(self.stages)
+        return tuple(int(perm[s]) for s in chain)
+
+    def state_dict(self) -> dict | None:
+        return None if self.draw is None else {"tasks": self.draw.sampler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.draw.sampler.load_state_dict(state["tasks"])
+
+    def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps=None) -> dict:
+        """World ``b``'s signals (``credit_signals`` below) from its observations [T+1, 1] and actions [T], the
+        labels read as positions along its chain."""
+        position = np.zeros(self.stages + 1, dtype=np.int64)
+        position[self.labels[b, : self.length[b] + 1]] = np.arange(self.length[b] + 1)  # label -> position
+        return credit_signals(int(self.length[b]), self.space.actions)(position[np.asarray(obs)], actions)
+
+
+def prefixes(chain: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """scrl's sub-problems of a chain, easiest first: its first quarter, half, three quarters (every
+    shorter prefix when it has fewer than 8 stages)."""
+    step = max(1, len(chain) // 4)
+    return [chain[:k] for k in range(step, len(chain), step)]
 
 
 def build(cfg: Config):
@@ -96,6 +152,7 @@ def build(cfg: Config):
     return world, RulePolicy(world.space, newcomer=newcomer)
 
 
+TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")  # checked against agents.tasks when the config is loaded
 CREDIT_SIGNALS = ("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked", "criteria",
                   "evidence", "labels", "results", "skill")  # checked against agents.credit when the config is loaded
 

@@ -5,6 +5,10 @@ One interface (:class:`Sampler`): ``sampler = make("rods", tasks, variant=f)``; 
 it ``sampler.update(task_ids, rewards)`` reports one reward per rollout. Tasks are opaque hashable
 specs; everything a sampler needs to know about a task (an isomorphic variant of it, its
 sub-problems) the scenario passes in as a callable. Every sampler saves and restores itself.
+
+A world draws its training rounds through :class:`Draw` (``agents.tasks``); a scenario names what its
+world gives a sampler in ``TASK_SIGNALS``, and a sampler needing more (:data:`NEEDS`) is refused when the
+config is loaded.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ import numpy as np
 from agents.tasks import rods, scrl
 
 NAMES = ("uniform", "rods", "scrl")
+NEEDS = {"uniform": ("tasks",), "rods": ("tasks", "variant", "progress"), "scrl": ("tasks", "subproblems")}
+"""What each sampler needs of a world: its ``tasks``; rods an isomorphic ``variant`` of a task and a
+``progress`` reward in [0, 1] (its variance is a task's score); scrl a task's verifiable ``subproblems``
+(judged by their outcome, solved or not)."""
 
 
 class Sampler(Protocol):
@@ -65,4 +73,28 @@ def make(name: str, tasks, **kwargs) -> Sampler:
     return cls(tasks, cfg=config(**settings), **{k: v for k, v in kwargs.items() if k not in fields})
 
 
-__all__ = ["NAMES", "Sampler", "Uniform", "make"]
+class Draw:
+    """A world's training tasks from the sampler ``name``: a round of B rollouts is B / G tasks, G rollouts
+    of each (agents.group), and after it one reward per rollout goes back (progress for rods, else the outcome).
+    Once rods has retired every task and variant (a world of few tasks: relay's chain has K! relabellings)
+    no reward varies any more, and rounds draw the world's own tasks uniformly."""
+
+    def __init__(self, name: str, tasks, variant=None, subproblems=None):
+        given = {"variant": variant, "subproblems": subproblems}
+        self.sampler = make(name, tasks, **{k: f for k, f in given.items() if k in NEEDS[name]})
+        self.progress = "progress" in NEEDS[name]
+        self.own = Uniform(tasks)
+
+    def draw(self, rng: np.random.Generator, batch: int, group: int) -> list[Hashable]:
+        n = -(-batch // group)
+        try:
+            tasks = self.sampler.sample(rng, n)
+        except rods.Exhausted:  # it draws nothing from rng first: a resumed run falls back at the same round
+            tasks = self.own.sample(rng, n)
+        return [task for task in tasks for _ in range(group)][:batch]
+
+    def update(self, tasks: Sequence[Hashable], progress: np.ndarray, solved: np.ndarray) -> None:
+        self.sampler.update(tasks, np.asarray(progress if self.progress else solved, dtype=np.float64).tolist())
+
+
+__all__ = ["NAMES", "NEEDS", "Draw", "Sampler", "Uniform", "make"]

@@ -30,6 +30,10 @@ from market.config import STRICT
 PRIOR = 0.25
 
 
+class Exhausted(RuntimeError):
+    """Every task is retired and no live one is left to vary: nothing whose reward still varies."""
+
+
 @dataclass(config=STRICT)
 class Config:
     capacity: int = Field(64, ge=1)
@@ -70,8 +74,8 @@ class Rods:
     def sample(self, rng: np.random.Generator, n: int) -> list:
         self._refill(rng)
         if not self.buffer:
-            raise RuntimeError("rods: every task is retired (mastered, hopeless or flat) and there is no "
-                               "variant to make")
+            raise Exhausted("rods: every task is retired (mastered, hopeless or flat) and there is no "
+                            "variant to make")
         w = np.maximum([self.score(t) for t in self.buffer], 1e-12)
         return [self.buffer[i] for i in rng.choice(len(self.buffer), size=n, p=w / w.sum())]
 

@@ -47,16 +47,24 @@ some legal move had no bidder.
 *Curriculum*: training sizes unlock one at a time as the success rate passes
 a threshold. Held-out instances come from ``heldout_seed``, a seed stream that
 training (the model's RNG) never draws from.
+
+*Task samplers* (``agents.tasks``, agents/tasks): the curriculum still draws each group's size, and
+that size's sampler draws the instance, from ``task_pool`` instances of the size (drawn once from the
+run's seed). rods's isomorphic variant of an instance permutes its colours (the same stacks: with
+the default colour-blind features its rules see the same states); scrl's sub-problems are the goal's
+prefixes (stack 1 must equal the goal's first quarter, half, three quarters, every block still in
+play, within the full instance's step budget); rods is fed the goal's share in place at the end,
+scrl whether the (sub-)goal was reached.
 """
 
 from scenarios.blocks.config import ACTIONS, FEATURES, MARKET_COLUMNS, MOVES, SOLUTION, Config
 from scenarios.blocks.policy import BlocksPolicy
 from scenarios.blocks.scenario import build, evaluate, metrics
 from scenarios.blocks.signals import RECORDED_SIGNALS, SIGNALS, BlocksRecorder, credit_signals, solution_moves
-from scenarios.blocks.world import BlocksWorld, Instance, generate, heldout, legal_moves
+from scenarios.blocks.world import TASK_SIGNALS, BlocksWorld, Instance, generate, heldout, legal_moves
 
 __all__ = [
     "ACTIONS", "FEATURES", "MARKET_COLUMNS", "MOVES", "SOLUTION", "BlocksPolicy", "BlocksRecorder",
     "BlocksWorld", "Config", "Instance", "build", "credit_signals", "evaluate", "generate", "heldout", "legal_moves",
-    "metrics", "RECORDED_SIGNALS", "SIGNALS", "solution_moves",
+    "metrics", "RECORDED_SIGNALS", "SIGNALS", "TASK_SIGNALS", "solution_moves",
 ]

@@ -43,6 +43,9 @@ class Config:
     """Held-out instances per size."""
     heldout_seed: int = Field(20_000_917, ge=0)
     """Seed of the held-out instances; training draws from the model's RNG, never from this stream."""
+    task_pool: int = Field(64, ge=1, le=100_000)
+    """agents.tasks: the instances of each training size a task sampler draws from (rods: then their
+    recolourings), drawn once from the run's seed, apart from the held-out stream."""
     reward: Literal["size", "unit"] = "unit"
     """What a solved instance pays: n (one credit per goal block) or 1."""
     horizon_factor: int = Field(6, ge=1)

@@ -7,8 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from agents import RuleSpace
+from agents.tasks import Draw
 from market.protocols import World
 from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOURCE, Config
+
+
+TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")
+"""What the world gives a task sampler (agents.tasks; checked when the config is loaded): ``task_pool`` instances
+per training size, recoloured variants, goal-prefix sub-problems, progress = the goal's share in place."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,14 @@ def generate(n: int, colours: int, rng: np.random.Generator) -> Instance:
             return Instance(tuple(goal.tolist()), stacks)
 
 
+def prefixes(task: tuple) -> list[tuple]:
+    """scrl's sub-problems of a task, easiest first: stack 1 must equal the goal's first quarter, half, three
+    quarters (every shorter prefix below 8 blocks), every block still in play; those already done are left out."""
+    goal, stacks = task
+    step = max(1, len(goal) // 4)
+    return [(goal[:k], stacks) for k in range(step, len(goal), step) if stacks[0] != goal[:k]]
+
+
 def heldout(cfg: Config, n: int) -> list[Instance]:
     """The held-out instances of size n: a fixed function of (heldout_seed, n, colours)."""
     rng = np.random.default_rng([cfg.heldout_seed, n, cfg.colours])
@@ -48,6 +62,7 @@ class BlocksWorld(World):
         self.recent = 0.0  # moving average of training success at the largest unlocked size
         self.horizon = 1
         self._seen = False  # whether the current batch was trained on and not yet counted
+        self.draws = None  # agents.tasks: one sampler's Draw per training size (draw_tasks)
         self.load([generate(1, cfg.colours, np.random.default_rng(0))])
 
     @property
@@ -59,7 +74,7 @@ class BlocksWorld(World):
 
     # --- instances -------------------------------------------------------
     def load(self, instances: list[Instance]) -> None:
-        B, H = len(instances), max(len(i.goal) for i in instances)
+        B, H = len(instances), max(max(len(i.goal), sum(map(len, i.stacks))) for i in instances)  # all on one stack
         self.stack = np.zeros((B, 4, H), dtype=np.int64)
         self.height = np.zeros((B, 4), dtype=np.int64)
         for b, inst in enumerate(instances):
@@ -67,7 +82,7 @@ class BlocksWorld(World):
                 self.stack[b, s, : len(blocks)] = blocks
                 self.height[b, s] = len(blocks)
         self.n = self.height[:, 0].copy()
-        self.limit = self.cfg.horizon_factor * self.n
+        self.limit = self.cfg.horizon_factor * self.height[:, 1:].sum(axis=1)  # per block: a sub-problem keeps its budget
         self.horizon = int(self.limit.max())
         self.t = np.zeros(B, dtype=np.int64)
         self.invalid = np.zeros(B, dtype=np.int64)  # invalid actions per episode
@@ -80,8 +95,17 @@ class BlocksWorld(World):
                 raise ValueError(f"held-out world holds {len(self.fixed)} instances, asked for {batch}")
             return self.load(self.fixed)
         self._update_curriculum()
-        sizes = rng.choice(self.cfg.train_sizes[: self.unlocked], size=batch)
-        self.load([generate(int(n), self.cfg.colours, rng) for n in sizes])
+        if self.draws is None:
+            sizes = rng.choice(self.cfg.train_sizes[: self.unlocked], size=batch)
+            self.load([generate(int(n), self.cfg.colours, rng) for n in sizes])
+        else:  # the curriculum draws each group's size, that size's sampler its task
+            sizes = np.repeat(rng.choice(self.cfg.train_sizes[: self.unlocked], size=-(-batch // self.group)),
+                              self.group)[:batch]
+            drawn = {n: iter(self.draws[n].draw(rng, int((sizes == n).sum()), self.group))
+                     for n in np.unique(sizes).tolist()}
+            self.task_ids = [next(drawn[n]) for n in sizes.tolist()]
+            self.sizes, self.pending = sizes, True
+            self.load([Instance(*task) for task in self.task_ids])
         self._seen = True
 
     def _update_curriculum(self) -> None:
@@ -153,6 +177,8 @@ class BlocksWorld(World):
         self._solved |= solved
         done = live & (solved | (self.t >= self.limit))
         self.over |= done
+        if self.draws is not None and self.pending and self.over.all():  # the round is over: report it
+            self._report()
         pay = self.n if self.cfg.reward == "size" else 1
         return (solved * pay).astype(np.float64), done
 
@@ -160,14 +186,40 @@ class BlocksWorld(World):
     def solved(self) -> np.ndarray:
         return self._solved
 
-    # --- checkpoints (the curriculum is the world's only state across rounds) ----
+    # --- task samplers (agents.tasks) ------------------------------------
+    def draw_tasks(self, name: str, rng: np.random.Generator) -> None:
+        """Each training size's sampler draws from ``task_pool`` instances of that size, drawn once from ``rng``."""
+        self.draws = {}
+        for n in self.cfg.train_sizes:
+            pool = [generate(n, self.cfg.colours, rng) for _ in range(self.cfg.task_pool)]
+            self.draws[n] = Draw(name, [(i.goal, i.stacks) for i in pool], variant=self.recolour, subproblems=prefixes)
+
+    def recolour(self, task: tuple, rng: np.random.Generator) -> tuple:
+        """rods's isomorphic variant of a task (an ``Instance`` as a tuple): the same stacks, the colours permuted."""
+        perm = np.r_[0, 1 + rng.permutation(self.cfg.colours)]  # colour c -> perm[c]
+        goal, stacks = task
+        return tuple(perm[list(goal)].tolist()), tuple(tuple(perm[list(st)].tolist()) for st in stacks)
+
+    def _report(self) -> None:
+        """One reward per rollout to the sampler that drew it: progress = the goal's share in place at the end."""
+        progress = self._prefix() / self.n
+        for n, draw in self.draws.items():
+            mine = self.sizes == n
+            if mine.any():
+                draw.update([t for t, m in zip(self.task_ids, mine.tolist()) if m], progress[mine], self._solved[mine])
+        self.pending = False
+
+    # --- checkpoints (the curriculum, and the samplers' state, carry from round to round) ----
     def state_dict(self) -> dict:
+        tasks = {} if self.draws is None else {"tasks": {n: d.sampler.state_dict() for n, d in self.draws.items()}}
         return {"unlocked": self.unlocked, "recent": self.recent, "seen": self._seen,
-                "n": self.n.copy(), "solved": self._solved.copy()}
+                "n": self.n.copy(), "solved": self._solved.copy()} | tasks
 
     def load_state_dict(self, state: dict) -> None:
         self.unlocked, self.recent, self._seen = state["unlocked"], state["recent"], state["seen"]
         self.n, self._solved = state["n"].copy(), state["solved"].copy()
+        for n, sampler_state in state.get("tasks", {}).items():
+            self.draws[n].sampler.load_state_dict(sampler_state)
 
 
 def legal_moves(obs: np.ndarray) -> np.ndarray:

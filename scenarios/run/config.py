@@ -350,6 +350,20 @@ def _groups_divide_the_batch(exp: Experiment) -> str | None:
         return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple"
 
 
+def _skill_groups_fit(exp: Experiment) -> str | None:
+    """A policy that evolves its library (agents/llm_skills.py) compares the G rollouts of a question: whole
+    groups per round, and one grouping of the worlds when the LM learner groups them too."""
+    skills, agents, market = exp.skills, exp.agents, exp.market
+    scenario = get_scenario(exp.run.scenario)
+    if not (scenario.skill_library and scenario.own_model is None and skills.credit != "none"):
+        return None
+    if market.batch % skills.group:
+        return f"skills.group = {skills.group}: market.batch ({market.batch}) must be a multiple"
+    if _needs_groups(exp) and agents.group != skills.group:
+        return (f"skills.group = {skills.group}: agents.group = {agents.group} groups the same worlds for the "
+                f"learner; set them equal")
+
+
 def _credit_shapes_learned_actions(exp: Experiment) -> str | None:
     """A credit estimator gives the action logits' advantages; without learned actions it would do nothing."""
     agents = exp.agents
@@ -370,6 +384,25 @@ def _world_feeds_the_estimator(exp: Experiment) -> str | None:
             require(agents.credit, signals, f"scenario {exp.run.scenario!r}")
         except MissingSignals as err:
             return f"agents.credit = {agents.credit!r}: {err}"
+
+
+def _world_offers_the_tasks(exp: Experiment) -> str | None:
+    """A task sampler draws from the world's tasks and reads what its scenario's ``TASK_SIGNALS`` name (agents/tasks
+    ``NEEDS``); scrl normalises a learned action's reward among its sub-problem's rollouts, so it needs groups."""
+    agents = exp.agents
+    if agents.tasks == "world":
+        return None
+    from agents.tasks import NEEDS
+
+    provided = get_scenario(exp.run.scenario).task_signals
+    missing = sorted(set(NEEDS[agents.tasks]) - set(provided))
+    if missing:
+        return (f"agents.tasks = {agents.tasks!r}: task sampler {agents.tasks!r} needs signals scenario "
+                f"{exp.run.scenario!r} does not provide: {', '.join(missing)} "
+                f"(provided: {', '.join(provided) or 'none'})")
+    if agents.tasks == "scrl" and agents.actions == "grpo" and agents.group < 2:
+        return (f"agents.tasks = 'scrl': learned actions' rewards are normalised among the rollouts of each "
+                f"sub-problem; set agents.group >= 2 (G rollouts of each task drawn; now {agents.group})")
 
 
 def _credit_settings_are_read(exp: Experiment) -> str | None:
@@ -414,8 +447,9 @@ CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read
           _objective_gets_its_signals,
           _scenario_has_a_skill_library,
           _device_is_there,
-          _learned_bids_clear_by_softmax, _bid_keys_are_read, _groups_divide_the_batch, _credit_shapes_learned_actions,
-          _world_feeds_the_estimator, _credit_settings_are_read, _groups_hold_two_rollouts)
+          _learned_bids_clear_by_softmax, _bid_keys_are_read, _groups_divide_the_batch, _skill_groups_fit,
+          _credit_shapes_learned_actions,
+          _world_feeds_the_estimator, _world_offers_the_tasks, _credit_settings_are_read, _groups_hold_two_rollouts)
 """How [run], [population], [agents], [skills] and [market] fit together, in order (the first problem is the one
 reported); each returns the problem, or None."""
 

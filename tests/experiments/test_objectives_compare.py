@@ -1,6 +1,6 @@
-"""The objectives comparison at toy size (1 seed, 160 episodes, grpo and eapo): one row per objective,
-numbers only where a run happened, and a refusal that names what the world lacks (the README reports
-the full run)."""
+"""The objectives comparison at toy size (1 seed, 160 episodes, grpo, eapo and the rods and scrl samplers):
+one row per objective and per task sampler, numbers only where a run happened, and a refusal that names
+what the world lacks (the README reports the full run)."""
 
 import json
 
@@ -13,9 +13,9 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
     returned = objectives_compare.main(["--quick", "--json"])
     rows = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rows"]
     assert rows == json.loads(json.dumps(returned))  # what it prints is what it returns
-    assert [r["objective"] for r in rows] == list(NAMES)
+    assert [r["objective"] for r in rows] == [*NAMES, "tasks=uniform", "tasks=rods", "tasks=scrl"]
     by = {r["objective"]: r for r in rows}
-    for name in ("grpo", "eapo"):
+    for name in ("grpo", "eapo", "tasks=rods", "tasks=scrl"):
         r = by[name]
         assert r["status"] == "ran" and r["why"] is None
         assert 0 <= r["heldout"] <= 1 and r["sd"] == 0.0 and r["per_seed"] == [round(r["heldout"], 4)]
@@ -27,8 +27,7 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
         assert missing and all(signal in r["why"] for signal in missing), r["why"]
         assert r["heldout"] is None and r["sd"] is None and r["updates"] is None and r["steps_per_s"] is None
     # runnable on blocks but not asked for in --quick: a row without a number
-    assert {r["objective"]: r["status"] for r in rows if r["status"] == "skipped"} == {"tree_opsd": "skipped",
-                                                                                     "focus": "skipped"}
+    assert {r["objective"] for r in rows if r["status"] == "skipped"} == {"tree_opsd", "focus", "tasks=uniform"}
 
 
 def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
@@ -37,5 +36,5 @@ def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
     table = out.read_text().strip()
     assert table == capsys.readouterr().out.strip()
     lines = [line for line in table.splitlines() if line.startswith("| ") and "objective" not in line]
-    assert [line.split("|")[1].strip() for line in lines] == list(NAMES)
+    assert [line.split("|")[1].strip() for line in lines] == list(objectives_compare.ROWS)
     assert "| tppo | refused: needs token_logits |" in table
