@@ -198,10 +198,11 @@ class LearnedPolicy(PolicyWrapper):
 
     def report(self) -> dict:
         """What the run's summary says about the learner: rounds that updated the policy's actions (logits
-        or the LM's adapter), and the LM learner's counts."""
+        or the LM's adapter), the LM learner's counts, and the wrapped policy's own (skill evolution)."""
+        inner = getattr(self.inner, "report", dict)()
         if self.lm is not None:
-            return dict(self.lm.counts)
-        return {"policy_updates": self.action_updates} if self.theta.shape[1] else {}
+            return {**inner, **self.lm.counts}
+        return {**inner, **({"policy_updates": self.action_updates} if self.theta.shape[1] else {})}
 
     # --- learning ---------------------------------------------------------------------------
     def learn(self, model) -> None:

@@ -122,6 +122,11 @@ class TextTask(Protocol):
     def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
         """(what the agent was given, the correct output) at a state: material for explore births."""
 
+    def question(self, obs_row: np.ndarray) -> tuple[object, str]:
+        """(the question a world's first observation poses, as a string id; its correct final answer):
+        skill evolution (agents/llm_skills.py) groups rollouts by question and shows diagnosers the answer.
+        Needed only by scenarios with ``SKILL_LIBRARY``."""
+
 
 @config_dataclass(config=STRICT)
 class PolicyConfig:
@@ -144,6 +149,17 @@ class PolicyConfig:
     """Greedy completions remembered (identical prompt, identical answer: not asked twice)."""
     max_records: int = Field(10_000, ge=1)
     """Invalid actions and malformed rewrites kept (the oldest are dropped; counts are kept in full)."""
+
+
+def status_of(done: Completion, reason: str) -> str:
+    """The trace status (skills/workflow.py) of an invalid action: an engine timeout or the token cap is
+    ``timeout`` (the role ran out of its budget), nothing written ``empty_output``, a parsed output the
+    task calls illegal ``constraint_violated``, anything else the parser refused ``invalid_output``."""
+    if reason.startswith("illegal"):
+        return "constraint_violated"
+    if done.finish in ("timeout", "error", "length"):
+        return "timeout"
+    return "invalid_output" if done.text.strip() else "empty_output"
 
 
 class LLMPolicy(Policy):
@@ -187,6 +203,12 @@ class LLMPolicy(Policy):
         self.generations: list[list[tuple[int, int, Prompt, Completion]]] = []
         """Per act() call while exploring: (world, row, prompt, completion) of every generation."""
         self._evaluating = False
+        self.evolver = None
+        """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
+        training round's ``steps`` and decides which of an acting row's skills its prompt carries."""
+        self.steps: list[dict[int, tuple]] = []
+        self._step: dict[int, tuple] | None = None
+        """Per act() call of a training round while skills evolve: world -> (row, status, output, skills used)."""
         self.base_weights = contextlib.nullcontext
         """A context in which the backend runs the untrained model (the baselines'); a learner of the
         LM's weights replaces it (agents/lm_grpo.py)."""
@@ -263,6 +285,32 @@ class LLMPolicy(Policy):
         self._population = population
         self.catalogue.attach(SkillLibrary(store.engine, store.run_id))
 
+    def evolve_skills(self, skills, seed: int = 0) -> None:
+        """The registry's hook for a run whose ``[skills]`` section edits the library (skills.credit other
+        than none): group-relative credit, diagnosis, LLM-written edits and the gate (agents/llm_skills.py)."""
+        from agents.llm_skills import SkillEvolver
+
+        self.evolver = SkillEvolver(self, skills, seed)
+
+    def learn(self, model) -> None:
+        if self.evolver is not None:
+            self.evolver.learn(model)
+
+    def report(self) -> dict:
+        """The run summary's skill-evolution counts (none without an evolver)."""
+        return self.evolver.report() if self.evolver is not None else {}
+
+    @contextlib.contextmanager
+    def holding(self, skills: list[tuple[str, ...]], lines: dict[str, str]):
+        """Rows hold ``skills`` (names; ``lines``: the text of names not in the catalogue, or new text for
+        names in it) while inside: the gate's candidate library, played frozen."""
+        saved = self.skills, self.catalogue.lines
+        self.skills, self.catalogue.lines = list(skills), {**self.catalogue.lines, **lines}
+        try:
+            yield self
+        finally:
+            self.skills, self.catalogue.lines = saved
+
     @staticmethod
     def _kind(line: str) -> str:
         shown = parse.example(line)
@@ -278,15 +326,26 @@ class LLMPolicy(Policy):
     def _agent(self, row: int) -> int | None:
         return None if self._population is None else int(self._population.ids[row])
 
-    def _skills(self, row: int, wake: bool) -> str:
-        """The skill lines a prompt carries: general lines always; worked examples whose output is
+    def _carried(self, row: int, wake: bool) -> list[str]:
+        """The skills (names) a prompt carries: general lines always; worked examples whose output is
         yes/no only in the wake-up prompt, the other worked examples only when acting."""
-        lines = []
-        for line in self.lines(row):
-            kind = self._kind(line)
+        out = []
+        for name in self.skills[row]:
+            kind = self._kind(self.catalogue.lines[name])
             if kind == "rule" or (kind == "wake") == wake:
-                lines.append(line)
-        return "\n".join(lines)
+                out.append(name)
+        return out
+
+    def _skills(self, row: int, wake: bool) -> str:
+        return "\n".join(self.catalogue.lines[name] for name in self._carried(row, wake))
+
+    def _acting_skills(self, b: int, row: int) -> list[str]:
+        """What row's acting prompt in world b carries: all its acting skills, or in a training round
+        of skill evolution the ones the evolver draws for this rollout (``skills.p_use``)."""
+        carried = self._carried(row, wake=False)
+        if self.evolver is None or self._evaluating:
+            return carried
+        return self.evolver.applied(b, row, carried)
 
     def _wake_prompt(self, role: int, skills: str, summary: str) -> Prompt:
         r = self.roles[role]
@@ -353,6 +412,7 @@ class LLMPolicy(Policy):
         payloads: list[str | None] = [None] * B
         calls: list[tuple[int, int, Prompt]] = []
         exploring = self.explore_temperature is not None and not self._evaluating
+        self._step = {} if self.evolver is not None and not self._evaluating else None
         temperature = self.explore_temperature if exploring else self.cfg.temperature
         for b in np.flatnonzero(winners >= 0).tolist():
             row = int(winners[b])
@@ -366,8 +426,10 @@ class LLMPolicy(Policy):
                 self._settle(b, row, obs[b], Completion(""), None, illegal, actions, payloads)
                 continue
             user = self.task.context(obs[b], role.name)
-            calls.append((b, row, Prompt(role.frozen, self._skills(row, wake=False), user, max_tokens=role.max_tokens,
-                                         temperature=temperature, seed=int(self.counts["actions"]) + b)))
+            used = self._acting_skills(b, row)
+            calls.append((b, row, Prompt(role.frozen, "\n".join(self.catalogue.lines[n] for n in used), user,
+                                         max_tokens=role.max_tokens, temperature=temperature,
+                                         seed=int(self.counts["actions"]) + b)))
         completions = self._generate([p for _, _, p in calls], [row for _, row, _ in calls])
         if exploring:
             self.generations.append([(b, row, p, done) for (b, row, p), done in zip(calls, completions)])
@@ -378,6 +440,8 @@ class LLMPolicy(Policy):
                 payload, reason = self.task.parse(role.name, done.text, obs[b])
             self._settle(b, row, obs[b], done, payload, reason, actions, payloads)
         self.task.deliver(payloads)
+        if self._step is not None:
+            self.steps.append(self._step)
         return actions
 
     @staticmethod
@@ -394,6 +458,9 @@ class LLMPolicy(Policy):
     def _settle(self, b, row, obs_row, done, payload, reason, actions, payloads) -> None:
         self.counts["actions"] += 1
         self.recent[row] = (tuple(np.asarray(obs_row).tolist()), done.text)
+        if self._step is not None:  # a node of world b's trace (skills/workflow.py)
+            used = () if self.roles[self.role[row]].tool else tuple(self._acting_skills(b, row))
+            self._step[b] = (row, "ok" if payload is not None else status_of(done, reason), done.text, used)
         if payload is None:
             self.bench.setdefault(self.recent[row][0], set()).add(row)
             if len(self.bench) > 100_000:  # keys name the episode, so old ones never match again
@@ -515,7 +582,8 @@ class LLMPolicy(Policy):
                 "scores": dict(self.scores), "memo": [(asdict(p), asdict(c)) for p, c in self.memo.items()],
                 "bench": {k: set(v) for k, v in self.bench.items()}, "recent": dict(self.recent),
                 "counts": dict(self.counts), "seed_agents": list(self._seed_agents), "spent": self.spent.copy(),
-                "catalogue": self.catalogue.state_dict()}  # data only: see market/checkpoint.py
+                "catalogue": self.catalogue.state_dict(),
+                "evolver": None if self.evolver is None else self.evolver.state_dict()}  # data only: market/checkpoint.py
 
     def load_state_dict(self, state: dict) -> None:
         self.role, self.theta, self.version = state["role"].copy(), state["theta"].copy(), state["version"].copy()
@@ -526,6 +594,8 @@ class LLMPolicy(Policy):
         self.counts = collections.Counter(state["counts"])
         self._seed_agents = list(state["seed_agents"])
         self.spent = state["spent"].copy() if "spent" in state else np.zeros(self.role.size, dtype=np.int64)
+        if self.evolver is not None:
+            self.evolver.load_state_dict(state["evolver"])
         if "catalogue" in state:
             self.catalogue.load_state_dict(state["catalogue"])
         else:  # a checkpoint from before the library: its skills are lines; name them (the pool's are named)

@@ -137,6 +137,10 @@ class Config:
     """Held-out problems for heldout_accuracy and single_agent_accuracy."""
     heldout_seed: int = 10_000
     """Seed stream of the held-out problems; training problems use the run's seed stream."""
+    validation: int = Field(16, ge=1)
+    """Validation problems the skill gate scores candidate libraries on (agents/llm_skills.py), from the
+    seed stream ``validation_seed``: neither training nor the held-out metrics draw from it."""
+    validation_seed: int = 20_000
     role_weights: tuple[float, float, float, float] = (0.35, 0.15, 0.25, 0.25)
     """How often a random newcomer is an extractor, calculator, answerer, generalist."""
     initial_roles: tuple[str, ...] = ("calculator", "extractor", "extractor", "answerer", "generalist")
@@ -286,6 +290,11 @@ class Board:
     def deliver(self, payloads: list[str | None]) -> None:
         self.payloads = payloads
 
+    def question(self, obs_row: np.ndarray) -> tuple[str, str]:
+        """The problem a world plays ("stream:id": the G rollouts of a group share it) and its answer."""
+        seed, pid = int(obs_row[1]), int(obs_row[2])
+        return f"{seed}:{pid}", f"The answer is {problem(seed, pid).answer}."
+
     def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
         p = problem(int(obs_row[1]), int(obs_row[2]))
         if role == "extractor":
@@ -297,6 +306,9 @@ BID_FEATURES = ("numeric", "agent", "hf", "minilm")
 """Learned bids read the stage (Board.space): one-hot (``numeric``, the default: a value per agent and
 stage), nothing (``agent``: a value per agent), or the stage's summary through the agents' own LM (``hf``,
 no second model copy) or MiniLM."""
+SKILL_LIBRARY = True
+"""The agents' skill lines are the run's library; ``[skills]`` with a credit other than ``none`` evolves it
+(agents/llm_skills.py). wordmath.toml ships ``credit = "none"``: births alone change the skills."""
 LEARNED_ACTIONS = "lm"
 """``agents.actions = "grpo"`` trains a LoRA adapter of the agents' shared LM on their completions
 (agents/lm_grpo.py; the hf backend only)."""
@@ -313,6 +325,7 @@ def build(cfg: Config, seed: int = 0):
     board = Board()
     world = WordmathWorld(cfg, board, seed=seed)
     world.heldout = WordmathWorld(cfg, board, seed=cfg.heldout_seed, fixed=np.arange(cfg.heldout))
+    world.validation = WordmathWorld(cfg, board, seed=cfg.validation_seed, fixed=np.arange(cfg.validation))
     seeds = [(name, None, None) for name in cfg.initial_roles]
     policy = LLMPolicy(shared_backend(cfg.llm), board, list(ROLES), POOL, list(cfg.role_weights), cfg.policy, seeds)
     return world, policy

@@ -28,7 +28,8 @@ import re
 
 from sqlmodel import Session, delete, func, select
 
-from skills.library import MAX_DESCRIPTION, MAX_NAME, Edit, Skill, SkillEdit, SkillError, SkillLibrary, check
+from skills.library import (MAX_DESCRIPTION, MAX_NAME, DiagnosisFailure, Edit, Skill, SkillEdit, SkillError, SkillLibrary,
+                            check)
 
 KINDS = ("example", "wake", "rule")
 ROLE_CHARS = MAX_NAME - len("-example-") - 6  # room for the kind and a six-digit count
@@ -46,20 +47,21 @@ def summary(line: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 3] + "..."
 
 
-def marks(library: SkillLibrary) -> tuple[int, int]:
-    """(largest skill id, largest edit id) of a library: what a checkpoint has seen."""
-    with Session(library.engine) as s:
-        skill = s.exec(select(func.max(Skill.id)).where(Skill.library == library.name)).one()
-        edit = s.exec(select(func.max(SkillEdit.id)).where(SkillEdit.library == library.name)).one()
-    return int(skill or 0), int(edit or 0)
+TABLES = (Skill, SkillEdit, DiagnosisFailure)
 
 
-def truncate(library: SkillLibrary, seen: tuple[int, int]) -> None:
-    """Remove a library's rows written after ``seen`` (:func:`marks` at a checkpoint)."""
-    skill_id, edit_id = seen
+def marks(library: SkillLibrary) -> tuple[int, ...]:
+    """The largest id of each of a library's tables (TABLES): what a checkpoint has seen."""
     with Session(library.engine) as s:
-        s.execute(delete(Skill).where(Skill.library == library.name, Skill.id > skill_id))
-        s.execute(delete(SkillEdit).where(SkillEdit.library == library.name, SkillEdit.id > edit_id))
+        return tuple(int(s.exec(select(func.max(t.id)).where(t.library == library.name)).one() or 0) for t in TABLES)
+
+
+def truncate(library: SkillLibrary, seen: tuple[int, ...]) -> None:
+    """Remove a library's rows written after ``seen`` (:func:`marks` at a checkpoint; a checkpoint from
+    before the failure table marks the first two tables only)."""
+    with Session(library.engine) as s:
+        for table, last in zip(TABLES, seen):
+            s.execute(delete(table).where(table.library == library.name, table.id > last))
         s.commit()
 
 
@@ -71,7 +73,7 @@ class Catalogue:
         self.lines: dict[str, str] = {}  # skill name -> line
         self.count: collections.Counter = collections.Counter()  # name prefix -> lines named with it
         self.pending: list[dict] = []  # add edits not yet written: name, role, line, origin
-        self.marks = (0, 0)
+        self.marks: tuple[int, ...] = (0, 0, 0)
         self.library: SkillLibrary | None = None
 
     def name(self, role: str, line: str, kind: str, origin: dict) -> str:
@@ -91,6 +93,22 @@ class Catalogue:
         self.names[role, line], self.lines[name] = name, line
         self.pending.append({"name": name, "role": role, "line": line, "origin": dict(origin)})
         return name
+
+    def reserve(self, role: str, kind: str) -> str:
+        """A fresh name for a line of ``role`` that an edit pass proposes (skills/evolve.py): the count moves
+        on whether or not the gate accepts it, since a rejected version keeps its name in the library."""
+        prefix = f"{slug(role)}-{kind}"
+        self.count[prefix] += 1
+        return f"{prefix}-{self.count[prefix]}"
+
+    def sync(self, library: SkillLibrary) -> None:
+        """After a gated edit was written: the current library's lines are the catalogue (a revised
+        skill reads its new body, a pruned one is gone, so a later birth that writes its old line names a
+        new skill)."""
+        current = [s for s in library.current() if s.role is not None]
+        self.names = {(s.role, s.body): s.name for s in current}
+        self.lines = {s.name: s.body for s in current}
+        self.marks = marks(library)
 
     def attach(self, library: SkillLibrary) -> None:
         """Write to ``library`` from now on: drop its rows past this catalogue's marks, then flush."""

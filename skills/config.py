@@ -2,7 +2,7 @@
 
 One section for every scenario with a library (scenarios/registry.py: ``SKILL_LIBRARY``), so that
 ``--set skills.credit=presence`` means the same in each; a scenario without one refuses a changed key.
-The scenario's own section keeps what only its world has (recsys: ``p_use``, ``window``, ``prune_below``).
+The scenario's own section keeps what only its world has (recsys: ``window``, ``prune_below``).
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ class SkillsConfig:
     """Edits diagnosed and gated per pass: the edit budget."""
     gate_delta: float = Field(0.0, ge=0)
     """Largest drop of the mean validation score a candidate library may show and still replace the current one."""
+    p_use: float = Field(0.8, gt=0, le=1)
+    """Probability that a skill an acting agent holds is applied in a rollout (recsys: an applicable rule
+    clause runs; LLM agents: the line is in the prompt), drawn afresh per rollout: the randomised
+    contrast group-relative credit reads within a group (at 1 every rollout of a question uses the same
+    skills, and only the routing differs)."""
     min_support: int = Field(3, ge=1)
     """Blame a skill only with contrast on at least this many distinct questions."""
     penalty: float = Field(0.05, ge=0)

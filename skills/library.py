@@ -76,6 +76,19 @@ class Skill(SQLModel, table=True):
         return f"{self.name}@{self.version}"
 
 
+class DiagnosisFailure(SQLModel, table=True):
+    """A diagnosis a model gave that could not be used (skills/editor.py: unparsable, or naming an unknown
+    failure type, action, step or skill), kept with its raw text; the rule diagnoser answered instead."""
+
+    __tablename__ = "skill_diagnosis_failure"
+    id: int | None = Field(default=None, primary_key=True)
+    library: str = Field(index=True)
+    skill: str  # the blamed skill version (name@version)
+    output: str  # the model's raw text
+    error: str  # why it was not used
+    created_at: datetime
+
+
 @dataclass
 class Edit:
     """A proposed change. Content fields left ``None`` keep the target's (an ``add`` needs
@@ -131,7 +144,8 @@ class SkillLibrary:
 
     def __init__(self, engine, name: str = "default", create: bool = True):
         if create:
-            SQLModel.metadata.create_all(engine, tables=[SkillEdit.__table__, Skill.__table__])
+            SQLModel.metadata.create_all(engine, tables=[SkillEdit.__table__, Skill.__table__,
+                                                         DiagnosisFailure.__table__])
         self.engine, self.name = engine, name
         self._empty = not create and not inspect(engine).has_table(Skill.__tablename__)
 
@@ -155,6 +169,20 @@ class SkillLibrary:
 
     def current(self) -> list[Skill]:
         return current_of(self.versions())
+
+    def diagnosis_failures(self) -> list[DiagnosisFailure]:
+        if self._empty:
+            return []
+        with Session(self.engine) as s:
+            query = select(DiagnosisFailure).where(DiagnosisFailure.library == self.name).order_by(DiagnosisFailure.id)
+            return list(s.exec(query).all())
+
+    def record_failures(self, failures) -> None:
+        """Write unusable diagnoses (skills/editor.py ``Malformed``: skill, output, error) in one transaction."""
+        with Session(self.engine) as s:
+            s.add_all(DiagnosisFailure(library=self.name, skill=f.skill, output=f.output, error=f.error,
+                                       created_at=utcnow()) for f in failures)
+            s.commit()
 
     def get(self, ref: str) -> Skill:
         """``name@version``, or ``name`` for its newest version that was not rejected."""

@@ -45,8 +45,10 @@ def rewards(reward: np.ndarray, failed: np.ndarray, total: np.ndarray, lam: floa
 class Trace:
     """One rollout's execution: nodes numbered by step in the order they ran."""
 
-    def __init__(self):
+    def __init__(self, reference: str = ""):
         self.graph = nx.DiGraph()
+        self.reference = reference
+        """The correct final output of the rollout's question, where the task knows it (shown to diagnosers)."""
 
     def invoke(self, role: str, status: str = "ok", agent: str | None = None, skills=(), after=(),
                output: str | None = None) -> int:
@@ -106,14 +108,17 @@ class Trace:
             who = f"{d['role']}" + (f" ({d['agent']})" if d["agent"] else "")
             line = f"step {n}: {who} skills=[{', '.join(d['skills'])}] after=[{after}] -> {d['status']}"
             lines.append(line + (f": {d['output']!r}" if d["output"] is not None else ""))
+        if self.reference:
+            lines.append(f"correct: {self.reference}")
         return "\n".join(lines)
 
     def state_dict(self) -> dict:
         """Plain lists and dicts (JSON-ready): the steps' records in order, and the edges."""
         steps = [dict(d) for _, d in self.graph.nodes(data=True)]
-        return {"steps": steps, "edges": [list(e) for e in self.graph.edges]}
+        return {"steps": steps, "edges": [list(e) for e in self.graph.edges], "reference": self.reference}
 
     def load_state_dict(self, state: dict) -> None:
         self.graph = nx.DiGraph()
         self.graph.add_nodes_from((step, d | {"skills": tuple(d["skills"])}) for step, d in enumerate(state["steps"]))
         self.graph.add_edges_from(map(tuple, state["edges"]))
+        self.reference = state.get("reference", "")

@@ -58,8 +58,6 @@ class Config:
     # ---------------------------------------------------------------- evolution
     mode: Literal["team", "market"] = "team"
     """team: one agent per role runs the library; market: several agents per role bid for each request."""
-    p_use: float = Field(0.8, gt=0, le=1)
-    """Probability that an applicable skill runs in a rollout (stochastic skill application)."""
     window: int = Field(3, ge=1)
     """Iterations of rollouts the credit is fitted on (skill versions are separate columns)."""
     prune_below: float = -0.2

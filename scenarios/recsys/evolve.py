@@ -2,11 +2,8 @@
 
 An :class:`Arm` is one library evolved one way (``credit``, ``skills.credit`` for the main arm):
 
-* ``grse``      group-relative credit (skills/credit.py): the joint contrast of what each agent
-                did in the higher- and lower-advantage rollouts of the same question;
-* ``presence``  the presence-based baseline: the mean reward of the rollouts a skill ran in,
-                centred on the mean reward and divided by its std (so that the same
-                diagnosis thresholds read it);
+* ``grse``      group-relative credit, ``presence`` the presence-based baseline (the blame step
+                every scenario with a library shares: skills/evolve.py);
 * ``random``    no credit: random skills get random edits;
 * ``none``      no edit passes: the library stays as it is.
 
@@ -26,15 +23,15 @@ another library).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from scenarios.recsys import edits, ops, pipeline as P
 from scenarios.recsys.config import Config
 from scenarios.recsys.data import VALIDATION
-from skills import (Rollout, RuleDiagnoser, SkillError, SkillLibrary, SkillsConfig, batch, cases,
-                    group_relative_credit, presence_credit, validate)
+from skills import Rollout, RuleDiagnoser, SkillError, SkillLibrary, SkillsConfig, validate
+from skills.evolve import blame
 from skills.workflow import Trace
 
 CREDITS = ("grse", "presence", "random", "none")
@@ -83,7 +80,7 @@ class Arm:
     def rollouts(self, questions: np.ndarray, seed: int) -> tuple[P.Compiled, P.Outcome, np.ndarray]:
         lib = P.Compiled.of(self.library.current())
         users = np.repeat(questions, self.skills.group)
-        used = self.pipe.sample_use(lib, users, self.cfg.p_use, np.random.default_rng(seed))
+        used = self.pipe.sample_use(lib, users, self.skills.p_use, np.random.default_rng(seed))
         return lib, self.pipe.run(lib, users, used), users
 
     def iterate(self, questions: np.ndarray, seed: int, budget: int | None = None) -> Iteration:
@@ -124,22 +121,8 @@ class Arm:
         if self.credit == "random":
             return edits.random_diagnoses(self.library, budget, self.agents, rng)
         groups = [g for it in self.window for g in it]
-        b = batch(groups, self.credit_cfg)
-        if not b.keys:
-            return []
-        gc = group_relative_credit(b.rewards, b.usage, b.questions, self.credit_cfg)
-        if self.credit == "presence":
-            r = b.rewards
-            centred = (presence_credit(r, b.usage) - r.mean()) / (r.std() + self.credit_cfg.eps)
-            gc = replace(gc, credit=np.nan_to_num(centred))
-        current = {s.name for s in self.library.current()}
-        gc = replace(gc, credit=np.where([name in current for _, name in b.keys], gc.credit, 0.0))
-        out, targets = [], set()
-        for d in RuleDiagnoser(self.diagnosis_cfg).diagnose(cases(b, gc, self.library, self.diagnosis_cfg)):
-            if d is not None and d.target not in targets:
-                targets.add(d.target)
-                out.append(d)
-        return out[:budget]
+        rule = RuleDiagnoser(self.diagnosis_cfg)
+        return blame(groups, self.credit, self.library, self.skills, self.cfg.prune_below, rule).diagnoses[:budget]
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:

@@ -208,7 +208,7 @@ class RecsysMarket(MarketModel):
         cfg = exp.scenario
         world = load(cfg, exp.run.seed)
         roles = RolePolicy(exp.market.base_bid)
-        env = RecsysWorld(world, roles, exp.skills.group, cfg.p_use)
+        env = RecsysWorld(world, roles, exp.skills.group, exp.skills.p_use)
         policy = roles
         if exp.market.bid_scheme == "learned":  # value heads bid for the agents (agents/learned.py)
             from agents.learned import LearnedPolicy

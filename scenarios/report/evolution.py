@@ -140,3 +140,28 @@ def market_evolution_figure(data: RunData, window: int | None = None, top: int =
     ax_c.set_title(f"Credit per rule (best and worst {top})" if len(credit) > 2 * top else "Credit per rule",
                    fontsize=10)
     return fig
+
+
+def arms_figure(runs: dict[str, RunData], window: int = 2) -> Figure:
+    """Runs of one scenario side by side (an arm per label): the training success per round (rolling over
+    ``window`` rounds) from the episode log, and the held-out accuracy before training (where the run measured
+    it: ``heldout_accuracy_initial``) and at the end (``heldout_accuracy``) as markers at the ends."""
+    fig = figure(9, 4.5)
+    ax = fig.subplots()
+    for i, (label, data) in enumerate(runs.items()):
+        colour = f"C{i}"
+        batch = data.config.get("market", {}).get("batch", 1)
+        success = np.array([e["success"] for e in sorted(data.episodes, key=lambda e: e["episode"])], dtype=float)
+        rounds = success[: success.size // batch * batch].reshape(-1, batch).mean(axis=1)
+        rolling = np.convolve(rounds, np.ones(window) / window, mode="valid") if rounds.size >= window else rounds
+        ax.plot(np.arange(rolling.size) + window, rolling, color=colour, label=f"{label}: training success")
+        final, initial = data.summary.get("heldout_accuracy"), data.summary.get("heldout_accuracy_initial")
+        if initial is not None:
+            ax.scatter([0], [initial], color=colour, marker="o", facecolors="none", s=50)
+        if final is not None:
+            ax.scatter([rounds.size], [final], color=colour, marker="o", s=50)
+    ax.set_xlabel("round (open marker: held-out before training; filled: held-out at the end)")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8, loc="upper left")
+    return fig

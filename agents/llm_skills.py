@@ -1,0 +1,323 @@
+"""Skill evolution for LLM agents: credit over their skill lines, a diagnosis, an LLM-written edit, the gate.
+
+The loop recsys runs on rule clauses (scenarios/recsys/evolve.py), here on the lines LLM agents
+carry (agents/llm_policy.py; each line a skill of the run's library, skills/catalogue.py), set by
+the ``[skills]`` section (skills/config.py).
+
+**Rollouts.** A training round runs B worlds, ``skills.group`` consecutive ones on one question
+(the world draws them: market.protocols.World.group). In world b an acting agent's prompt carries
+each of its acting skill lines with probability ``skills.p_use``, drawn once per round, world and
+row: the randomised contrast the credit reads (without it the G rollouts of a question differ only
+by sampling and routing). Every action is a node of world b's trace (skills/workflow.py): role,
+agent, the skills its prompt carried, status (``ok``; an invalid, empty, over-long or illegal
+output is a failed node of its role: agents/llm_policy.py ``status_of``) and output, after the
+world's previous step; the trace ends with the question's correct answer (``task.lesson``). A
+rollout's reward is the world's success, less the workflow penalty ``skills.penalty``.
+
+**An edit pass** every ``skills.every`` rounds, on the rollouts since the last accepted edit:
+
+1. blame (skills/evolve.py): ``grse`` or ``presence`` credit over (agent, skill) -> the blamed skills,
+   worst first -> the diagnoser (``skills.diagnoser``: ``rule`` reads the trace's statuses; ``llm``
+   asks the agents' own model, one batched greedy call through the policy's backend, for the JSON
+   verdict of skills/editor.py, in its short form; a verdict that does not parse, or names a skill or role the library
+   does not have, is written to the ``skill_diagnosis_failure`` table and the rule diagnoser answers
+   instead, counted as a fallback). ``random``: random (agent, skill) columns the rollouts used, with
+   revise 1/2, prune 1/4, add 1/4 (what the gate alone buys).
+2. the edit's text, written by the model as births write theirs (agents/llm_policy.py): ``revise``
+   rewrites the skill as a worked example from the cited step (what the role was given, what it
+   wrote, the correct output); ``add`` asks for one more general line for the role, held by every
+   agent of that role; ``prune`` takes the line from every agent; ``merge`` gives the partner's holders
+   the target instead. A rewrite that does not parse is counted and the edit dropped.
+3. the gate (skills/gate.py): the frozen market (its auctions, greedy completions, no payments)
+   plays the scenario's fixed validation problems (``world.validation``) with the current skills and
+   with the candidate, paired; an accepted edit changes the rows (each a new skill-set version), a
+   rejected one is written with status ``rejected`` and both scores. Edits are gated one at a time.
+
+``heldout_accuracy_initial`` is the frozen market's held-out accuracy before the first edit pass, on
+the problems ``heldout_accuracy`` is measured on at the end.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import numpy as np
+from sqlmodel import create_engine
+
+from agents import parse
+from agents.backends.base import Prompt
+from agents.llm_policy import EXPLOIT_ASK, EXPLORE_ASK, EXPLORE_DEMO, REWRITE_SYSTEM
+from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit, validate
+from skills.editor import SHORT_DEMO, SHORT_SYSTEM
+from skills.evolve import blame
+
+PRUNE_BELOW = -0.3
+"""harmful_skill: prune at credit <= this, else revise (the threshold MASkills prunes at)."""
+
+
+class SkillEvolver:
+    def __init__(self, policy, skills: SkillsConfig, seed: int = 0):
+        self.policy, self.cfg = policy, skills
+        self.rng = np.random.default_rng([seed, 0x5C111])
+        self.window: list[tuple] = []  # (question, [Rollout] * G) since the last accepted edit
+        self.rounds = 0
+        self.mask: dict[tuple[int, int], np.ndarray] = {}  # (world, row) -> this round's draws of skills.p_use
+        self._scores: dict = {}  # an edit pass's validation scores, by holdings
+        self.counts = collections.Counter()
+        self.initial: float | None = None
+        self.llm = LLMDiagnoser(self._diagnose, check=self._known, short=True) if skills.diagnoser == "llm" else None
+        self.rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
+
+    # --- rollouts ----------------------------------------------------------------------------------
+    def applied(self, b: int, row: int, carried: list[str]) -> list[str]:
+        """The skills row's prompt carries in world b this round (each with probability p_use)."""
+        if (b, row) not in self.mask:  # drawn when first asked: the same draws for the same run
+            self.mask[b, row] = self.rng.random(self.policy.cfg.max_skills) < self.cfg.p_use
+        return [name for name, keep in zip(carried, self.mask[b, row]) if keep]
+
+    def rollouts(self, model) -> list[tuple]:
+        """The round's (question, G rollouts) groups, from the policy's step records and the market's trace."""
+        trace, policy, G = model.trace, self.policy, self.cfg.group
+        steps, policy.steps = policy.steps[-len(trace.path):], []
+        ids = model.population.ids
+        B = trace.solved.size
+        questions, answers = zip(*(policy.task.question(trace.obs[0, b]) for b in range(B)))
+        traces = [StepTrace(reference=answers[b]) for b in range(B)]
+        for t, step in enumerate(steps):
+            for b, (row, status, output, used) in sorted(step.items()):
+                last = [len(traces[b].states) - 1] if traces[b].states else []
+                traces[b].invoke(policy.roles[policy.role[row]].name, status, str(int(ids[row])), used, last, output)
+                traces[b].states.append(trace.obs[t, b])
+        groups = []
+        for start in range(0, B - G + 1, G):
+            if len(set(questions[start:start + G])) == 1:
+                groups.append((questions[start], [Rollout(float(trace.solved[b]), traces[b])
+                                                  for b in range(start, start + G)]))
+        return groups
+
+    # --- the round's hook ------------------------------------------------------------------------
+    def learn(self, model) -> None:
+        if self.initial is None:
+            self.initial = self._accuracy(model, model.world.heldout)
+        self.mask = {}  # the next round draws afresh
+        self.window += self.rollouts(model)
+        self.rounds += 1
+        if self.rounds % self.cfg.every:
+            return
+        start = time.perf_counter()
+        self._pass(model)
+        self.counts["edit_passes"] += 1
+        self.counts["skill_pass_seconds"] += time.perf_counter() - start
+
+    def _pass(self, model) -> None:
+        library = self._library()
+        found = self._random(library) if self.cfg.credit == "random" else self._blame(library)
+        for d, trace in found:
+            edit = self._write(d, trace, library)
+            if edit is None:
+                continue
+            self.counts["skill_edits_proposed"] += 1
+            _, candidate = library.plan([edit])
+            held = self._holdings(candidate, library)
+            n = model.world.validation.fixed.size
+            result, _ = validate(library, [edit], lambda skills, q, s: self._score(model, self._holdings(skills, library)),
+                                 np.arange(n), np.zeros(n), self.cfg.gate_config())
+            if result.accepted:
+                self.counts["skill_edits_accepted"] += 1
+                self._adopt(held, f"{d.action} {d.target} ({self.cfg.credit})")
+                self.window = []  # the evidence was about the skills before this edit
+            else:
+                self.counts["skill_edits_rejected"] += 1
+            self.policy.catalogue.sync(library)
+        self._scores = {}
+
+    def _library(self) -> SkillLibrary:
+        catalogue = self.policy.catalogue
+        if catalogue.library is None:  # a policy no run attached (tests, baselines): an in-memory library
+            catalogue.attach(SkillLibrary(create_engine("sqlite://"), "unattached"))
+        return catalogue.library
+
+    # --- blame -----------------------------------------------------------------------------------
+    def _blame(self, library) -> list[tuple[Diagnosis, Trace]]:
+        diagnoser = self.llm or self.rule
+        found = blame(self.window, self.cfg.credit, library, self.cfg, PRUNE_BELOW, diagnoser,
+                      self.rule if self.llm else None)
+        if self.llm is not None:
+            self.counts["diagnoses_llm"] += found.by_diagnoser
+            self.counts["diagnoses_fallback"] += found.by_fallback
+            if self.llm.malformed:
+                library.record_failures(self.llm.malformed)
+                self.counts["diagnoses_malformed"] += len(self.llm.malformed)
+                self.llm.malformed = []
+        else:
+            self.counts["diagnoses_rule"] += found.by_diagnoser
+        return [(d, c.trace) for d, c in zip(found.diagnoses, found.cases)]
+
+    def _diagnose(self, prompts: list[str]) -> list[str]:
+        """The LLM diagnoser's ``generate``: one greedy batch on the agents' engine, charged to no agent."""
+        asks = [Prompt(SHORT_SYSTEM, SHORT_DEMO, p, max_tokens=96) for p in prompts]
+        with self.policy.evaluating():
+            texts = [c.text for c in self.policy._generate(asks, [-1] * len(asks))]
+        return texts
+
+    def _known(self, d: Diagnosis) -> str:
+        """A verdict's target (and a merge's partner) must be a current skill, an add's a role with an LLM."""
+        if d.action == "add":
+            role = self.policy.role_index.get(d.target)
+            return "" if role is not None and not self.policy.roles[role].tool else f"add: {d.target!r} is not a role"
+        current = {s.name for s in self._library().current()}
+        for name in (d.target, d.partner) if d.action == "merge" else (d.target,):
+            if name not in current:
+                return f"{d.action}: {name!r} is not a current skill"
+        return ""
+
+    def _random(self, library) -> list[tuple[Diagnosis, Trace]]:
+        """Random (agent, skill) columns the window's rollouts used: revise 1/2, prune 1/4, add 1/4."""
+        current = {s.name for s in library.current()}
+        used = sorted({(agent, skill) for _, rollouts in self.window for r in rollouts
+                       for agent, skills in r.used().items() for skill in skills if skill in current})
+        out = []
+        for i in self.rng.permutation(len(used))[: self.cfg.max_edits]:
+            agent, skill = used[i]
+            traces = [r.trace for _, rollouts in self.window for r in rollouts if skill in r.used().get(agent, ())]
+            action = ("revise", "revise", "prune", "add")[int(self.rng.integers(4))]
+            role = library.get(skill).role
+            out.append((Diagnosis(agent, skill, "random", None, action, role if action == "add" else skill, None,
+                                  "a random edit (baseline)"), traces[int(self.rng.integers(len(traces)))]))
+        return out
+
+    # --- the edit's text ---------------------------------------------------------------------------
+    def _write(self, d: Diagnosis, trace: Trace, library):
+        """The library edit of a diagnosis, its new line written by the model (None: nothing to write)."""
+        policy, current = self.policy, {s.name: s for s in library.current()}
+        if d.action == "prune":
+            return to_edit(d) if d.target in current else None
+        if d.action == "merge":
+            ok = d.target in current and d.partner in current
+            return to_edit(d, body=current[d.target].body) if ok else None  # the line stays one line
+        if d.action == "add":
+            if d.target not in policy.role_index or policy.roles[policy.role_index[d.target]].tool:
+                return None
+            ask = EXPLOIT_ASK.format(role=policy.roles[policy.role_index[d.target]].frozen,
+                                     skills=" | ".join(s.body for s in current.values() if s.role == d.target
+                                                       and policy._kind(s.body) != "wake") or "(none)")
+            line = self._rewrite(ask, "")
+            if line is None:
+                return None
+            name = policy.catalogue.reserve(d.target, policy._kind(line))
+            return to_edit(d, name=name, description=_summary(line), body=line)
+        if d.target not in current:
+            return None
+        skill = current[d.target]
+        nodes = trace.graph.nodes
+        cited = [n for n in nodes if d.target in nodes[n]["skills"]] or ([d.step] if d.step is not None else [])
+        if not cited:
+            return None
+        n = cited[0]
+        given, correct = policy.task.lesson(trace.states[n], skill.role)
+        wrote = (nodes[n]["output"] or "").strip() or "(empty)"
+        line = self._rewrite(EXPLORE_ASK.format(given=given, wrote=wrote, correct=correct), EXPLORE_DEMO)
+        if line is None or line == skill.body:
+            return None
+        return to_edit(d, description=_summary(line), body=line)
+
+    def _rewrite(self, ask: str, demo: str) -> str | None:
+        cfg = self.policy.cfg
+        prompt = Prompt(REWRITE_SYSTEM, demo, ask, max_tokens=cfg.rewrite_tokens, temperature=cfg.rewrite_temperature,
+                        seed=int(self.rng.integers(2**31)))
+        with self.policy.evaluating():
+            done = self.policy._generate([prompt], [-1])[0]
+        line = parse.skill(done.text) if done.finish in ("stop", "length") else None
+        if line is None:
+            self.counts["skill_rewrites_malformed"] += 1
+        return line
+
+    # --- the gate --------------------------------------------------------------------------------
+    def _holdings(self, skills, library) -> tuple[list[tuple[str, ...]], dict[str, str]]:
+        """What each row would hold under the library ``skills`` (current or a candidate): a name no longer
+        current is dropped, or replaced by the skill it was merged into; a new skill (a planned add) goes to
+        every agent of its role. -> (skills per row, text of every name)."""
+        policy = self.policy
+        by_id = {v.id: v.name for v in library.versions()}
+        current = {s.name: s for s in skills}
+        merged = {by_id[s.merge_parent_id]: s.name for s in skills if s.merge_parent_id in by_id}
+        added = [s for s in skills if s.id is not None and s.id < 0 and s.parent_id is None]
+        held = []
+        for row, names in enumerate(policy.skills):
+            if policy.role[row] < 0 or policy.roles[policy.role[row]].tool:
+                held.append(names)
+                continue
+            role = policy.roles[policy.role[row]].name
+            out = list(dict.fromkeys(n for n in (merged.get(n, n) for n in names) if n in current))
+            out += [s.name for s in added if s.role == role and s.name not in out]
+            held.append(tuple(out[-policy.cfg.max_skills:]))
+        return held, {s.name: s.body for s in skills}
+
+    def _score(self, model, holdings) -> np.ndarray:
+        """[n] success of the frozen market on the validation problems with the rows holding ``holdings``."""
+        key = (tuple(holdings[0]), tuple(sorted(holdings[1].items())))
+        if key not in self._scores:
+            self._scores[key] = self._accuracy(model, model.world.validation, holdings, per_problem=True)
+        return self._scores[key]
+
+    def _accuracy(self, model, world, holdings=None, per_problem=False):
+        policy = self.policy
+        skills, lines = holdings or (policy.skills, {})
+        with policy.evaluating(), policy.holding(skills, lines):
+            episodes = model.run_episodes(world=world, batch=world.fixed.size, settle=False)
+        success = np.array([e["success"] for e in episodes], dtype=float)
+        return success if per_problem else float(success.mean())
+
+    def _adopt(self, held, edit: str) -> None:
+        """An accepted edit: rows whose skills change get a new skill-set version."""
+        policy = self.policy
+        for row, names in enumerate(held[0]):
+            if names != policy.skills[row] and policy.role[row] >= 0:
+                policy._new_version(row, names, int(policy.version[row]), f"skills: {edit}")
+
+    # --- the summary and checkpoints --------------------------------------------------------------
+    def report(self) -> dict:
+        out = {k: int(self.counts[k]) for k in ("skill_edits_proposed", "skill_edits_accepted", "skill_edits_rejected",
+                                                "edit_passes", "skill_rewrites_malformed")}
+        if self.cfg.credit != "random":
+            kinds = ("diagnoses_llm", "diagnoses_fallback", "diagnoses_malformed") if self.llm else ("diagnoses_rule",)
+            out.update({k: int(self.counts[k]) for k in kinds})
+        out["skill_pass_seconds"] = round(float(self.counts["skill_pass_seconds"]), 2)
+        if self.initial is not None:
+            out["heldout_accuracy_initial"] = self.initial
+        return out
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "rounds": self.rounds, "counts": dict(self.counts),
+                "initial": self.initial,
+                "window": [(q, [(r.reward, r.trace.state_dict(), [s.tolist() for s in r.trace.states]) for r in rs])
+                           for q, rs in self.window]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.rounds, self.counts, self.initial = state["rounds"], collections.Counter(state["counts"]), state["initial"]
+        self.window = [(q, [_rollout(*r) for r in rs]) for q, rs in state["window"]]
+        self.mask = {}
+
+
+class StepTrace(Trace):
+    """A rollout's trace plus the observation each step acted on (``states``: what an edit's rewrite
+    reads, ``task.lesson``)."""
+
+    def __init__(self, reference: str = ""):
+        super().__init__(reference)
+        self.states: list[np.ndarray] = []
+
+
+def _rollout(reward: float, trace_state: dict, states: list) -> Rollout:
+    trace = StepTrace()
+    trace.load_state_dict(trace_state)
+    trace.states = [np.asarray(s) for s in states]
+    return Rollout(reward, trace)
+
+
+def _summary(line: str) -> str:
+    from skills.catalogue import summary
+
+    return summary(line)

@@ -1,0 +1,71 @@
+"""Which skills an edit pass changes: credit over the rollouts, then one diagnosis per blamed skill.
+
+The one blame step every scenario with a skill library runs (recsys on rule clauses,
+agents/llm_skills.py on LLM agents' skill lines), by ``skills.credit``:
+
+* ``grse``      group-relative credit (skills/credit.py): the joint contrast of what each agent
+                did in the higher- and lower-advantage rollouts of the same question;
+* ``presence``  the baseline: the mean reward of the rollouts a skill ran in, centred on the mean
+                reward and divided by its std (so that the same diagnosis thresholds read it).
+
+Only current skills can be blamed (a rollout may have run a version an accepted edit retired since).
+The diagnoser (skills/editor.py) names each blamed skill's failure and edit; a diagnosis it cannot
+give (None: an LLM's malformed verdict) goes to ``fallback`` when there is one, and each target is
+edited at most once per pass. ``random`` and ``none`` have no blame step: the caller draws its random
+edits (what the gate alone buys) or makes none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from skills.config import SkillsConfig
+from skills.credit import batch, group_relative_credit, presence_credit
+from skills.editor import Case, Diagnoser, Diagnosis, cases
+from skills.library import SkillLibrary
+
+BLAMING = ("grse", "presence")
+
+
+@dataclass
+class Blame:
+    diagnoses: list[Diagnosis]
+    cases: list[Case] = field(default_factory=list)  # the evidence of each diagnosis, aligned
+    by_diagnoser: int = 0  # diagnoses the diagnoser gave
+    by_fallback: int = 0  # diagnoses the fallback gave in its place
+
+
+def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig, prune_below: float,
+          diagnoser: Diagnoser, fallback: Diagnoser | None = None) -> Blame:
+    """``groups``: (question, [Rollout] * skills.group) pairs (skills/credit.py); at most ``skills.max_edits``
+    diagnoses, most negative credit first."""
+    if credit not in BLAMING:
+        raise ValueError(f"skills.credit = {credit!r} has no blame step (expected one of {BLAMING})")
+    credit_cfg = skills.credit_config()
+    b = batch(groups, credit_cfg)
+    if not b.keys:
+        return Blame([])
+    gc = group_relative_credit(b.rewards, b.usage, b.questions, credit_cfg)
+    if credit == "presence":
+        r = b.rewards
+        centred = (presence_credit(r, b.usage) - r.mean()) / (r.std() + credit_cfg.eps)
+        gc = replace(gc, credit=np.nan_to_num(centred))
+    current = {s.name for s in library.current()}
+    gc = replace(gc, credit=np.where([name in current for _, name in b.keys], gc.credit, 0.0))
+    found = cases(b, gc, library, skills.diagnosis_config(prune_below))
+    given = diagnoser.diagnose(found)
+    out, targets = Blame([]), set()
+    for case, d in zip(found, given):
+        if d is None and fallback is not None:
+            d = fallback.diagnose([case])[0]
+            out.by_fallback += d is not None
+        else:
+            out.by_diagnoser += d is not None
+        if d is not None and d.target not in targets:
+            targets.add(d.target)
+            out.diagnoses.append(d)
+            out.cases.append(case)
+    out.diagnoses, out.cases = out.diagnoses[: skills.max_edits], out.cases[: skills.max_edits]
+    return out
