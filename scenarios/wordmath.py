@@ -193,7 +193,7 @@ class WordmathWorld(World):
     def __init__(self, cfg: Config, board: "Board", seed: int, fixed: np.ndarray | None = None):
         self.horizon, self.board, self.seed = cfg.horizon, board, seed
         self.fixed = fixed  # held-out: these problem ids, in order; training: fresh ids from the model's RNG
-        self.serial = 0
+        self.serial = 0  # this world's episode number, from the board's count (unique across the run's worlds)
         self.reset(1, np.random.default_rng(0))
 
     def reset(self, batch: int, rng: np.random.Generator) -> None:
@@ -206,7 +206,8 @@ class WordmathWorld(World):
         self.expr: list[str | None] = [None] * batch
         self.value: list[Fraction | None] = [None] * batch
         self.correct = np.zeros(batch, dtype=bool)
-        self.serial += 1
+        self.board.episodes += 1  # one count for training, held-out and validation worlds: an observation names its
+        self.serial = self.board.episodes  # episode even after a resume (a forfeit benches an agent on it)
 
     def observe(self) -> np.ndarray:
         self.board.current = self
@@ -231,10 +232,10 @@ class WordmathWorld(World):
         return self.correct.copy()
 
     def state_dict(self) -> dict:
-        return {"serial": self.serial}
+        return {"serial": self.board.episodes}
 
     def load_state_dict(self, state: dict) -> None:
-        self.serial = state["serial"]
+        self.board.episodes = state["serial"]
 
 
 class Board:
@@ -247,6 +248,7 @@ class Board:
     space = RuleSpace(features=("stage",), low=(0,), high=(len(STAGES) - 1,), actions=tuple(r.name for r in ROLES))
 
     def __init__(self):
+        self.episodes = 0  # episodes begun by any world of the run (WordmathWorld.serial)
         self.current: WordmathWorld | None = None
         self.payloads: list[str | None] = []
 

@@ -1,7 +1,7 @@
 """Skill evolution of wordmath's LLM agents (agents/llm_skills.py): credit, the LLM diagnoser, gated edits.
 
 The whole loop runs the real SmolLM2 as a subprocess, at toy size; the config checks and the trace
-statuses are checked directly.
+statuses are checked directly; resume on the scripted stand-in for the LLM (test_wordmath_skills).
 """
 
 import json
@@ -14,8 +14,10 @@ from sqlmodel import Session, select
 from agents.backends.base import Completion
 from agents.llm_policy import status_of
 from market.schema import make_engine
+from scenarios.run import runner
+from scenarios.run.config import load
 from skills.library import DiagnosisFailure, SkillLibrary
-from tests.scenarios.test_wordmath_skills import cli, final_population
+from tests.scenarios.test_wordmath_skills import BIRTHS, cli, final_population, scripted, skills_of  # noqa: F401
 
 
 def test_an_invalid_action_is_a_failed_node_of_its_kind():
@@ -69,3 +71,35 @@ def test_grse_with_the_llm_diagnoser_edits_the_library_through_the_gate(tmp_path
     assert {n["id"] for n in lineage["nodes"]} >= {v.label for v in library.current()}
     cli("skills", "export", str(tmp_path / "export"), *at)
     assert {md.parent.name for md in (tmp_path / "export").glob("*/SKILL.md")} >= {v.name for v in library.current()}
+
+
+@pytest.mark.parametrize("credit", ["random", "grse"])
+def test_a_killed_and_resumed_evolving_run_ends_as_an_uninterrupted_one(tmp_path, monkeypatch, scripted, credit):
+    """The evolver's evidence, draws and counts ride in the checkpoint, and the library rows a killed round wrote
+    are dropped: the resumed run gates the same edits and ends with the same ledger, library and counts (on the
+    scripted stand-in for the LLM of test_wordmath_skills: exact and fast)."""
+    exp = load("wordmath", BIRTHS + ["run.checkpoint_every=1", f"skills.credit={credit}", "skills.min_support=1",
+                                     "wordmath.validation=2"])
+    whole = runner.run_experiment(exp, f"sqlite:///{tmp_path / 'a.db'}", progress=False, run_id="whole")
+    write_round, calls = runner.RunStore.write_round, []
+
+    def killed(store, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("killed")
+        return write_round(store, *args, **kwargs)
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    monkeypatch.setattr(runner.RunStore, "write_round", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        runner.run_experiment(exp, url, progress=False, run_id="cut")
+    monkeypatch.setattr(runner.RunStore, "write_round", write_round)
+    resumed = runner.resume_experiment("cut", url, progress=False)
+
+    counts = [k for k in whole if k.startswith(("skill_", "edit_", "diagnoses_"))]
+    assert whole["edit_passes"] == 8 and (credit == "grse" or whole["skill_edits_proposed"] > 0)
+    assert resumed["ledger_hash"] == whole["ledger_hash"]
+    assert {k: resumed[k] for k in counts if k != "skill_pass_seconds"} == \
+        {k: whole[k] for k in counts if k != "skill_pass_seconds"}
+    a, b = SkillLibrary(make_engine(f"sqlite:///{tmp_path / 'a.db'}"), "whole"), SkillLibrary(make_engine(url), "cut")
+    assert skills_of(a) == skills_of(b)
