@@ -103,3 +103,48 @@ def test_a_killed_and_resumed_evolving_run_ends_as_an_uninterrupted_one(tmp_path
         {k: whole[k] for k in counts if k != "skill_pass_seconds"}
     a, b = SkillLibrary(make_engine(f"sqlite:///{tmp_path / 'a.db'}"), "whole"), SkillLibrary(make_engine(url), "cut")
     assert skills_of(a) == skills_of(b)
+
+
+HARMFUL = "example: Ann has 5 pens and buys 3 more. How many pens does Ann have? => 8"
+"""A worked example that answers instead of writing the expression: an extractor that copies it writes a number
+the problem does not have (invalid), so it hurts the good extractor that holds it, beside correct examples."""
+
+
+@pytest.mark.slow
+def test_group_relative_credit_blames_a_planted_harmful_line_that_presence_credit_rates_well():
+    """Real SmolLM2 rollouts, small. Two extractors share the work (random clearing): a good one holding the
+    pool's five correct worked examples and the planted HARMFUL one, and one holding nothing (it fails). Three
+    steps are all a problem gets, so a failed extraction fails the rollout. Rollouts that used HARMFUL are the
+    good extractor's, better than average: presence credit rates it above the mean; within each problem's 4
+    rollouts HARMFUL is in the prompt or not at random (p_use 1/2), and group-relative credit finds its harm:
+    the most negative of the good extractor's skills, the first case it blames, which presence does not blame."""
+    from agents.backends.factory import shared_backend
+    from agents.llm_policy import LLMPolicy
+    from agents.llm_skills import PRUNE_BELOW, SkillEvolver
+    from market import MarketConfig, MarketModel, PopulationConfig
+    from scenarios import wordmath as W
+    from skills import RuleDiagnoser, SkillsConfig
+    from skills.evolve import blame
+
+    cfg = W.Config(heldout=4, validation=4, horizon=3)
+    board = W.Board()
+    world = W.WordmathWorld(cfg, board, seed=3)
+    world.group = 4
+    seeds = [("extractor", W.POOL["extractor"][0][1] + [HARMFUL], -5.0), ("extractor", [], -5.0),
+             ("calculator", [], 0.0), ("answerer", W.POOL["answerer"][0][1], -5.0)]
+    policy = LLMPolicy(shared_backend(cfg.llm), board, list(W.ROLES), W.POOL, None, cfg.policy, seeds)
+    model = MarketModel(world, policy, MarketConfig(batch=32, clearing="random", rent=0.0),
+                        PopulationConfig(initial_agents=4, initial_wealth=100.0, births=False, min_agents=0,
+                                         max_agents=4), seed=1)
+    skills = SkillsConfig(credit="grse", p_use=0.5, every=10**6)  # evidence only: no edit pass
+    policy.evolver = SkillEvolver(policy, skills, seed=1)
+    policy.evolver.initial = 0.0  # no held-out run: not what this test is about
+    for _ in range(3):
+        model.step()
+
+    harmful = policy.catalogue.names["extractor", HARMFUL]
+    library, window = policy.evolver._library(), policy.evolver.window
+    rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
+    by = {credit: blame(window, credit, library, skills, PRUNE_BELOW, rule) for credit in ("grse", "presence")}
+    assert by["grse"].cases[0].skill.name == harmful and by["grse"].cases[0].credit < -0.2
+    assert harmful not in [c.skill.name for c in by["presence"].cases]
