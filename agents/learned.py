@@ -63,11 +63,12 @@ class LearnedPolicy(PolicyWrapper):
         self.learned_bids = cfg.bids == "learned" if learned_bids is None else learned_bids  # else the market's scheme bids
         self.value_bids = self.learned_bids and cfg.bid_objective == "value"
         self.device = pick_device(cfg.device)
+        self.objective = objective_for(cfg)
         self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
         if cfg.actions == "grpo" and isinstance(inner, LLMPolicy):
             from agents.lm_grpo import CompletionLearner
 
-            self.lm = CompletionLearner(inner, cfg, seed)  # before the features: hf features read the trained LM
+            self.lm = CompletionLearner(inner, cfg, seed, self.objective)  # before the features: hf features read the trained LM
         if features is None and self.learned_bids:
             task = getattr(inner, "task", None)
             features = make_features(cfg, getattr(inner, "space", None), getattr(inner, "backend", None),
@@ -77,7 +78,6 @@ class LearnedPolicy(PolicyWrapper):
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.stats = {}
         self.head = BidHead(self.features.size, cfg).to(self.device)
-        self.objective = objective_for(cfg)
         logits = cfg.actions == "grpo" and self.lm is None
         actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))

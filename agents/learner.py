@@ -204,8 +204,9 @@ class HFGRPO:
                           self.tokenizer(text, add_special_tokens=False)["input_ids"]))
         return pairs
 
-    def token_logprobs(self, pairs, model=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per completion token log-probabilities [n, L] and their mask [n, L], L = the longest completion.
+    def token_logprobs(self, pairs, model=None, entropy: bool = False) -> tuple[torch.Tensor, ...]:
+        """Per completion token log-probabilities [n, L] and their mask [n, L], L = the longest completion
+        (and with ``entropy`` the policy's entropy at each of those tokens, [n, L], detached).
 
         Rows are left-padded so every completion ends at the right edge: the LM head runs over the last
         L + 1 positions only (``logits_to_keep``), never the 49k-wide vocabulary over prompt tokens."""
@@ -223,7 +224,10 @@ class HFGRPO:
         with autocast(self.device):
             logits = model(input_ids=ids, attention_mask=attention, position_ids=position, use_cache=False,
                            logits_to_keep=L + 1).logits[:, :-1].float()  # position j predicts token j + 1
-        logp = torch.log_softmax(logits, -1).gather(2, ids[:, width - L:, None])[..., 0]
+        every = torch.log_softmax(logits, -1)
+        logp = every.gather(2, ids[:, width - L:, None])[..., 0]
+        if entropy:
+            return logp, target, -(every.exp() * every).sum(-1).detach()
         return logp, target
 
     def sequence_logprob(self, pairs) -> torch.Tensor:
@@ -236,11 +240,16 @@ class HFGRPO:
     def _per_step(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return (logp * mask).sum(1) / mask.sum(1).clamp(min=1)
 
-    def update(self, pairs, advantage: np.ndarray, old_logp: torch.Tensor | None = None) -> dict:
+    def update(self, pairs, advantage: np.ndarray, old_logp: torch.Tensor | None = None, objective=None,
+               fields: dict | None = None) -> dict:
         """One GRPO step on completions ``pairs`` with their advantages [n] (group-relative, from the caller).
 
         ``old_logp`` [n]: the behaviour policy's per-step log-probabilities; None: the current ones
-        (on-policy, one epoch: the ratio is 1 and the step is the plain policy gradient, clipped later)."""
+        (on-policy, one epoch: the ratio is 1 and the step is the plain policy gradient, clipped later).
+        ``objective``: another of agents/objectives (``agents.objective``) in grpo's place, on a PolicyBatch
+        of the completions' tokens and ``fields`` (outcome, group, episode [n]; signals such as effect)."""
+        if objective is not None and objective.name != "grpo":
+            return self._objective_step(objective, pairs, advantage, fields or {})
         advantage = torch.as_tensor(advantage, dtype=torch.float32, device=self.device)
         n = len(pairs)
         self.learner.opt.zero_grad(set_to_none=True)
@@ -264,6 +273,37 @@ class HFGRPO:
             (loss * len(part) / n).backward()  # the chunks' mean losses, weighted: the batch's mean
             totals.update({k: v * len(part) / n for k, v in stats.items()})
         stats = dict(totals)
+        stats["grad_norm"] = self.learner.step()
+        stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
+        return stats
+
+    def _objective_step(self, objective, pairs, advantage: np.ndarray, fields: dict) -> dict:
+        """``objective`` on the whole batch at once, on-policy (old = current, detached): its loss reads
+        classes of completions (a group's, an effect's) that a chunk boundary would split. Plus ``kl`` x
+        the per-token k3 KL to the model without adapters, as in grpo."""
+        from agents.objectives import PolicyBatch
+
+        logp, mask, entropy = self.token_logprobs(pairs, entropy=True)
+        tensor = lambda v, dtype: torch.as_tensor(np.asarray(v), dtype=dtype, device=self.device)  # noqa: E731
+        batch = PolicyBatch(logp=logp, old_logp=logp.detach(), mask=mask, entropy=entropy,
+                            advantage=tensor(advantage, torch.float32), outcome=tensor(fields["outcome"], torch.float32),
+                            group=tensor(fields["group"], torch.long), episode=tensor(fields["episode"], torch.long),
+                            **{k: tensor(v, torch.long) for k, v in fields.items() if k == "effect"})
+        loss, stats = objective(batch)
+        if self.kl:
+            with torch.no_grad():
+                if self.reference is None:
+                    with self.model.disable_adapter():
+                        ref, _ = self.token_logprobs(pairs)
+                else:
+                    ref, _ = self.token_logprobs(pairs, self.reference)
+            d = ref - logp
+            kl = self._per_step(torch.exp(d) - d - 1, mask)
+            loss = loss + self.kl * kl.mean()
+            stats["kl"] = float(kl.detach().mean())
+        self.learner.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        stats = {k: float(v) for k, v in stats.items()}
         stats["grad_norm"] = self.learner.step()
         stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
         return stats

@@ -200,8 +200,9 @@ class LLMPolicy(Policy):
         self.explore_temperature: float | None = None
         """Set by a learner of the LM's weights (agents/learned.py): training rounds' completions are
         sampled at this temperature and kept in ``generations`` for the update; evaluation stays greedy."""
-        self.generations: list[list[tuple[int, int, Prompt, Completion]]] = []
-        """Per act() call while exploring: (world, row, prompt, completion) of every generation."""
+        self.generations: list[list[tuple[int, int, Prompt, Completion, str | None]]] = []
+        """Per act() call while exploring: (world, row, prompt, completion, the action it parsed to or None)
+        of every generation."""
         self._evaluating = False
         self.evolver = None
         """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
@@ -431,14 +432,14 @@ class LLMPolicy(Policy):
                                          max_tokens=role.max_tokens, temperature=temperature,
                                          seed=int(self.counts["actions"]) + b)))
         completions = self._generate([p for _, _, p in calls], [row for _, row, _ in calls])
-        if exploring:
-            self.generations.append([(b, row, p, done) for (b, row, p), done in zip(calls, completions)])
         for (b, row, _), done in zip(calls, completions):
             role = self.roles[self.role[row]]
             payload, reason = self._check(done)
             if payload is not None:
                 payload, reason = self.task.parse(role.name, done.text, obs[b])
             self._settle(b, row, obs[b], done, payload, reason, actions, payloads)
+        if exploring:
+            self.generations.append([(b, row, p, done, payloads[b]) for (b, row, p), done in zip(calls, completions)])
         self.task.deliver(payloads)
         if self._step is not None:
             self.steps.append(self._step)

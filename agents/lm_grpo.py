@@ -13,6 +13,10 @@ the shared SmolLM2::
 
 with rho the completion's length-normalised ratio. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run (unless the KL term is on).
+``agents.objective`` other than grpo replaces the surrogate (agents/objectives, on the completions' tokens:
+log-probabilities, entropies, the episode's outcome, its group, and empo's ``effect``: role, state summary
+and parsed action); an objective reading a signal the LM learner does not give (a token critic, an
+oracle, candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
 skills; the weights are the population's common substrate, as the frozen model was. Per-role
@@ -42,9 +46,10 @@ from agents.learner import HFGRPO, group_advantage, to_cpu
 
 
 class CompletionLearner:
-    def __init__(self, policy, cfg: AgentsConfig, seed: int = 0):
-        """``policy``: an LLMPolicy on the hf backend; it gets its own engine and explores from now on."""
-        self.policy, self.cfg = policy, cfg
+    def __init__(self, policy, cfg: AgentsConfig, seed: int = 0, objective=None):
+        """``policy``: an LLMPolicy on the hf backend; it gets its own engine and explores from now on.
+        ``objective``: agents.objective (agents/objectives); None or grpo: HFGRPO's own clipped surrogate."""
+        self.policy, self.cfg, self.objective = policy, cfg, objective
         engine = policy.backend.cfg
         policy.backend = backend = make_backend(dataclasses.replace(engine, dtype="float32") if engine.dtype == "auto" else engine)
         policy.explore_temperature = cfg.lm_temperature
@@ -78,16 +83,22 @@ class CompletionLearner:
 
             logp = np.zeros((T, B))
             for t, generations in enumerate(steps):
-                for b, _, _, done in generations:
+                for b, _, _, done, _ in generations:
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
             advantage = step_advantages(model, cfg.estimator(), cfg.group, np.stack(actions), logp)
-        chosen = [(advantage[t, b], p, done.text) for t, generations in enumerate(steps)
-                  for b, _, p, done in generations if advantage[t, b] != 0 or cfg.kl]
+        policy = self.policy
+        chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
+                                                       policy.task.summaries(trace.obs[t, b][None])[0], payload))
+                  for t, generations in enumerate(steps)
+                  for b, row, p, done, payload in generations if advantage[t, b] != 0 or cfg.kl]
         if not chosen:
             return {"lm_completions": 0}
-        weights, prompts, texts = zip(*chosen)
+        weights, prompts, texts, worlds, effects = zip(*chosen)
         pairs = self.grpo.encode([p.messages() for p in prompts], list(texts))
-        stats = self.grpo.update(pairs, np.array(weights))
+        worlds = np.array(worlds)
+        fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // max(cfg.group, 1),
+                  "episode": worlds, "effect": effect_ids(effects)}
+        stats = self.grpo.update(pairs, np.array(weights), objective=self.objective, fields=fields)
         self.policy.weights_changed()
         self.counts["policy_updates"] += 1
         self.counts["lm_completions_trained"] += len(pairs)
@@ -111,3 +122,11 @@ class CompletionLearner:
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         self.policy.generations, self.actions = [], []
         self.policy.weights_changed()
+
+
+def effect_ids(effects) -> np.ndarray:
+    """[n] empo's effect ids from (role, the state's summary, the parsed action or None: a forfeit, whatever
+    the text): within a group (one problem) two completions with the same key did the same thing (wordmath:
+    the same expression written, the same answer given; a forfeit leaves the state as it was)."""
+    index: dict = {}
+    return np.array([index.setdefault(e, len(index)) for e in effects], dtype=np.int64)

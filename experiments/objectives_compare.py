@@ -171,7 +171,8 @@ def table(rows: list[dict], setup: Setup) -> str:
         if r["status"] == "ran":
             cells = [f"{r['heldout']:.3f} ± {r['sd']:.3f}", " ".join(f"{h:.2f}" for h in r["per_seed"])]
             cells += [f"{r['per_size'][n]:.2f}" for n in sizes]
-            cells += [f"{r['updates']} / {r['rounds']}", f"{r['steps_per_s']:.0f}"]
+            updates = r["updates"] if isinstance(r["updates"], int) else f"{r['updates']:.1f}"  # a mean over seeds
+            cells += [f"{updates} / {r['rounds']}", f"{r['steps_per_s']:.0f}"]
         else:
             cells = [short_reason(r["why"]) if r["status"] == "refused" else "skipped"] + ["-"] * (len(sizes) + 3)
         lines.append(f"| {r['objective']} | " + " | ".join(cells) + " |")

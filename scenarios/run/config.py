@@ -279,23 +279,25 @@ def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
 RULE_LOGIT_SIGNALS = ("ref_logp",)
 """What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
 probability of each sampled action (the reference policy)."""
+LM_SIGNALS = ("effect",)
+"""What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
+summary, parsed action); its KL to the base model is its own (agents.kl), not an objective's ref_logp."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
-    """agents.objective moves learned actions: rule logits give the batch fields and the reference; the LM
-    learner (agents/lm_grpo.py) runs grpo only. An objective reading more is refused here, naming it."""
+    """agents.objective moves learned actions: rule logits give the batch fields and the reference, the LM
+    learner (agents/lm_grpo.py) the batch fields and effects. An objective reading more is refused here, naming it."""
     agents = exp.agents
     if agents.objective == "grpo":
         return None
     if agents.actions != "grpo":
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
-    if get_scenario(exp.run.scenario).lm_actions:
-        return (f"agents.objective = {agents.objective!r}: scenario {exp.run.scenario!r} trains an LLM, whose learner "
-                f"runs grpo only so far")
     from agents.objectives import MissingSignals, check
 
+    lm = get_scenario(exp.run.scenario).lm_actions
+    signals, learner = (LM_SIGNALS, "LoRA learner") if lm else (RULE_LOGIT_SIGNALS, "rule-logit policies")
     try:
-        check(agents.objective, RULE_LOGIT_SIGNALS, f"scenario {exp.run.scenario!r}'s rule-logit policies")
+        check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
     except MissingSignals as err:
         return f"agents.objective = {agents.objective!r}: {err}"
 

@@ -35,7 +35,7 @@ def test_one_round_through_the_market_moves_the_sampled_completions_log_probs_by
         lm.actions.clear()
     assert np.ptp(outcome.reshape(-1, 4), axis=1).max() > 0, "no round with a contrast in 4 tries"
     advantage = group_advantage(outcome, 4, normalize=True)
-    rows = [(advantage[b], p, done.text) for generations in steps for b, _, p, done in generations if advantage[b]]
+    rows = [(advantage[b], p, done.text) for generations in steps for b, _, p, done, _ in generations if advantage[b]]
     pairs = lm.grpo.encode([p.messages() for _, p, _ in rows], [t for _, _, t in rows])
     before = lm.grpo.sequence_logprob(pairs)
     policy.learn(model)

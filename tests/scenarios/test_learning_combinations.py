@@ -105,5 +105,6 @@ def test_objectives_run_on_rule_logits_where_their_signals_are_there_and_are_ref
     assert {"grpo", "eapo", "tree_opsd", "focus"} <= set(logits)
     assert logits["grpo"].abs().sum() > 0
     assert not torch.equal(logits["eapo"], logits["grpo"]) and not torch.equal(logits["tree_opsd"], logits["grpo"])
-    assert "runs grpo only" in outcome("wordmath", ["agents.actions=grpo", "agents.objective=eapo"])
+    assert "token_logits" in outcome("wordmath", ["agents.actions=grpo", "agents.objective=tppo"])  # the LoRA learner's
+    assert not isinstance(outcome("wordmath", ["agents.actions=grpo", "agents.objective=empo"]), str)  # effects: it runs
     assert "set agents.actions" in outcome("relay", ["agents.objective=eapo"])

@@ -1,0 +1,56 @@
+"""agents.objective on the LoRA learner (agents/learner.py HFGRPO, agents/lm_grpo.py): each objective that
+the LM learner's signals allow moves SmolLM2's rewarded completions up, and wordmath refuses the others."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from agents.learner import HFGRPO, group_advantage
+from agents.lm_grpo import effect_ids
+from agents.objectives import make
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from agents.backends import BackendConfig
+    from agents.backends.factory import make_backend
+
+    return make_backend(BackendConfig(backend="hf", device="cpu"))
+
+
+@pytest.mark.parametrize("name", ["eapo", "empo", "tree_opsd"])
+def test_one_update_moves_the_rewarded_completions_up(backend, name):
+    """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
+    after one update of ``name`` (on a fresh adapter) each rewarded completion gains on its sibling."""
+    torch.manual_seed(0)
+    grpo = HFGRPO(backend.model, backend.tokenizer, lr=2e-3, lora_rank=4)
+    try:
+        ids = lambda text: backend.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+        pairs = [(ids("2+2="), ids("4")), (ids("2+2="), ids("5")), (ids("Sky is"), ids(" blue")),
+                 (ids("Sky is"), ids(" green"))]
+        outcome = np.array([1.0, 0.0, 0.0, 1.0])
+        fields = {"outcome": outcome, "group": np.array([0, 0, 1, 1]), "episode": np.arange(4),
+                  "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")])}
+        before = grpo.sequence_logprob(pairs)
+        stats = grpo.update(pairs, group_advantage(outcome, 2, normalize=True), objective=make(name), fields=fields)
+        delta = (grpo.sequence_logprob(pairs) - before).numpy()
+        assert delta[0] > delta[1] and delta[3] > delta[2], delta
+        assert stats["tokens"] == sum(len(p) + len(c) for p, c in pairs) and np.isfinite(stats["grad_norm"])
+    finally:
+        grpo.model.unload()  # the module's backend model, adapters removed, for the next case
+
+
+def test_effect_ids_name_the_same_action_at_the_same_state_once():
+    ids = effect_ids([("extractor", "s0", "4 + 3"), ("extractor", "s0", "4 + 3"), ("extractor", "s0", None),
+                      ("answerer", "s2", "7"), ("extractor", "s0", None)])
+    assert ids.tolist() == [0, 0, 1, 2, 1]
+
+
+@pytest.mark.parametrize("name, missing", [("tppo", "token_logits"), ("sero", "oracle_logp")])
+def test_objectives_needing_what_the_lm_learner_lacks_are_refused_on_wordmath(name, missing):
+    done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--set", "agents.actions=grpo",
+                           "--set", f"agents.objective={name}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"agents.objective = {name!r}" in done.stderr and missing in done.stderr, done.stderr
