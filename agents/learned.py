@@ -138,7 +138,7 @@ class LearnedPolicy(PolicyWrapper):
     @torch.no_grad()
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         actions = self.inner.act(obs, winners)
-        if self.lm is not None:
+        if self.lm is not None and self.inner.recording:  # not the held-out or gate episodes an edit pass plays
             self.lm.actions.append(actions)
         if self.cfg.actions != "grpo" or self.lm is not None:
             return actions

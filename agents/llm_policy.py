@@ -219,6 +219,12 @@ class LLMPolicy(Policy):
         """The task's bounded features for learned bids (a RuleSpace: its ``space``), None if it has none."""
         return getattr(self.task, "space", None)
 
+    @property
+    def recording(self) -> bool:
+        """Whether act() is playing a training round (not held-out, baseline or gate episodes): what learners
+        record from it is this round's."""
+        return not self._evaluating
+
     @contextlib.contextmanager
     def evaluating(self):
         """Held-out and baseline episodes: greedy completions at the configured temperature, none recorded."""

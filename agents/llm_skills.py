@@ -43,11 +43,11 @@ import collections
 import time
 
 import numpy as np
-from sqlmodel import create_engine
 
 from agents import parse
 from agents.backends.base import Prompt
 from agents.llm_policy import EXPLOIT_ASK, EXPLORE_ASK, EXPLORE_DEMO, REWRITE_SYSTEM
+from market.schema import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit, validate
 from skills.editor import SHORT_DEMO, SHORT_SYSTEM
 from skills.evolve import blame
@@ -135,7 +135,7 @@ class SkillEvolver:
     def _library(self) -> SkillLibrary:
         catalogue = self.policy.catalogue
         if catalogue.library is None:  # a policy no run attached (tests, baselines): an in-memory library
-            catalogue.attach(SkillLibrary(create_engine("sqlite://"), "unattached"))
+            catalogue.attach(SkillLibrary(make_engine("sqlite://"), "unattached"))
         return catalogue.library
 
     # --- blame -----------------------------------------------------------------------------------

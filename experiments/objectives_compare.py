@@ -3,6 +3,7 @@
     python -m experiments.objectives_compare --json         # every row, 12 seeds (about 5 min on 2 cores)
     python -m experiments.objectives_compare --readme       # the same run, its table as markdown
     python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl (the test's)
+    python -m experiments.objectives_compare --economy wordmath --readme   # LoRA on SmolLM2 (WORDMATH; ~20 min)
 
 The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
 fees, births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own
@@ -53,6 +54,7 @@ SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
 ROWS = NAMES + SAMPLERS
 TASK_GROUP = 4  # agents.group of the sampler rows: market.batch = 8 is 2 tasks of 4 rollouts
 UNIT = "sampled action-steps learned per second of training wall time (rule logits: one action per step, no tokens)"
+TOKENS = "completion and prompt tokens the LoRA update trained on per second of training wall time (rollouts included)"
 
 
 @dataclass
@@ -70,6 +72,13 @@ class Setup:
     ``skipped`` row."""
     overrides: list[str] = field(default_factory=list)
     """Extra ``--set`` overrides, the same for every run."""
+    economy: str = "blocks"
+    """``blocks`` (rule logits) or ``wordmath`` (LoRA on SmolLM2: WORDMATH)."""
+
+
+WORDMATH = dict(seeds=2, episodes=32, heldout_sizes=(), heldout_count=32)
+"""``--economy wordmath``: the LoRA learner on SmolLM2, small (2 rounds of 16 = 4 problems x G = 4; one run is
+about 2 minutes of 2 cores); held-out = the frozen market's accuracy on ``heldout_count`` problems."""
 
 
 QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
@@ -80,9 +89,11 @@ def overrides(name: str, setup: Setup) -> list[str]:
     """A row's --set overrides: an objective's, or grpo with the sampler of ``tasks=NAME``."""
     sampler = [f"agents.tasks={name.removeprefix('tasks=')}", f"agents.group={TASK_GROUP}"]
     learner = [f"agents.objective={name}"] if name in NAMES else sampler
-    return ["agents.actions=grpo", *learner, f"run.episodes={setup.episodes}",
-            f"blocks.heldout_sizes={list(setup.heldout_sizes)}", f"blocks.heldout_count={setup.heldout_count}",
-            *setup.overrides]
+    if setup.economy == "wordmath":  # wordmath.toml's economy; its LoRA learner's group of 4 is the shipped one
+        size = [f"wordmath.heldout={setup.heldout_count}"]
+    else:
+        size = [f"blocks.heldout_sizes={list(setup.heldout_sizes)}", f"blocks.heldout_count={setup.heldout_count}"]
+    return ["agents.actions=grpo", *learner, f"run.episodes={setup.episodes}", *size, *setup.overrides]
 
 
 def refusal(name: str, setup: Setup) -> str | None:
@@ -90,7 +101,7 @@ def refusal(name: str, setup: Setup) -> str | None:
     from scenarios.run.config import ConfigError, load
 
     try:
-        load("blocks", overrides(name, setup), seed=0)
+        load(setup.economy, overrides(name, setup), seed=0)
     except ConfigError as err:
         return str(err)
     return None
@@ -102,7 +113,7 @@ def train(name: str, seed: int, setup: Setup) -> dict:
     from scenarios.run.config import load
     from scenarios.run.runner import build_model
 
-    exp = load("blocks", overrides(name, setup), seed=seed)
+    exp = load(setup.economy, overrides(name, setup), seed=seed)
     model = build_model(exp)
     rounds = steps = 0
     start = time.perf_counter()
@@ -110,8 +121,16 @@ def train(name: str, seed: int, setup: Setup) -> dict:
         model.step()
         rounds += 1
         steps += int((model.trace.winner >= 0).sum())  # each winner's move was sampled from its logits
-    updates = model.policy.report()["policy_updates"]  # rounds whose action loss ran (agents/learned.py)
+    report = model.policy.report()
+    updates = report["policy_updates"]  # rounds whose update ran the objective (agents/learned.py, lm_grpo.py)
     seconds = time.perf_counter() - start
+    if setup.economy == "wordmath":  # the LM learns tokens: its rate is trained tokens per second
+        policy = model.policy.unwrapped
+        with policy.evaluating():
+            episodes = model.run_episodes(world=model.world.heldout, batch=exp.scenario.heldout, settle=False)
+        return {"seed": seed, "heldout": float(np.mean([e["success"] for e in episodes])), "per_size": {},
+                "rounds": rounds, "updates": updates, "seconds": seconds,
+                "tokens_per_s": report["lm_train_tokens"] / seconds}
     heldout = blocks.evaluate(model, exp.scenario)
     return {"seed": seed, "heldout": float(np.mean(list(heldout.values()))), "per_size": heldout,
             "rounds": rounds, "updates": updates, "steps": steps, "seconds": seconds,
@@ -120,12 +139,13 @@ def train(name: str, seed: int, setup: Setup) -> dict:
 
 def row(name: str, setup: Setup) -> dict:
     why = refusal(name, setup)
+    rate = "tokens_per_s" if setup.economy == "wordmath" else "steps_per_s"
     if why is not None:
         return {"objective": name, "status": "refused", "why": why, "heldout": None, "sd": None,
-                "updates": None, "steps_per_s": None}
+                "updates": None, rate: None}
     if name not in setup.objectives:
         return {"objective": name, "status": "skipped", "why": "not among the objectives asked for (--objectives)",
-                "heldout": None, "sd": None, "updates": None, "steps_per_s": None}
+                "heldout": None, "sd": None, "updates": None, rate: None}
     runs = [train(name, seed, setup) for seed in range(setup.seeds)]
     heldout = np.array([r["heldout"] for r in runs])
     updates = sorted({r["updates"] for r in runs})
@@ -135,7 +155,7 @@ def row(name: str, setup: Setup) -> dict:
             "per_size": {n: float(np.mean([r["per_size"][n] for r in runs])) for n in runs[0]["per_size"]},
             "updates": updates[0] if len(updates) == 1 else float(np.mean([r["updates"] for r in runs])),
             "rounds": runs[0]["rounds"],
-            "steps_per_s": float(np.mean([r["steps_per_s"] for r in runs])), "unit": UNIT,
+            rate: float(np.mean([r[rate] for r in runs])), "unit": UNIT if rate == "steps_per_s" else TOKENS,
             "train_seconds": float(sum(r["seconds"] for r in runs))}
 
 
@@ -159,20 +179,27 @@ def short_reason(why: str) -> str:
 def table(rows: list[dict], setup: Setup) -> str:
     sizes = [str(n) for n in setup.heldout_sizes]
     seeds = f"{setup.seeds} seed{'s' * (setup.seeds > 1)}"
-    lines = [f"blocks (shipped economy, agents.actions = grpo), {seeds} x {setup.episodes} episodes; held-out "
-             f"success, mean over sizes {', '.join(sizes)} ({setup.heldout_count} instances each); steps/s = "
-             "sampled action-steps learned per second of training wall time; tasks=NAME: grpo with the sampler "
-             f"agents.tasks = NAME drawing the training instances, agents.group = {TASK_GROUP}",
-             "",
-             "| objective | held-out (mean ± sd) | per seed | " + " | ".join(f"n={n}" for n in sizes)
-             + " | updates / rounds | steps/s |",
+    wordmath = setup.economy == "wordmath"
+    if wordmath:
+        head = (f"wordmath (shipped economy, agents.actions = grpo: LoRA on SmolLM2), {seeds} x {setup.episodes} "
+                f"episodes; held-out accuracy of the frozen market on {setup.heldout_count} problems; tokens/s = "
+                "tokens the LoRA update trained on per second of training wall time (rollouts included)")
+    else:
+        head = (f"blocks (shipped economy, agents.actions = grpo), {seeds} x {setup.episodes} episodes; held-out "
+                f"success, mean over sizes {', '.join(sizes)} ({setup.heldout_count} instances each); steps/s = "
+                "sampled action-steps learned per second of training wall time; tasks=NAME: grpo with the sampler "
+                f"agents.tasks = NAME drawing the training instances, agents.group = {TASK_GROUP}")
+    rate = "tokens_per_s" if wordmath else "steps_per_s"
+    lines = [head, "",
+             "| objective | held-out (mean ± sd) | per seed | " + "".join(f"n={n} | " for n in sizes)
+             + f"updates / rounds | {'tokens/s' if wordmath else 'steps/s'} |",
              "|---|---|---|" + "---|" * len(sizes) + "---|---|"]
     for r in rows:
         if r["status"] == "ran":
             cells = [f"{r['heldout']:.3f} ± {r['sd']:.3f}", " ".join(f"{h:.2f}" for h in r["per_seed"])]
             cells += [f"{r['per_size'][n]:.2f}" for n in sizes]
             updates = r["updates"] if isinstance(r["updates"], int) else f"{r['updates']:.1f}"  # a mean over seeds
-            cells += [f"{updates} / {r['rounds']}", f"{r['steps_per_s']:.0f}"]
+            cells += [f"{updates} / {r['rounds']}", f"{r[rate]:.0f}"]
         else:
             cells = [short_reason(r["why"]) if r["status"] == "refused" else "skipped"] + ["-"] * (len(sizes) + 3)
         lines.append(f"| {r['objective']} | " + " | ".join(cells) + " |")
@@ -189,6 +216,8 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override for every run (as catallax run --set)")
     ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl")
+    ap.add_argument("--economy", choices=("blocks", "wordmath"), default="blocks",
+                    help="blocks: rule logits (default); wordmath: LoRA on SmolLM2, small (WORDMATH)")
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')
     ap.add_argument("--readme", action="store_true", help="print the markdown table (the README's)")
     ap.add_argument("--out", default=None, help="also write the markdown table to this file")
@@ -197,8 +226,12 @@ def main(argv=None) -> list[dict]:
     unknown = sorted(set(chosen) - set(ROWS))
     if unknown:
         ap.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
-    setup = (dataclasses.replace(QUICK, objectives=chosen, overrides=args.overrides) if args.quick else
-             Setup(seeds=args.seeds, episodes=args.episodes, objectives=chosen, overrides=args.overrides))
+    if args.economy == "wordmath":
+        setup = Setup(**WORDMATH, objectives=chosen, overrides=args.overrides, economy="wordmath")
+    elif args.quick:
+        setup = dataclasses.replace(QUICK, objectives=chosen, overrides=args.overrides)
+    else:
+        setup = Setup(seeds=args.seeds, episodes=args.episodes, objectives=chosen, overrides=args.overrides)
     start = time.perf_counter()
     rows = compare(setup)
     seconds = time.perf_counter() - start
@@ -211,7 +244,8 @@ def main(argv=None) -> list[dict]:
     print(f"objectives_compare: {seconds:.0f} s wall", file=sys.stderr)
     if args.json:
         print(json.dumps({"rows": rows, "seconds": round(seconds, 1), "seeds": setup.seeds,
-                          "episodes": setup.episodes, "economy": "blocks", "steps_per_s_unit": UNIT}))
+                          "episodes": setup.episodes, "economy": setup.economy,
+                          "unit": TOKENS if setup.economy == "wordmath" else UNIT}))
     return rows
 
 
