@@ -54,13 +54,16 @@ from skills.evolve import blame
 
 PRUNE_BELOW = -0.3
 """harmful_skill: prune at credit <= this, else revise (the threshold MASkills prunes at)."""
+WINDOW = 16
+"""Rounds of rollouts the credit is fitted on at most (the evidence since the last accepted edit, bounded so a
+long run without one does not carry every round in memory and checkpoints)."""
 
 
 class SkillEvolver:
     def __init__(self, policy, skills: SkillsConfig, seed: int = 0):
         self.policy, self.cfg = policy, skills
         self.rng = np.random.default_rng([seed, 0x5C111])
-        self.window: list[tuple] = []  # (question, [Rollout] * G) since the last accepted edit
+        self.window: list[list[tuple]] = []  # per round: (question, [Rollout] * G), since the last accepted edit
         self.rounds = 0
         self.mask: dict[tuple[int, int], np.ndarray] = {}  # (world, row) -> this round's draws of skills.p_use
         self._scores: dict = {}  # an edit pass's validation scores, by holdings
@@ -96,12 +99,16 @@ class SkillEvolver:
                                                   for b in range(start, start + G)]))
         return groups
 
+    def evidence(self) -> list[tuple]:
+        """The (question, rollouts) groups of the window's rounds, oldest first."""
+        return [g for groups in self.window for g in groups]
+
     # --- the round's hook ------------------------------------------------------------------------
     def learn(self, model) -> None:
         if self.initial is None:
             self.initial = self._accuracy(model, model.world.heldout)
         self.mask = {}  # the next round draws afresh
-        self.window += self.rollouts(model)
+        self.window = (self.window + [self.rollouts(model)])[-WINDOW:]
         self.rounds += 1
         if self.rounds % self.cfg.every:
             return
@@ -141,7 +148,7 @@ class SkillEvolver:
     # --- blame -----------------------------------------------------------------------------------
     def _blame(self, library) -> list[tuple[Diagnosis, Trace]]:
         diagnoser = self.llm or self.rule
-        found = blame(self.window, self.cfg.credit, library, self.cfg, PRUNE_BELOW, diagnoser,
+        found = blame(self.evidence(), self.cfg.credit, library, self.cfg, PRUNE_BELOW, diagnoser,
                       self.rule if self.llm else None)
         if self.llm is not None:
             self.counts["diagnoses_llm"] += found.by_diagnoser
@@ -175,12 +182,13 @@ class SkillEvolver:
     def _random(self, library) -> list[tuple[Diagnosis, Trace]]:
         """Random (agent, skill) columns the window's rollouts used: revise 1/2, prune 1/4, add 1/4."""
         current = {s.name for s in library.current()}
-        used = sorted({(agent, skill) for _, rollouts in self.window for r in rollouts
+        window = self.evidence()
+        used = sorted({(agent, skill) for _, rollouts in window for r in rollouts
                        for agent, skills in r.used().items() for skill in skills if skill in current})
         out = []
         for i in self.rng.permutation(len(used))[: self.cfg.max_edits]:
             agent, skill = used[i]
-            traces = [r.trace for _, rollouts in self.window for r in rollouts if skill in r.used().get(agent, ())]
+            traces = [r.trace for _, rollouts in window for r in rollouts if skill in r.used().get(agent, ())]
             action = ("revise", "revise", "prune", "add")[int(self.rng.integers(4))]
             role = library.get(skill).role
             out.append((Diagnosis(agent, skill, "random", None, action, role if action == "add" else skill, None,
@@ -291,13 +299,13 @@ class SkillEvolver:
     def state_dict(self) -> dict:
         return {"rng": self.rng.bit_generator.state, "rounds": self.rounds, "counts": dict(self.counts),
                 "initial": self.initial,
-                "window": [(q, [(r.reward, r.trace.state_dict(), [s.tolist() for s in r.trace.states]) for r in rs])
-                           for q, rs in self.window]}
+                "window": [[(q, [(r.reward, r.trace.state_dict(), [s.tolist() for s in r.trace.states]) for r in rs])
+                            for q, rs in groups] for groups in self.window]}
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.rounds, self.counts, self.initial = state["rounds"], collections.Counter(state["counts"]), state["initial"]
-        self.window = [(q, [_rollout(*r) for r in rs]) for q, rs in state["window"]]
+        self.window = [[(q, [_rollout(*r) for r in rs]) for q, rs in groups] for groups in state["window"]]
         self.mask = {}
 
 

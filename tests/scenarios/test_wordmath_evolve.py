@@ -143,7 +143,7 @@ def test_group_relative_credit_blames_a_planted_harmful_line_that_presence_credi
         model.step()
 
     harmful = policy.catalogue.names["extractor", HARMFUL]
-    library, window = policy.evolver._library(), policy.evolver.window
+    library, window = policy.evolver._library(), policy.evolver.evidence()
     rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
     by = {credit: blame(window, credit, library, skills, PRUNE_BELOW, rule) for credit in ("grse", "presence")}
     assert by["grse"].cases[0].skill.name == harmful and by["grse"].cases[0].credit < -0.2
