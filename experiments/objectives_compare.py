@@ -77,8 +77,8 @@ class Setup:
 
 
 WORDMATH = dict(seeds=2, episodes=32, heldout_sizes=(), heldout_count=32)
-"""``--economy wordmath``: the LoRA learner on SmolLM2, small (2 rounds of 16 = 4 problems x G = 4; one run is
-about 2 minutes of 2 cores); held-out = the frozen market's accuracy on ``heldout_count`` problems."""
+"""``--economy wordmath``: the LoRA learner on SmolLM2, small (2 rounds of 16 = 4 problems x G = 4; one run took
+about 2 minutes of 2 shared cores); held-out = the frozen market's accuracy on ``heldout_count`` problems."""
 
 
 QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
