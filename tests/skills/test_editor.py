@@ -118,3 +118,24 @@ def test_diagnoses_become_library_edits(library):
     assert (added.name, added.role, added.parent_id) == ("rank-fallback", "rank", None)
     edit = library.edits()[added.edit_id]
     assert edit.operator == "add" and '"failure": "missing_skill"' in edit.diagnosis
+
+
+def test_the_short_form_shows_each_step_briefly_and_check_turns_an_unknown_target_into_a_malformed_verdict(library):
+    """The short form (for a small model) is one line: the blamed skill, the correct answer, each step's role,
+    status and first SHORT_OUTPUT characters; ``check`` refuses what one case cannot tell (an unknown skill),
+    and the refusal is recorded like a parse failure."""
+    from skills.editor import SHORT_OUTPUT
+
+    seed_library(library)
+    t = trace(rank="invalid_output")
+    t.graph.nodes[1]["output"] = "x" * 50
+    t.reference = "The answer is 8."
+    lm = ScriptedLM(['{"failure": "invalid_output", "step": 1, "action": "revise", "target": "rank-strong"}',
+                     '{"failure": "invalid_output", "step": 1, "action": "revise", "target": "rank-nonexistent"}'])
+    known = {s.name for s in library.current()}
+    diagnoser = LLMDiagnoser(lm, short=True, check=lambda d: "" if d.target in known else f"{d.target}: unknown")
+    out = diagnoser.diagnose([case(library, t), case(library, t)])
+    assert out[0].target == "rank-strong" and out[1] is None
+    assert [m.error for m in diagnoser.malformed] == ["rank-nonexistent: unknown"]
+    assert lm.prompts[0] == (f"Blamed rank-strong (correct: The answer is 8.). Step 0: recall -> ok ''. "
+                             f"Step 1: rank -> invalid_output {'x' * SHORT_OUTPUT!r}.")
