@@ -208,8 +208,8 @@ class LLMPolicy(Policy):
         """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
         training round's ``steps`` and decides which of an acting row's skills its prompt carries."""
         self.steps: list[dict[int, tuple]] = []
-        self._step: dict[int, tuple] | None = None
         """Per act() call of a training round while skills evolve: world -> (row, status, output, skills used)."""
+        self._step: dict[int, tuple] | None = None  # the act() call's entry of ``steps`` being filled
         self.base_weights = contextlib.nullcontext
         """A context in which the backend runs the untrained model (the baselines'); a learner of the
         LM's weights replaces it (agents/lm_grpo.py)."""
