@@ -43,12 +43,12 @@ def test_grse_with_the_llm_diagnoser_edits_the_library_through_the_gate(tmp_path
     """A tiny real run: the summary counts edit passes, gated edits and the model's diagnoses, and they match
     the database (gated skill_edit rows, the failure table); every skill a live agent holds is current;
     lineage and export work on the run."""
-    sets = ["run.episodes=24", "market.batch=8", "wordmath.heldout=4", "wordmath.validation=4",
+    sets = ["run.episodes=16", "market.batch=8", "wordmath.heldout=4", "wordmath.validation=4",
             "population.initial_agents=6", "skills.credit=grse", "skills.diagnoser=llm", "skills.min_support=1"]
     out = cli("run", "wordmath", "--json", "--out", str(tmp_path), *[x for kv in sets for x in ("--set", kv)])
     summary = json.loads(out.strip().splitlines()[-1])
     run = summary["run_id"]
-    assert summary["edit_passes"] == 3 and summary["skill_edits_proposed"] > 0
+    assert summary["edit_passes"] == 2 and summary["skill_edits_proposed"] > 0
     assert summary["skill_edits_accepted"] + summary["skill_edits_rejected"] == summary["skill_edits_proposed"]
     assert summary["diagnoses_llm"] + summary["diagnoses_fallback"] > 0
     assert summary["diagnoses_fallback"] == summary["diagnoses_malformed"]
