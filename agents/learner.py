@@ -259,16 +259,7 @@ class HFGRPO:
             logp, mask = self.token_logprobs(part)
             per_step = self._per_step(logp, mask)
             old = per_step.detach() if old_logp is None else old_logp[i:i + len(part)].to(self.device)
-            kl = None
-            if self.kl:
-                with torch.no_grad():
-                    if self.reference is None:
-                        with self.model.disable_adapter():
-                            ref, _ = self.token_logprobs(part)
-                    else:
-                        ref, _ = self.token_logprobs(part, self.reference)
-                d = ref - logp
-                kl = self._per_step(torch.exp(d) - d - 1, mask)
+            kl = self._reference_kl(part, logp, mask) if self.kl else None
             loss, stats = grpo_objective(per_step, old, advantage[i:i + len(part)], self.clip, kl, self.kl)
             (loss * len(part) / n).backward()  # the chunks' mean losses, weighted: the batch's mean
             totals.update({k: v * len(part) / n for k, v in stats.items()})
@@ -276,6 +267,17 @@ class HFGRPO:
         stats["grad_norm"] = self.learner.step()
         stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
         return stats
+
+    def _reference_kl(self, pairs, logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """[n] per-completion mean of the k3 estimate exp(d) - d - 1, d = log pi_ref - log pi, per token."""
+        with torch.no_grad():
+            if self.reference is None:
+                with self.model.disable_adapter():
+                    ref, _ = self.token_logprobs(pairs)
+            else:
+                ref, _ = self.token_logprobs(pairs, self.reference)
+        d = ref - logp
+        return self._per_step(torch.exp(d) - d - 1, mask)
 
     def _objective_step(self, objective, pairs, advantage: np.ndarray, fields: dict) -> dict:
         """``objective`` on the whole batch at once, on-policy (old = current, detached): its loss reads
@@ -291,14 +293,7 @@ class HFGRPO:
                             **{k: tensor(v, torch.long) for k, v in fields.items() if k == "effect"})
         loss, stats = objective(batch)
         if self.kl:
-            with torch.no_grad():
-                if self.reference is None:
-                    with self.model.disable_adapter():
-                        ref, _ = self.token_logprobs(pairs)
-                else:
-                    ref, _ = self.token_logprobs(pairs, self.reference)
-            d = ref - logp
-            kl = self._per_step(torch.exp(d) - d - 1, mask)
+            kl = self._reference_kl(pairs, logp, mask)
             loss = loss + self.kl * kl.mean()
             stats["kl"] = float(kl.detach().mean())
         self.learner.opt.zero_grad(set_to_none=True)

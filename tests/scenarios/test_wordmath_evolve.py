@@ -17,7 +17,8 @@ from market.schema import make_engine
 from scenarios.run import runner
 from scenarios.run.config import load
 from skills.library import DiagnosisFailure, SkillLibrary
-from tests.scenarios.test_wordmath_skills import BIRTHS, cli, final_population, scripted, skills_of  # noqa: F401
+from tests.scenarios.test_wordmath_skills import (BIRTHS, cli, final_population, run_killed, scripted,  # noqa: F401
+                                                  skills_of)
 
 
 def test_an_invalid_action_is_a_failed_node_of_its_kind():
@@ -81,19 +82,8 @@ def test_a_killed_and_resumed_evolving_run_ends_as_an_uninterrupted_one(tmp_path
     exp = load("wordmath", BIRTHS + ["run.checkpoint_every=1", f"skills.credit={credit}", "skills.min_support=1",
                                      "wordmath.validation=2"])
     whole = runner.run_experiment(exp, f"sqlite:///{tmp_path / 'a.db'}", progress=False, run_id="whole")
-    write_round, calls = runner.RunStore.write_round, []
-
-    def killed(store, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("killed")
-        return write_round(store, *args, **kwargs)
-
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    monkeypatch.setattr(runner.RunStore, "write_round", killed)
-    with pytest.raises(RuntimeError, match="killed"):
-        runner.run_experiment(exp, url, progress=False, run_id="cut")
-    monkeypatch.setattr(runner.RunStore, "write_round", write_round)
+    run_killed(exp, url, monkeypatch)
     resumed = runner.resume_experiment("cut", url, progress=False)
 
     counts = [k for k in whole if k.startswith(("skill_", "edit_", "diagnoses_"))]

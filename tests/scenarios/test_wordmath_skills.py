@@ -156,23 +156,12 @@ def test_a_killed_and_resumed_run_ends_with_the_library_and_ledger_of_an_uninter
     exp = load("wordmath", BIRTHS + ["run.checkpoint_every=1"])
     whole = runner.run_experiment(exp, f"sqlite:///{tmp_path / 'a.db'}", progress=False, run_id="whole")
 
-    write_round, calls = runner.RunStore.write_round, []
-
-    def killed(store, *args, **kwargs):  # the third round's births are written, then the process dies
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("killed")
-        return write_round(store, *args, **kwargs)
-
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    monkeypatch.setattr(runner.RunStore, "write_round", killed)
-    with pytest.raises(RuntimeError, match="killed"):
-        runner.run_experiment(exp, url, progress=False, run_id="cut")
+    run_killed(exp, url, monkeypatch)
     engine = make_engine(url)
     with Session(engine) as s:
         checkpointed = decode(s.get(Checkpoint, "cut").state)["policy"]["catalogue"]["marks"]
     assert marks(SkillLibrary(engine, "cut"))[0] > checkpointed[0]  # the cut round wrote births past its checkpoint
-    monkeypatch.setattr(runner.RunStore, "write_round", write_round)
     resumed = runner.resume_experiment("cut", url, progress=False)
 
     assert resumed["ledger_hash"] == whole["ledger_hash"] and resumed["rewrites"] == whole["rewrites"] > 0
@@ -180,6 +169,23 @@ def test_a_killed_and_resumed_run_ends_with_the_library_and_ledger_of_an_uninter
     assert skills_of(a) == skills_of(b)
     births = [json.loads(d) for *_, d in skills_of(a) if json.loads(d)["origin"] != "pool"]
     assert births and {b["origin"] for b in births} <= {"exploit", "explore"}
+
+
+def run_killed(exp, url: str, monkeypatch, at: int = 3) -> None:
+    """Run ``exp`` as "cut" until the process dies in its ``at``-th round write (that round's births are in the
+    database, its checkpoint is not); write_round is restored afterwards, for the resume."""
+    write_round, calls = runner.RunStore.write_round, []
+
+    def killed(store, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == at:
+            raise RuntimeError("killed")
+        return write_round(store, *args, **kwargs)
+
+    monkeypatch.setattr(runner.RunStore, "write_round", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        runner.run_experiment(exp, url, progress=False, run_id="cut")
+    monkeypatch.setattr(runner.RunStore, "write_round", write_round)
 
 
 def final_population(engine, run_id: str) -> tuple[list[str], dict]:
