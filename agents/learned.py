@@ -12,8 +12,10 @@ This class composes rather than subclasses: it wraps any policy (rule, blocks, .
   under ``reinforce`` the bids are trained through the softmax auction (agents/learner.py);
 * ``act``: the inner policy's action, or with ``agents.actions = "grpo"`` an action sampled from
   theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits, trained by the objective
-  ``agents.objective``, agents/objectives); for LLM agents the action is the LM's sampled completion,
-  and a LoRA adapter of the LM is trained instead (agents/lm_grpo.py);
+  ``agents.objective``, agents/objectives, with a critic of (state, action) for tppo and pact,
+  agents/critic.py, and the world's solver's action at each acted state for sero, World.oracle); for LLM
+  agents the action is the LM's sampled completion, and a LoRA adapter of the LM is trained instead
+  (agents/lm_grpo.py);
 * births: every row operation the market asks of the policy (resize, spawn, inherit, revise) is
   applied to the inner policy, the head rows and theta together;
 * ``learn``: one update from the round's trace (agents/learner.py);
@@ -47,6 +49,7 @@ from torch import nn
 
 from agents.bid_head import BidHead, NoFeatures, grow_rows, make_features
 from agents.config import AgentsConfig
+from agents import critic
 from agents.learner import Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage, pick_device, to_cpu
 from agents.llm_policy import LLMPolicy
 from agents.objectives import PolicyBatch
@@ -81,10 +84,14 @@ class LearnedPolicy(PolicyWrapper):
         logits = cfg.actions == "grpo" and self.lm is None
         actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
+        self.critic = None  # tppo / pact on action logits: a critic of (state, action) (agents/critic.py)
+        if logits and critic.wanted(self.objective):
+            self.critic_features = self.features if self.learned_bids else make_features(cfg, inner.space)
+            self.critic = critic.ActionCritic(self.critic_features.size, actions).to(self.device)
         self.turns = np.zeros(2, dtype=np.int64)  # [N] turns each row's value has learned from
         self.action_updates = 0  # rounds whose action loss ran (the summary's policy_updates)
         self._head_changed()  # no acting copy of the weights yet (value bids), no scores cached
-        adam = [self.theta]  # theta has no gradient (so no update) unless agents.actions = "grpo"
+        adam = [self.theta] + (list(self.critic.parameters()) if self.critic else [])  # theta: no gradient unless grpo
         if self.value_bids:  # exact normalised steps on the rows; a shared text projection stays a fixed random map
             self.value_opt = torch.optim.SGD([self.head.row, self.head.bias], lr=1.0)
             if self.head.proj is not None:
@@ -235,18 +242,26 @@ class LearnedPolicy(PolicyWrapper):
         self.action_updates += act_batch is not None
         self.stats = stats
 
-    def _action_loss(self, rows, rule_actions, actions, old_logp, advantage, world):
+    def _action_loss(self, rows, rule_actions, actions, old_logp, advantage, world, phi, oracle):
         """The configured objective (agents/objectives, ``agents.objective``) on the round's sampled actions,
-        one token each, plus ``kl`` x the exact KL to the rule alone (the reference policy)."""
+        one token each, plus ``kl`` x the exact KL to the rule alone (the reference policy). Signals: the
+        critic's logit of each (state, action) and the oracle's action scored (sero), where they are asked for."""
         cfg = self.cfg
         logp = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
         chosen = logp.gather(1, actions[:, None])[:, 0]
         ref = torch.log_softmax(cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
-        outcome, per_group = self._round
-        group = world // per_group
-        batch = PolicyBatch.one_token(logp=chosen, old_logp=old_logp, advantage=advantage, outcome=outcome[world],
-                                      group=group, episode=world, entropy=-(logp.exp() * logp).sum(-1).detach(),
-                                      ref_logp=ref.gather(1, actions[:, None])[:, 0])
+        solved, per_group = self._round
+        signals = {}
+        if self.critic is not None:
+            signals.update(token_logits=self.critic(phi, actions), value_logits=self.critic.state(phi))
+        if oracle is not None:
+            action, weight = oracle
+            signals.update(oracle_logp=logp.gather(1, action.clamp(min=0)[:, None])[:, 0], oracle_mask=action >= 0,
+                           oracle_weight=weight)
+        batch = PolicyBatch.one_token(logp=chosen, old_logp=old_logp, advantage=advantage, outcome=solved[world],
+                                      group=world // per_group, episode=world,
+                                      entropy=-(logp.exp() * logp).sum(-1).detach(),
+                                      ref_logp=ref.gather(1, actions[:, None])[:, 0], **signals)
         loss, stats = self.objective(batch)
         kl = (logp.exp() * (logp - ref)).sum(-1)
         if cfg.kl:
@@ -309,12 +324,19 @@ class LearnedPolicy(PolicyWrapper):
 
             advantage = step_advantages(model, self.cfg.estimator(), self.cfg.group, actions, logp)[t, b]
         d = self.device
-        self._round = (torch.as_tensor(trace.reward.sum(axis=0), dtype=torch.float32, device=d),
-                       self.cfg.group or trace.path.shape[1])  # each world's outcome; worlds per group
-        return (torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d),
-                torch.as_tensor(actions[t, b], device=d),
+        self._round = (torch.as_tensor(trace.solved, dtype=torch.float32, device=d),
+                       self.cfg.group or trace.path.shape[1])  # each world's outcome (success); worlds per group
+        rows, rule_actions = torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d)
+        phi = (torch.as_tensor(self.critic_features(trace.obs[t, b]), device=d) if self.critic is not None else None)
+        oracle = None
+        if "oracle_logp" in self.objective.needs:  # the solver's action where the step acted, and its weight:
+            action = torch.as_tensor(model.world.oracle(trace.obs[t, b]), device=d)  # its probability before the update
+            with torch.no_grad():
+                before = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
+            oracle = action, before.gather(1, action.clamp(min=0)[:, None])[:, 0].exp()
+        return (rows, rule_actions, torch.as_tensor(actions[t, b], device=d),
                 torch.as_tensor(logp[t, b], dtype=torch.float32, device=d),
-                torch.as_tensor(advantage, dtype=torch.float32, device=d), torch.as_tensor(b, device=d))
+                torch.as_tensor(advantage, dtype=torch.float32, device=d), torch.as_tensor(b, device=d), phi, oracle)
 
     # --- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -327,6 +349,7 @@ class LearnedPolicy(PolicyWrapper):
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
             "lm": None if self.lm is None else self.lm.state_dict(),
+            "critic": None if self.critic is None else to_cpu(self.critic.state_dict()),
             "action_updates": self.action_updates,
         }
 
@@ -336,6 +359,8 @@ class LearnedPolicy(PolicyWrapper):
             for name, value in state["head"].items():
                 self.head.get_parameter(name).data = value.to(self.device).clone()
             self.theta.data = state["theta"].to(self.device).clone()
+            if self.critic is not None:
+                self.critic.load_state_dict(state["critic"])
         self.turns = state["turns"].copy()
         self.action_updates = state.get("action_updates", 0)
         self.learner.load_state_dict(state["optimizer"])

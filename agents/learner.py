@@ -175,8 +175,12 @@ class HFGRPO:
     """
 
     def __init__(self, model, tokenizer, lr: float = 1e-4, clip: float = 0.2, kl: float = 0.0,
-                 lora_rank: int = 8, max_grad_norm: float = 1.0, chunk: int = 8):
+                 lora_rank: int = 8, max_grad_norm: float = 1.0, chunk: int = 8, critic: bool = False):
+        """``critic``: a token critic on the LM's last hidden states (agents/critic.py) for objectives that
+        read ``token_logits`` or ``value_logits`` (tppo, pact), trained with the adapters by the same Adam."""
         import copy
+
+        from agents.critic import TokenCritic
 
         self.tokenizer, self.clip, self.kl, self.chunk = tokenizer, clip, kl, chunk
         self.device = next(model.parameters()).device
@@ -193,7 +197,9 @@ class HFGRPO:
             if kl:
                 self.reference = copy.deepcopy(model).eval().requires_grad_(False)
         self.model = model.eval()  # no dropout: acting and training see one function
-        self.learner = Learner([p for p in model.parameters() if p.requires_grad], lr, max_grad_norm)  # no rows
+        self.critic = TokenCritic(model.config.hidden_size).to(self.device) if critic else None
+        params = [p for p in model.parameters() if p.requires_grad] + (list(self.critic.parameters()) if critic else [])
+        self.learner = Learner(params, lr, max_grad_norm)  # no rows
 
     def encode(self, prompts: list[list[dict]], completions: list[str]) -> list[tuple[list[int], list[int]]]:
         """Chat messages and completion texts -> (prompt ids, completion ids) pairs."""
@@ -204,9 +210,11 @@ class HFGRPO:
                           self.tokenizer(text, add_special_tokens=False)["input_ids"]))
         return pairs
 
-    def token_logprobs(self, pairs, model=None, entropy: bool = False) -> tuple[torch.Tensor, ...]:
+    def token_logprobs(self, pairs, model=None, entropy: bool = False, hidden: bool = False) -> tuple[torch.Tensor, ...]:
         """Per completion token log-probabilities [n, L] and their mask [n, L], L = the longest completion
-        (and with ``entropy`` the policy's entropy at each of those tokens, [n, L], detached).
+        (and with ``entropy`` the policy's entropy at each of those tokens, [n, L], detached; with ``hidden``
+        the last hidden states [n, L + 1, H] at the last prompt token and at each completion token: the LM head's
+        input there, position j having read the prefix through token j).
 
         Rows are left-padded so every completion ends at the right edge: the LM head runs over the last
         L + 1 positions only (``logits_to_keep``), never the 49k-wide vocabulary over prompt tokens."""
@@ -221,14 +229,19 @@ class HFGRPO:
             target[i, L - len(c):] = True
         ids, attention, target = ids.to(self.device), attention.to(self.device), target.to(self.device)
         position = (attention.cumsum(-1) - 1).clamp(min=0)
-        with autocast(self.device):
-            logits = model(input_ids=ids, attention_mask=attention, position_ids=position, use_cache=False,
-                           logits_to_keep=L + 1).logits[:, :-1].float()  # position j predicts token j + 1
+        states = []  # the LM head's input, [n, L + 1, H], when asked for
+        hook = model.get_output_embeddings().register_forward_pre_hook(lambda _, args: states.append(args[0])) if hidden else None
+        try:
+            with autocast(self.device):
+                logits = model(input_ids=ids, attention_mask=attention, position_ids=position, use_cache=False,
+                               logits_to_keep=L + 1).logits[:, :-1].float()  # position j predicts token j + 1
+        finally:
+            if hook is not None:
+                hook.remove()
         every = torch.log_softmax(logits, -1)
         logp = every.gather(2, ids[:, width - L:, None])[..., 0]
-        if entropy:
-            return logp, target, -(every.exp() * every).sum(-1).detach()
-        return logp, target
+        out = (logp, target) + ((-(every.exp() * every).sum(-1).detach(),) if entropy else ())
+        return out + ((states[0],) if hidden else ())
 
     def sequence_logprob(self, pairs) -> torch.Tensor:
         """[n] mean log-probability per completion token (the step-level unit of the ratio)."""
@@ -282,15 +295,30 @@ class HFGRPO:
     def _objective_step(self, objective, pairs, advantage: np.ndarray, fields: dict) -> dict:
         """``objective`` on the whole batch at once, on-policy (old = current, detached): its loss reads
         classes of completions (a group's, an effect's) that a chunk boundary would split. Plus ``kl`` x
-        the per-token k3 KL to the model without adapters, as in grpo."""
+        the per-token k3 KL to the model without adapters, as in grpo.
+
+        Signals: ``effect`` ids from ``fields``; ``token_logits`` from the critic on each prefix through a token,
+        ``value_logits`` on each prefix before one (the state it was sampled in); for sero, ``fields["oracle"]``
+        holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
+        weighted by its per-token likelihood before this step (the frozen policy's, detached)."""
+        from agents.critic import wanted
         from agents.objectives import PolicyBatch
 
-        logp, mask, entropy = self.token_logprobs(pairs, entropy=True)
+        critic = self.critic is not None and wanted(objective)
+        logp, mask, entropy, *hidden = self.token_logprobs(pairs, entropy=True, hidden=critic)
         tensor = lambda v, dtype: torch.as_tensor(np.asarray(v), dtype=dtype, device=self.device)  # noqa: E731
+        signals = {k: tensor(v, torch.long) for k, v in fields.items() if k == "effect"}
+        if critic:
+            logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
+            signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])
+        if "oracle" in fields:
+            oracle_logp, oracle_mask = self.token_logprobs([(p, o) for (p, _), o in zip(pairs, fields["oracle"])])
+            signals.update(oracle_logp=oracle_logp, oracle_mask=oracle_mask,
+                           oracle_weight=self._per_step(oracle_logp.detach(), oracle_mask).exp())
         batch = PolicyBatch(logp=logp, old_logp=logp.detach(), mask=mask, entropy=entropy,
                             advantage=tensor(advantage, torch.float32), outcome=tensor(fields["outcome"], torch.float32),
                             group=tensor(fields["group"], torch.long), episode=tensor(fields["episode"], torch.long),
-                            **{k: tensor(v, torch.long) for k, v in fields.items() if k == "effect"})
+                            **signals)
         loss, stats = objective(batch)
         if self.kl:
             kl = self._reference_kl(pairs, logp, mask)

@@ -12,11 +12,15 @@ the shared SmolLM2::
     L = -mean over completions of min(rho A, clip(rho, 1 +- clip) A) (+ kl x KL to the base model)
 
 with rho the completion's length-normalised ratio. Completions whose advantage is 0 (a group whose
-rollouts all scored the same) carry no gradient and are not run (unless the KL term is on).
+rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
+advantage: the KL term, a critic (tppo, pact: their advantages are the critic's, and it learns from
+failures too) or an oracle (sero's supervision needs no contrast).
 ``agents.objective`` other than grpo replaces the surrogate (agents/objectives, on the completions' tokens:
-log-probabilities, entropies, the episode's outcome, its group, and empo's ``effect``: role, state summary
-and parsed action); an objective reading a signal the LM learner does not give (a token critic, an
-oracle, candidate scores) is refused at load.
+log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
+and parsed action), tppo's ``token_logits`` and pact's ``value_logits`` (a linear critic on the LM's last hidden states,
+agents/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
+(wordmath: the problem's expression, its answer), scored under the adapted model); an objective reading a
+signal the LM learner does not give (candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
 skills; the weights are the population's common substrate, as the frozen model was. Per-role
@@ -40,6 +44,7 @@ import dataclasses
 import numpy as np
 import torch
 
+from agents import critic
 from agents.backends.factory import make_backend
 from agents.config import AgentsConfig
 from agents.learner import HFGRPO, group_advantage, to_cpu
@@ -57,7 +62,8 @@ class CompletionLearner:
         with torch.random.fork_rng(devices=[]):  # the adapters' init from the run's seed, the global stream untouched
             torch.manual_seed(seed)
             self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm_lr, clip=cfg.clip, kl=cfg.kl,
-                               lora_rank=cfg.lora_rank, max_grad_norm=cfg.max_grad_norm)
+                               lora_rank=cfg.lora_rank, max_grad_norm=cfg.max_grad_norm,
+                               critic=critic.wanted(objective))
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0}
 
@@ -86,19 +92,25 @@ class CompletionLearner:
                 for b, _, _, done, _ in generations:
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
             advantage = step_advantages(model, cfg.estimator(), cfg.group, np.stack(actions), logp)
-        policy = self.policy
+        policy, objective = self.policy, self.objective
+        dense = bool(cfg.kl) or critic.wanted(objective) or (objective is not None and "oracle_logp" in objective.needs)
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
-                                                       policy.task.summaries(trace.obs[t, b][None])[0], payload))
+                                                       policy.task.summaries(trace.obs[t, b][None])[0], payload),
+                   trace.obs[t, b])
                   for t, generations in enumerate(steps)
-                  for b, row, p, done, payload in generations if advantage[t, b] != 0 or cfg.kl]
+                  for b, row, p, done, payload in generations if advantage[t, b] != 0 or dense]
         if not chosen:
             return {"lm_completions": 0}
-        weights, prompts, texts, worlds, effects = zip(*chosen)
-        pairs = self.grpo.encode([p.messages() for p in prompts], list(texts))
+        weights, prompts, texts, worlds, effects, seen = zip(*chosen)
+        messages = [p.messages() for p in prompts]
+        pairs = self.grpo.encode(messages, list(texts))
         worlds = np.array(worlds)
         fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // max(cfg.group, 1),
                   "episode": worlds, "effect": effect_ids(effects)}
-        stats = self.grpo.update(pairs, np.array(weights), objective=self.objective, fields=fields)
+        if objective is not None and "oracle_logp" in objective.needs:  # sero: the task's correct output
+            lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)]  # at each state
+            fields["oracle"] = [c for _, c in self.grpo.encode(messages, lessons)]
+        stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
         self.policy.weights_changed()
         self.counts["policy_updates"] += 1
         self.counts["lm_completions_trained"] += len(pairs)
@@ -109,13 +121,17 @@ class CompletionLearner:
         from peft import get_peft_model_state_dict
 
         cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        head = self.grpo.critic
         return {"adapter": to_cpu(get_peft_model_state_dict(self.grpo.model)),
+                "critic": None if head is None else to_cpu(head.state_dict()),
                 "optimizer": self.grpo.learner.state_dict(), "counts": dict(self.counts), "cuda_rng": cuda}
 
     def load_state_dict(self, state: dict) -> None:
         from peft import set_peft_model_state_dict
 
         set_peft_model_state_dict(self.grpo.model, {k: v.to(self.grpo.device) for k, v in state["adapter"].items()})
+        if self.grpo.critic is not None:
+            self.grpo.critic.load_state_dict(state["critic"])
         self.grpo.learner.load_state_dict(state["optimizer"])
         self.counts = dict(state["counts"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():

@@ -17,10 +17,12 @@ sampler draw the training instances (agents/tasks; scenarios/blocks: each size's
 all three share G so they compare with each other; ``tasks=uniform`` is their baseline). Held-out
 instances are the same for every row.
 
-Every name in ``agents.objectives.NAMES`` and every sampler gets a row. An objective the config check
-refuses on blocks' rule logits (it reads a signal a rule-logit round does not give: executed-effect ids,
-a critic's token logits, an oracle, candidate scores) is not run: its row says ``refused`` and why, in the ConfigError's
-own words, and carries no number. Per row that ran:
+Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
+the rule's probability of each move (the reference), a critic's logit of each (state, move) (tppo, pact:
+agents/critic.py, on the same one-hot state features the value bids read) and, blocks declaring ORACLE,
+the hand-written solver's move at each acted state (sero). An objective the config check refuses on blocks'
+rule logits (it reads a signal a rule-logit round does not give: executed-effect ids, candidate scores) is
+not run: its row says ``refused`` and why, in the ConfigError's own words, and carries no number. Per row that ran:
 
 * ``heldout``: held-out success of the final population, frozen (scenarios/blocks: ``evaluate``),
   averaged over the held-out sizes, then over seeds (``per_seed`` and ``per_size`` beside it);

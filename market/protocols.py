@@ -62,6 +62,12 @@ class World(Protocol):
         ``TASK_SIGNALS``; held-out instances stay the world's own."""
         raise NotImplementedError(f"{type(self).__name__} draws its own tasks (its scenario has no TASK_SIGNALS)")
 
+    def oracle(self, obs: np.ndarray) -> np.ndarray:
+        """[M] the action an executable oracle (the world's solver) takes in each state of ``obs`` [M, F], -1
+        where it has none (a finished instance), for the ``sero`` objective. Only asked of a world whose
+        scenario declares ``ORACLE``."""
+        raise NotImplementedError(f"{type(self).__name__} has no oracle (its scenario does not declare ORACLE)")
+
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
         """Fields of :class:`agents.credit.Trajectory` for world ``b``'s trajectory (observations [T+1, F],
         actions [T], the acting steps' indices in the round), for the credit estimators; {}: none."""

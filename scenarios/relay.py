@@ -122,6 +122,12 @@ class RelayWorld(World):
     def load_state_dict(self, state: dict) -> None:
         self.draw.sampler.load_state_dict(state["tasks"])
 
+    def oracle(self, obs: np.ndarray) -> np.ndarray:
+        """The solver advances the label the item shows (``stage == s -> advance_s`` solves every chain,
+        relabelled or a prefix); a finished item (label K) has nothing left to do."""
+        label = np.asarray(obs)[:, 0]
+        return np.where(label < self.stages, label, -1)
+
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps=None) -> dict:
         """World ``b``'s signals (``credit_signals`` below) from its observations [T+1, 1] and actions [T], the
         labels read as positions along its chain."""
@@ -152,6 +158,7 @@ def build(cfg: Config):
     return world, RulePolicy(world.space, newcomer=newcomer)
 
 
+ORACLE = True  # RelayWorld.oracle: the sero objective's solver
 TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")  # checked against agents.tasks when the config is loaded
 CREDIT_SIGNALS = ("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked", "criteria",
                   "evidence", "labels", "results", "skill")  # checked against agents.credit when the config is loaded

@@ -311,6 +311,9 @@ no second model copy) or MiniLM."""
 SKILL_LIBRARY = True
 """The agents' skill lines are the run's library; ``[skills]`` with a credit other than ``none`` evolves it
 (agents/llm_skills.py). wordmath.toml ships ``credit = "none"``: births alone change the skills."""
+ORACLE = True
+"""The exact solver's output at a state (Board.lesson: the problem's expression, its answer) is the sero
+objective's oracle continuation."""
 LEARNED_ACTIONS = "lm"
 """``agents.actions = "grpo"`` trains a LoRA adapter of the agents' shared LM on their completions
 (agents/lm_grpo.py; the hf backend only)."""

@@ -49,7 +49,10 @@ class PolicyBatch:
     ref_logp: torch.Tensor | None = None
     """[M, L] log-probability under the reference policy (grpo's KL)."""
     token_logits: torch.Tensor | None = None
-    """[M, L] a critic's per-token logits (with grad; tppo, pact)."""
+    """[M, L] a critic's logit of success at each token, read from the prefix through it (with grad; tppo)."""
+    value_logits: torch.Tensor | None = None
+    """[M, L] the same critic's logit at the state *before* each token: the prompt and the tokens before it
+    (with grad; pact's V(s_t), the baseline of token t that token t cannot move)."""
     oracle_logp: torch.Tensor | None = None
     """[M, L'] log-probability under the current policy of an executable oracle's continuation (sero)."""
     oracle_mask: torch.Tensor | None = None
@@ -65,7 +68,7 @@ class PolicyBatch:
 
     def __post_init__(self):
         M, L = self.logp.shape
-        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits"):
+        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
@@ -85,7 +88,7 @@ class PolicyBatch:
         return {f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
 
 
-TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "oracle_logp", "oracle_mask")
+TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask")
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)
 
 

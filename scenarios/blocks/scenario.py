@@ -6,12 +6,20 @@ import numpy as np
 
 from scenarios.blocks.config import Config
 from scenarios.blocks.policy import BlocksPolicy
-from scenarios.blocks.world import BlocksWorld, heldout
+from scenarios.blocks.world import SOLVER_FEATURES, BlocksWorld, heldout
 
 
 def build(cfg: Config, initial_rules: list[str] | None = None):
     world = BlocksWorld(cfg)
     return world, BlocksPolicy(world.space, cfg, initial_rules)
+
+
+def validate(exp) -> None:
+    """The sero objective's solver (SOLUTION) reads SOLVER_FEATURES: the run must observe them."""
+    missing = [f for f in SOLVER_FEATURES if f not in exp.scenario.features]
+    if exp.agents.objective == "sero" and missing:
+        raise ValueError(f"blocks.features = {exp.scenario.features!r}: agents.objective = 'sero' runs the blocks "
+                         f"solver, which reads {', '.join(SOLVER_FEATURES)}; add {', '.join(missing)}")
 
 
 def evaluate(model, cfg: Config, sizes: list[int] | None = None) -> dict[str, float]:

@@ -9,12 +9,16 @@ import numpy as np
 from agents import RuleSpace
 from agents.tasks import Draw
 from market.protocols import World
-from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOURCE, Config
+from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOLUTION, SOURCE, Config
 
 
 TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")
 """What the world gives a task sampler (agents.tasks; checked when the config is loaded): ``task_pool`` instances
 per training size, recoloured variants, goal-prefix sub-problems, progress = the goal's share in place."""
+ORACLE = True
+"""BlocksWorld.oracle: Hayek's hand-written solution (SOLUTION) as the sero objective's solver; it reads
+SOLVER_FEATURES, which the run's ``blocks.features`` must include (scenarios/blocks/scenario.py validate)."""
+SOLVER_FEATURES = ("wrong1", "need_at", "need_depth")
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,18 @@ class BlocksWorld(World):
         if self.recent >= self.cfg.curriculum_threshold and self.unlocked < len(self.cfg.train_sizes):
             self.unlocked += 1
             self.recent = 0.0
+
+    def oracle(self, obs: np.ndarray) -> np.ndarray:
+        """SOLUTION's move in each observed state (its six rules are exclusive: at most one wakes), -1 where none
+        does (the goal is built)."""
+        if getattr(self, "_solver", None) is None:
+            from agents import RulePolicy
+
+            self._solver = RulePolicy(self.space, initial_rules=list(SOLUTION))
+            self._solver.resize(len(SOLUTION))
+            self._solver.spawn(np.arange(len(SOLUTION)), np.random.default_rng(0))
+        wake = self._solver.eligible(obs)
+        return np.where(wake.any(1), self._solver.rules.action[wake.argmax(1)], -1)
 
     # --- dynamics --------------------------------------------------------
     def _prefix(self) -> np.ndarray:

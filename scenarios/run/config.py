@@ -276,12 +276,15 @@ def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
             return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
 
 
-RULE_LOGIT_SIGNALS = ("ref_logp",)
+RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits")
 """What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
-probability of each sampled action (the reference policy)."""
-LM_SIGNALS = ("effect",)
+probability of each sampled action (the reference policy), and a critic's logits (agents/critic.py)."""
+LM_SIGNALS = ("effect", "token_logits", "value_logits")
 """What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
-summary, parsed action); its KL to the base model is its own (agents.kl), not an objective's ref_logp."""
+summary, parsed action) and a token critic's logits; its KL to the base model is its own (agents.kl), not an
+objective's ref_logp."""
+ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
+"""What either learner adds where the scenario declares ORACLE: its solver's continuation of each step, scored."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
@@ -294,8 +297,9 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
     from agents.objectives import MissingSignals, check
 
-    lm = get_scenario(exp.run.scenario).lm_actions
-    signals, learner = (LM_SIGNALS, "LoRA learner") if lm else (RULE_LOGIT_SIGNALS, "rule-logit policies")
+    scenario = get_scenario(exp.run.scenario)
+    signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.lm_actions else (RULE_LOGIT_SIGNALS, "rule-logit policies")
+    signals += ORACLE_SIGNALS if scenario.oracle else ()
     try:
         check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
     except MissingSignals as err:

@@ -66,3 +66,28 @@ def test_a_checkpoint_carries_the_adapter_and_optimizer_so_the_next_round_is_the
     for key, value in first.policy.lm.state_dict()["adapter"].items():
         assert torch.equal(value, second.policy.lm.state_dict()["adapter"][key]), key
     assert first.policy.lm.counts["policy_updates"] == second.policy.lm.counts["policy_updates"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["sero", "tppo"])
+def test_the_oracle_and_the_critic_reach_the_lm_learner_through_the_market(objective):
+    """One round of wordmath, one problem x 4 rollouts: every completion trains, whatever its advantage (the
+    oracle and the critic have something to say about a group that scored alike); sero scores the task's lesson
+    (the problem's expression, its answer) at each acted state; tppo trains its token critic, which the
+    checkpoint carries."""
+    model = market(3, "market.batch=4", f"agents.objective={objective}")
+    model.run_episodes()
+    completions = sum(len(generations) for generations in model.policy.unwrapped.generations)
+    model.policy.learn(model)
+    stats, lm = model.policy.stats, model.policy.lm
+    assert stats["lm_completions"] == completions > 0 and lm.counts["policy_updates"] == 1
+    if objective == "sero":
+        assert stats["oracle_steps"] == stats["lm_completions"] and stats["oracle_loss"] > 0
+        return
+    assert 0 < stats["critic_loss"] and lm.grpo.critic.head.weight.abs().sum() > 0
+    state = lm.state_dict()
+    weight = lm.grpo.critic.head.weight.detach().clone()
+    with torch.no_grad():
+        lm.grpo.critic.head.weight.zero_()
+    lm.load_state_dict(state)
+    assert torch.equal(lm.grpo.critic.head.weight, weight)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from agents import critic
 from agents.learner import HFGRPO, group_advantage
 from agents.lm_grpo import effect_ids
 from agents.objectives import make
@@ -21,24 +22,37 @@ def backend():
     return make_backend(BackendConfig(backend="hf", device="cpu"))
 
 
-@pytest.mark.parametrize("name", ["eapo", "empo", "tree_opsd"])
-def test_one_update_moves_the_rewarded_completions_up(backend, name):
+@pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("sero", 1),
+                                           ("tppo", 3)])
+def test_updates_move_the_rewarded_completions_up(backend, name, updates):
     """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
-    after one update of ``name`` (on a fresh adapter) each rewarded completion gains on its sibling."""
+    after one update of ``name`` (on a fresh adapter and critic) each rewarded completion gains on its sibling.
+    tppo's zero critic first says 1/2 everywhere (every token's value change is 0): its first step trains
+    the critic alone, the next ones move the policy. sero's oracle continues each step with the rewarded text."""
     torch.manual_seed(0)
-    grpo = HFGRPO(backend.model, backend.tokenizer, lr=2e-3, lora_rank=4)
+    objective = make(name)
+    grpo = HFGRPO(backend.model, backend.tokenizer, lr=2e-3, lora_rank=4, critic=critic.wanted(objective))
     try:
         ids = lambda text: backend.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
         pairs = [(ids("2+2="), ids("4")), (ids("2+2="), ids("5")), (ids("Sky is"), ids(" blue")),
                  (ids("Sky is"), ids(" green"))]
         outcome = np.array([1.0, 0.0, 0.0, 1.0])
         fields = {"outcome": outcome, "group": np.array([0, 0, 1, 1]), "episode": np.arange(4),
-                  "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")])}
+                  "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")]),
+                  "oracle": [ids("4"), ids("4"), ids(" green"), ids(" green")]}
         before = grpo.sequence_logprob(pairs)
-        stats = grpo.update(pairs, group_advantage(outcome, 2, normalize=True), objective=make(name), fields=fields)
+        for _ in range(updates):
+            stats = grpo.update(pairs, group_advantage(outcome, 2, normalize=True), objective=objective, fields=fields)
         delta = (grpo.sequence_logprob(pairs) - before).numpy()
         assert delta[0] > delta[1] and delta[3] > delta[2], delta
         assert stats["tokens"] == sum(len(p) + len(c) for p, c in pairs) and np.isfinite(stats["grad_norm"])
+        if name == "tppo":  # the critic learned which completions succeed: 4 and " green" above 1/2
+            _, mask, hidden = grpo.token_logprobs(pairs, hidden=True)
+            assert mask.sum(1).tolist() == [1, 1, 1, 1]  # one token each: the prefix value is sigmoid(c)
+            value = torch.sigmoid(grpo.critic(hidden)[:, -1]).detach().numpy()
+            assert value[0] > 0.5 > value[1] and value[3] > 0.5 > value[2], value
+        if name == "sero":
+            assert stats["oracle_steps"] == 4 and stats["oracle_loss"] > 0
     finally:
         grpo.model.unload()  # the module's backend model, adapters removed, for the next case
 
@@ -49,7 +63,7 @@ def test_effect_ids_name_the_same_action_at_the_same_state_once():
     assert ids.tolist() == [0, 0, 1, 2, 1]
 
 
-@pytest.mark.parametrize("name, missing", [("tppo", "token_logits"), ("sero", "oracle_logp")])
+@pytest.mark.parametrize("name, missing", [("ca_pg", "item_logits")])
 def test_objectives_needing_what_the_lm_learner_lacks_are_refused_on_wordmath(name, missing):
     done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--set", "agents.actions=grpo",
                            "--set", f"agents.objective={name}"], capture_output=True, text=True, timeout=120)

@@ -83,16 +83,16 @@ def test_pact_importance_corrects_the_critic_targets():
     # V = [1/2, 3/4], rho = [1, 1/2], R = 1:  v_1 = 1/2 x 3/4 + 1/2 x 1 = 7/8, v_0 = v_1 (rho_0 = 1)
     # A_1 = R - V_1 = 1/4, A_0 = v_1 - V_0 = 3/8
     b = batch([[0.0, math.log(0.5)]], [[0.0, 0.0]], [0.0], outcome=t([1.0]),
-              token_logits=t([[0.0, math.log(3)]]))
+              value_logits=t([[0.0, math.log(3)]]))
     A, v = pact.targets(b)
     np.testing.assert_allclose(A.numpy(), [[0.375, 0.25]], atol=1e-12)
     np.testing.assert_allclose(v.numpy(), [[0.875, 0.875]], atol=1e-12)
     actor = -(0.375 + min(0.5 * 0.25, 0.8 * 0.25)) / 2
     bce1 = -(0.875 * math.log(0.75) + 0.125 * math.log(0.25))
     assert loss("pact", b) == pytest.approx(actor + 0.5 * (math.log(2) + bce1) / 2, abs=1e-6)
-    on_policy = batch([[0.0, 0.0]], [[0.0, 0.0]], [0.0], outcome=t([1.0]), token_logits=t([[0.0, math.log(3)]]))
+    on_policy = batch([[0.0, 0.0]], [[0.0, 0.0]], [0.0], outcome=t([1.0]), value_logits=t([[0.0, math.log(3)]]))
     np.testing.assert_allclose(pact.targets(on_policy)[1].numpy(), [[1.0, 1.0]])  # lambda 1: the outcome itself
-    above = batch([[0.0, math.log(2)]], [[0.0, 0.0]], [0.0], outcome=t([0.0]), token_logits=t([[0.0, math.log(3)]]))
+    above = batch([[0.0, math.log(2)]], [[0.0, 0.0]], [0.0], outcome=t([0.0]), value_logits=t([[0.0, math.log(3)]]))
     np.testing.assert_allclose(pact.targets(above)[1].numpy(), [[0.0, 0.0]])  # rho = 2 truncated to 1: v = R
 
 
@@ -181,7 +181,7 @@ def rule_batch(theta, name):
     if name in ("tppo", "pact"):
         # tppo's advantage is all critic: start it rating the successes up (pact's A = R - V needs no head start)
         critic = (sign if name == "tppo" else torch.zeros(4)).clone().requires_grad_(True)
-        fields["token_logits"], params = critic, [theta, critic]
+        fields["token_logits" if name == "tppo" else "value_logits"], params = critic, [theta, critic]
     if name == "sero":  # no advantage at all: the oracle, which takes action 0, alone must move the policy
         oracle = torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)]
         fields.update(advantage=torch.zeros(4), oracle_logp=oracle,

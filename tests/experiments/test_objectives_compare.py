@@ -6,7 +6,7 @@ import json
 
 from agents.objectives import NAMES, needs
 from experiments import objectives_compare
-from scenarios.run.config import RULE_LOGIT_SIGNALS
+from scenarios.run.config import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
 
 
 def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(capsys):
@@ -21,13 +21,14 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
         assert 0 <= r["heldout"] <= 1 and r["sd"] == 0.0 and r["per_seed"] == [round(r["heldout"], 4)]
         assert r["rounds"] == 160 // 8 and 0 < r["updates"] <= r["rounds"] and r["steps_per_s"] > 0
     refused = [r for r in rows if r["status"] == "refused"]
-    assert {r["objective"] for r in refused} == {"empo", "tppo", "pact", "sero", "ca_pg"}
+    assert {r["objective"] for r in refused} == {"empo", "ca_pg"}
     for r in refused:
-        missing = set(needs(r["objective"])) - set(RULE_LOGIT_SIGNALS)
+        missing = set(needs(r["objective"])) - set(RULE_LOGIT_SIGNALS) - set(ORACLE_SIGNALS)
         assert missing and all(signal in r["why"] for signal in missing), r["why"]
         assert r["heldout"] is None and r["sd"] is None and r["updates"] is None and r["steps_per_s"] is None
     # runnable on blocks but not asked for in --quick: a row without a number
-    assert {r["objective"] for r in rows if r["status"] == "skipped"} == {"tree_opsd", "focus", "tasks=uniform"}
+    assert {r["objective"] for r in rows if r["status"] == "skipped"} == {"tppo", "pact", "tree_opsd", "focus", "sero",
+                                                                          "tasks=uniform"}
 
 
 def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
@@ -37,4 +38,4 @@ def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
     assert table == capsys.readouterr().out.strip()
     lines = [line for line in table.splitlines() if line.startswith("| ") and "objective" not in line]
     assert [line.split("|")[1].strip() for line in lines] == list(objectives_compare.ROWS)
-    assert "| tppo | refused: needs token_logits |" in table
+    assert "| ca_pg | refused: needs item_logits, list_len, target |" in table

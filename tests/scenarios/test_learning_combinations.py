@@ -102,9 +102,10 @@ def test_objectives_run_on_rule_logits_where_their_signals_are_there_and_are_ref
         for _ in range(4):
             model.step()
         logits[name] = model.policy.theta.detach().clone()
-    assert {"grpo", "eapo", "tree_opsd", "focus"} <= set(logits)
+    assert {"grpo", "tppo", "pact", "eapo", "tree_opsd", "focus", "sero"} <= set(logits)
     assert logits["grpo"].abs().sum() > 0
-    assert not torch.equal(logits["eapo"], logits["grpo"]) and not torch.equal(logits["tree_opsd"], logits["grpo"])
-    assert "token_logits" in outcome("wordmath", ["agents.actions=grpo", "agents.objective=tppo"])  # the LoRA learner's
+    for name in ("tppo", "pact", "eapo", "tree_opsd", "sero"):
+        assert not torch.equal(logits[name], logits["grpo"]), name
+    assert "item_logits" in outcome("wordmath", ["agents.actions=grpo", "agents.objective=ca_pg"])  # the LoRA learner's
     assert not isinstance(outcome("wordmath", ["agents.actions=grpo", "agents.objective=empo"]), str)  # effects: it runs
     assert "set agents.actions" in outcome("relay", ["agents.objective=eapo"])
