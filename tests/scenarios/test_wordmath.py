@@ -59,24 +59,28 @@ def test_config_names_bad_keys():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bids", [[], ["--set", "agents.bids=learned", "--set", "agents.actions=grpo", "--set", "agents.kl=0.05"]],
+@pytest.mark.parametrize("bids", [[], ["agents.bids=learned", "agents.actions=grpo", "agents.kl=0.05", "run.episodes=4",
+                                      "market.batch=4", "wordmath.heldout=4"]],
                          ids=["holland", "learned-value-bids+lora-grpo"])
 def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path, bids):
+    """The LoRA variant is smaller (one round of one problem x 4 rollouts, 4 held-out problems): its update trains
+    on whole prompts, about 60 tokens a second on 2 cores."""
+    sets = ["run.episodes=16", "market.batch=8", "wordmath.heldout=8", *bids]
     cmd = [sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--json", "--out", str(tmp_path),
-           "--set", "run.episodes=16", "--set", "market.batch=8", "--set", "wordmath.heldout=8", *bids]
+           *[x for kv in sets for x in ("--set", kv)]]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["scenario"] == "wordmath" and summary["conservation_ok"] and summary["episodes"] == 16
+    assert summary["scenario"] == "wordmath" and summary["conservation_ok"] and summary["episodes"] == (4 if bids else 16)
     assert 0 <= summary["heldout_accuracy"] <= 1 and 0 <= summary["single_agent_accuracy"] <= 1
     assert 0 <= summary["complete_agent_accuracy"] <= 1
-    assert summary["heldout_problems"] == 8 and summary["actions"] > 0 and summary["backend"] == "hf"
+    assert summary["heldout_problems"] == (4 if bids else 8) and summary["actions"] > 0 and summary["backend"] == "hf"
     assert summary["llm_tokens"] > 0
     with sqlite3.connect(tmp_path / "catallax.db") as db:  # compute is charged (wordmath.toml's token_price)
         tokens, = db.execute("SELECT sum(tokens) FROM agent").fetchone()
         charged, = db.execute("SELECT count(*) FROM transfer WHERE reason_name = 'COMPUTE'").fetchone()
     assert tokens > 0 and charged > 0
     if bids:  # the headline loop: value bids, and the LM's LoRA adapter trained from the market's rollouts
-        # (the KL term puts every completion into the update, so both rounds update whatever their outcomes)
-        assert summary["policy_updates"] == 2 and summary["lm_completions_trained"] > 0
+        # (the KL term puts every completion into the update, so the round updates whatever its outcomes)
+        assert summary["policy_updates"] == 1 and summary["lm_completions_trained"] > 0
         assert summary["lm_train_tokens"] > summary["lm_completions_trained"]
