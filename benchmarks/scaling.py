@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/scaling.py                  # N = 1k, 10k, 100k, 1M x B = 1, 8, 32 (~2 min on 2 cores)
+    python benchmarks/scaling.py                  # N = 1k, 10k, 100k, 1M x B = 1, 8, 32, 64 (~4 min on 2 cores)
     python benchmarks/scaling.py --json           # ... and one final JSON line
     python benchmarks/scaling.py --quick          # smoke run: N = 1k, 10k x B = 1, 4, one round each
     python benchmarks/scaling.py --out DIR        # where the plot goes (default runs/bench/scaling.png)
@@ -159,7 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="print one final JSON line")
     ap.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for scaling.png (default runs/bench)")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # internal: measure one N in this process
-    ap.add_argument("--batches", default="1,8,32", help=argparse.SUPPRESS)
+    ap.add_argument("--batches", default="1,8,32,64", help=argparse.SUPPRESS)
     ap.add_argument("--rounds", type=int, default=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     # N -> timed rounds per B
     plan, batches = ({1000: 1, 10_000: 1}, [1, 4]) if args.quick else \
-        ({1000: 20, 10_000: 10, 100_000: 5, 1_000_000: 2}, [1, 8, 32])
+        ({1000: 20, 10_000: 10, 100_000: 5, 1_000_000: 2}, [1, 8, 32, 64])
     print("relay engine, K=5; ms per auction step, wall / CPU (median over rounds; CPU = this process's time):")
     print(f"  {'N':>8}" + "".join(f" {'B=' + str(b) + ' wall':>11} {'CPU':>9}" for b in batches)
           + f" {'build s':>8} {'B/agent':>8} {'peak B/agent':>13}")
