@@ -47,9 +47,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents import critic
 from agents.bid_head import BidHead, NoFeatures, grow_rows, make_features
 from agents.config import AgentsConfig
-from agents import critic
 from agents.learner import Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage, pick_device, to_cpu
 from agents.llm_policy import LLMPolicy
 from agents.objectives import PolicyBatch
