@@ -12,7 +12,7 @@ This class composes rather than subclasses: it wraps any policy (rule, blocks, .
   under ``reinforce`` the bids are trained through the softmax auction (agents/learner.py);
 * ``act``: the inner policy's action, or with ``agents.actions = "grpo"`` an action sampled from
   theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits, trained by the objective
-  ``agents.objective``, agents/objectives, with a critic of (state, action) for tppo and pact,
+  ``agents.objective``, agents/objectives, with a critic of (state, action) for tppo, pact and focus,
   agents/critic.py, and the world's solver's action at each acted state for sero, World.oracle); for LLM
   agents the action is the LM's sampled completion, and a LoRA adapter of the LM is trained instead
   (agents/lm_grpo.py);
@@ -84,7 +84,7 @@ class LearnedPolicy(PolicyWrapper):
         logits = cfg.actions == "grpo" and self.lm is None
         actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
-        self.critic = None  # tppo / pact on action logits: a critic of (state, action) (agents/critic.py)
+        self.critic = None  # tppo, pact, focus on action logits: a critic of (state, action) (agents/critic.py)
         if logits and critic.wanted(self.objective):
             self.critic_features = self.features if self.learned_bids else make_features(cfg, inner.space)
             self.critic = critic.ActionCritic(self.critic_features.size, actions).to(self.device)
@@ -242,22 +242,21 @@ class LearnedPolicy(PolicyWrapper):
         self.action_updates += act_batch is not None
         self.stats = stats
 
-    def _action_loss(self, rows, rule_actions, actions, old_logp, advantage, world, phi, oracle):
+    def _action_loss(self, rows, rule_actions, actions, old_logp, advantage, world, phi, oracle, fixed):
         """The configured objective (agents/objectives, ``agents.objective``) on the round's sampled actions,
-        one token each, plus ``kl`` x the exact KL to the rule alone (the reference policy). Signals: the
-        critic's logit of each (state, action) and the oracle's action scored (sero), where they are asked for."""
+        one token each, plus ``kl`` x the exact KL to the rule alone (the reference policy). Signals, where they
+        are asked for: the critic's logits of each (state, action) and state, the oracle's action scored
+        (sero), and ``fixed``, those the update does not move (state ids, the oracle's mask and weight)."""
         cfg = self.cfg
         logp = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
         chosen = logp.gather(1, actions[:, None])[:, 0]
         ref = torch.log_softmax(cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
         solved, per_group = self._round
-        signals = {}
+        signals = dict(fixed)
         if self.critic is not None:
             signals.update(token_logits=self.critic(phi, actions), value_logits=self.critic.state(phi))
         if oracle is not None:
-            action, weight = oracle
-            signals.update(oracle_logp=logp.gather(1, action.clamp(min=0)[:, None])[:, 0], oracle_mask=action >= 0,
-                           oracle_weight=weight)
+            signals["oracle_logp"] = logp.gather(1, oracle.clamp(min=0)[:, None])[:, 0]
         batch = PolicyBatch.one_token(logp=chosen, old_logp=old_logp, advantage=advantage, outcome=solved[world],
                                       group=world // per_group, episode=world,
                                       entropy=-(logp.exp() * logp).sum(-1).detach(),
@@ -327,16 +326,20 @@ class LearnedPolicy(PolicyWrapper):
         self._round = (torch.as_tensor(trace.solved, dtype=torch.float32, device=d),
                        self.cfg.group or trace.path.shape[1])  # each world's outcome (success); worlds per group
         rows, rule_actions = torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d)
-        phi = (torch.as_tensor(self.critic_features(trace.obs[t, b]), device=d) if self.critic is not None else None)
-        oracle = None
-        if "oracle_logp" in self.objective.needs:  # the solver's action where the step acted, and its weight:
-            action = torch.as_tensor(model.world.oracle(trace.obs[t, b]), device=d)  # its probability before the update
+        obs, needs = trace.obs[t, b], self.objective.needs
+        phi = torch.as_tensor(self.critic_features(obs), device=d) if self.critic is not None else None
+        oracle, fixed = None, {}
+        if "state" in needs:  # equal observations: the same state
+            fixed["state"] = torch.as_tensor(np.unique(obs, axis=0, return_inverse=True)[1].reshape(-1), device=d)
+        if "oracle_logp" in needs:  # the solver's action where the step acted, weighted by its probability before
+            oracle = torch.as_tensor(model.world.oracle(obs), device=d)  # the update
             with torch.no_grad():
                 before = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
-            oracle = action, before.gather(1, action.clamp(min=0)[:, None])[:, 0].exp()
+            fixed.update(oracle_mask=oracle >= 0, oracle_weight=before.gather(1, oracle.clamp(min=0)[:, None])[:, 0].exp())
         return (rows, rule_actions, torch.as_tensor(actions[t, b], device=d),
                 torch.as_tensor(logp[t, b], dtype=torch.float32, device=d),
-                torch.as_tensor(advantage, dtype=torch.float32, device=d), torch.as_tensor(b, device=d), phi, oracle)
+                torch.as_tensor(advantage, dtype=torch.float32, device=d), torch.as_tensor(b, device=d), phi, oracle,
+                fixed)
 
     # --- checkpoints ------------------------------------------------------------------------
     def state_dict(self) -> dict:

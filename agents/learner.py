@@ -283,21 +283,38 @@ class HFGRPO:
 
     def _reference_kl(self, pairs, logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[n] per-completion mean of the k3 estimate exp(d) - d - 1, d = log pi_ref - log pi, per token."""
-        with torch.no_grad():
-            if self.reference is None:
-                with self.model.disable_adapter():
-                    ref, _ = self.token_logprobs(pairs)
-            else:
-                ref, _ = self.token_logprobs(pairs, self.reference)
+        if self.reference is None:
+            with self.model.disable_adapter():
+                ref = self._scored(pairs)[0]
+        else:
+            ref = self._scored(pairs, self.reference)[0]
         d = ref - logp
         return self._per_step(torch.exp(d) - d - 1, mask)
+
+    @torch.no_grad()
+    def _scored(self, pairs, model=None, entropy: bool = False, hidden: bool = False) -> list[torch.Tensor]:
+        """:meth:`token_logprobs` over all ``pairs`` in chunks, without grad, each chunk left-padded to the batch's
+        longest completion (completions end at the right edge: padding is masked out) and concatenated."""
+        parts = [self.token_logprobs(pairs[i:i + self.chunk], model, entropy, hidden) for i in range(0, len(pairs), self.chunk)]
+        L = max(part[0].shape[1] for part in parts)
+
+        def left_pad(x: torch.Tensor) -> torch.Tensor:  # [m, l] -> [m, L]; hidden states [m, l + 1, H] -> [m, L + 1, H]
+            width = L + (x.dim() == 3)
+            return F.pad(x, (0, 0) * (x.dim() - 2) + (width - x.shape[1], 0))
+
+        return [torch.cat([left_pad(part[k]) for part in parts]) for k in range(len(parts[0]))]
 
     def _objective_step(self, objective, pairs, advantage: np.ndarray, fields: dict) -> dict:
         """``objective`` on the whole batch at once, on-policy (old = current, detached): its loss reads
         classes of completions (a group's, an effect's) that a chunk boundary would split. Plus ``kl`` x
         the per-token k3 KL to the model without adapters, as in grpo.
 
-        Signals: ``effect`` ids from ``fields``; ``token_logits`` from the critic on each prefix through a token,
+        Memory stays one chunk's: the batch is scored without grad, the loss is differentiated with respect
+        to its log-probabilities (leaves), and each chunk is then run again with grad and backpropagated
+        from its share of that gradient (the chain rule: the same step as one pass over the whole batch,
+        which at wordmath's 16 worlds a round held 20 GB).
+
+        Signals: ``effect`` and ``state`` ids from ``fields``; ``token_logits`` from the critic on each prefix through a token,
         ``value_logits`` on each prefix before one (the state it was sampled in); for sero, ``fields["oracle"]``
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
         weighted by its per-token likelihood before this step (the frozen policy's, detached)."""
@@ -305,17 +322,21 @@ class HFGRPO:
         from agents.objectives import PolicyBatch
 
         critic = self.critic is not None and wanted(objective)
-        logp, mask, entropy, *hidden = self.token_logprobs(pairs, entropy=True, hidden=critic)
+        old, mask, entropy, *hidden = self._scored(pairs, entropy=True, hidden=critic)
+        leaves = {"completion": (pairs, old.clone().requires_grad_())}
         tensor = lambda v, dtype: torch.as_tensor(np.asarray(v), dtype=dtype, device=self.device)  # noqa: E731
-        signals = {k: tensor(v, torch.long) for k, v in fields.items() if k == "effect"}
+        signals = {k: tensor(v, torch.long) for k, v in fields.items() if k in ("effect", "state")}
         if critic:
             logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
             signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])
         if "oracle" in fields:
-            oracle_logp, oracle_mask = self.token_logprobs([(p, o) for (p, _), o in zip(pairs, fields["oracle"])])
-            signals.update(oracle_logp=oracle_logp, oracle_mask=oracle_mask,
-                           oracle_weight=self._per_step(oracle_logp.detach(), oracle_mask).exp())
-        batch = PolicyBatch(logp=logp, old_logp=logp.detach(), mask=mask, entropy=entropy,
+            oracle_pairs = [(p, o) for (p, _), o in zip(pairs, fields["oracle"])]
+            oracle_logp, oracle_mask = self._scored(oracle_pairs)
+            leaves["oracle"] = oracle_pairs, oracle_logp.clone().requires_grad_()
+            signals.update(oracle_logp=leaves["oracle"][1], oracle_mask=oracle_mask,
+                           oracle_weight=self._per_step(oracle_logp, oracle_mask).exp())
+        logp = leaves["completion"][1]
+        batch = PolicyBatch(logp=logp, old_logp=old, mask=mask, entropy=entropy,
                             advantage=tensor(advantage, torch.float32), outcome=tensor(fields["outcome"], torch.float32),
                             group=tensor(fields["group"], torch.long), episode=tensor(fields["episode"], torch.long),
                             **signals)
@@ -325,7 +346,11 @@ class HFGRPO:
             loss = loss + self.kl * kl.mean()
             stats["kl"] = float(kl.detach().mean())
         self.learner.opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # into the critic, and into the leaves: then chunk by chunk through the LM
+        for chunk_pairs, leaf in leaves.values():
+            for i in range(0, len(chunk_pairs) if leaf.grad is not None else 0, self.chunk):
+                part = self.token_logprobs(chunk_pairs[i:i + self.chunk])[0]
+                part.backward(leaf.grad[i:i + len(part), leaf.shape[1] - part.shape[1]:])
         stats = {k: float(v) for k, v in stats.items()}
         stats["grad_norm"] = self.learner.step()
         stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))

@@ -18,8 +18,9 @@ all three share G so they compare with each other; ``tasks=uniform`` is their ba
 instances are the same for every row.
 
 Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
-the rule's probability of each move (the reference), a critic's logit of each (state, move) (tppo, pact:
-agents/critic.py, on the same one-hot state features the value bids read) and, blocks declaring ORACLE,
+the rule's probability of each move (the reference), a critic's logits of each (state, move) and state (tppo,
+pact, focus: agents/critic.py, on the same one-hot state features the value bids read), state ids (focus:
+equal observations) and, blocks declaring ORACLE,
 the hand-written solver's move at each acted state (sero). An objective the config check refuses on blocks'
 rule logits (it reads a signal a rule-logit round does not give: executed-effect ids, candidate scores) is
 not run: its row says ``refused`` and why, in the ConfigError's own words, and carries no number. Per row that ran:
@@ -33,9 +34,7 @@ not run: its row says ``refused`` and why, in the ConfigError's own words, and c
   held-out evaluation), mean over seeds. Rule logits sample one action per step: there are no tokens.
 
 The runs go one after another in this process, one torch thread, so the rates compare. The held-out
-numbers are the same on every run (seeded); the rates are the machine's. ``focus`` changes where
-rollouts start and what the advantage is made of, not the surrogate (its loss is grpo's), and this
-learner gives it neither branches nor a critic: its row is grpo's, a check that the rows share seeds.
+numbers are the same on every run (seeded); the rates are the machine's.
 """
 
 from __future__ import annotations

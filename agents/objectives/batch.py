@@ -53,6 +53,8 @@ class PolicyBatch:
     value_logits: torch.Tensor | None = None
     """[M, L] the same critic's logit at the state *before* each token: the prompt and the tokens before it
     (with grad; pact's V(s_t), the baseline of token t that token t cannot move)."""
+    state: torch.Tensor | None = None
+    """[M] int: id of the state the step acted in (within a group, equal ids: the same state; focus)."""
     oracle_logp: torch.Tensor | None = None
     """[M, L'] log-probability under the current policy of an executable oracle's continuation (sero)."""
     oracle_mask: torch.Tensor | None = None
@@ -72,7 +74,7 @@ class PolicyBatch:
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
-        for name in ("advantage", "outcome", "group", "episode", "effect", "oracle_weight", "target"):
+        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")

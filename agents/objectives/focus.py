@@ -11,22 +11,32 @@ at c; minus its derivative in n is the error one more rollout from c removes::
     g(c) = [2 kappa^2 b_hat^2 + (n - kappa) sigma_hat^2] / (kappa + n)^3        (:func:`gain`)
 
 and the next branch starts from the candidate with the largest g (:func:`choose`). FOCUS changes
-where rollouts start and what the advantage is made of (the caller's credit, from V_hat), not the
-surrogate: its loss is grpo's.
+where rollouts start and what the advantage is made of, not the surrogate: its loss is grpo's on
+
+    A_m = R_m - V_hat(s_m),  critic(s) = sigmoid(``value_logits`` at the step's first token),
+    n(s), m(s) = the rollouts of the step's group that acted in state s (``state`` ids), their mean outcome
+
+plus critic_coef x the critic's BCE on R. The learners here cannot restart a world from an inner state,
+so no branch is chosen: the rollouts are the group's G, and :func:`choose` waits for a learner that
+can branch (tree_opsd's layout is in the same position).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import torch
 from pydantic import Field
 from pydantic.dataclasses import dataclass
+from torch.nn import functional as F
 
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
 from agents.objectives.batch import PolicyBatch
 from market.config import STRICT
 
-NEEDS = ()
+NEEDS = ("value_logits", "state")
 
 
 @dataclass(config=STRICT)
@@ -35,12 +45,15 @@ class Config:
     """The surrogate's settings."""
     kappa: float = Field(2.0, gt=0)
     """The critic's weight in rollouts: at n = kappa rollouts, critic and rollout mean count equally."""
+    critic_coef: float = Field(0.5, ge=0)
+    """Weight of the critic's BCE in the summed loss."""
 
 
-def blend(critic, mean, n, kappa: float) -> np.ndarray:
-    """V_hat = (kappa critic + n mean) / (kappa + n), elementwise over candidate states."""
-    n = np.asarray(n, dtype=np.float64)
-    return (kappa * np.asarray(critic, dtype=np.float64) + n * np.asarray(mean, dtype=np.float64)) / (kappa + n)
+def blend(critic, mean, n, kappa: float):
+    """V_hat = (kappa critic + n mean) / (kappa + n), elementwise over candidate states (tensors or array-likes)."""
+    if not torch.is_tensor(critic):
+        critic, mean, n = (np.asarray(x, dtype=np.float64) for x in (critic, mean, n))
+    return (kappa * critic + n * mean) / (kappa + n)
 
 
 def gain(bias, var, n, kappa: float) -> np.ndarray:
@@ -55,5 +68,23 @@ def choose(bias, var, n, kappa: float) -> int:
     return int(np.argmax(gain(bias, var, n, kappa)))
 
 
+def rollouts_from(batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """[M] n(s_m), m(s_m): how many rollouts of step m's group acted in its state, and their mean outcome."""
+    _, where = torch.unique(torch.stack([batch.group, batch.state]), dim=1, return_inverse=True)  # (group, state)
+    visits, visit = torch.unique(torch.stack([where, batch.episode]), dim=1, return_inverse=True)  # (.., rollout)
+    outcome = torch.zeros(visits.shape[1], dtype=batch.outcome.dtype, device=visit.device).scatter(0, visit, batch.outcome)
+    n = torch.bincount(visits[0], minlength=int(where.max()) + 1).to(outcome.dtype)
+    total = torch.zeros_like(n).index_add(0, visits[0], outcome)
+    return n[where], (total / n)[where]
+
+
 def loss(batch: PolicyBatch, cfg: Config) -> tuple:
-    return grpo_loss(batch, cfg.grpo)
+    first = batch.mask.to(torch.int8).argmax(1, keepdim=True)  # each step's first real token: its state's value
+    c = batch.value_logits.gather(1, first)[:, 0]
+    n, mean = rollouts_from(batch)
+    outcome = batch.outcome.to(c.dtype)
+    value = blend(torch.sigmoid(c).detach(), mean, n, cfg.kappa)
+    policy, stats = grpo_loss(dataclasses.replace(batch, advantage=outcome - value), cfg.grpo)
+    critic = F.binary_cross_entropy_with_logits(c, outcome)
+    stats.update(critic_loss=float(critic.detach()), value=float(value.mean()), rollouts=float(n.mean()))
+    return policy + cfg.critic_coef * critic, stats

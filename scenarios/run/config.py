@@ -276,13 +276,14 @@ def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
             return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
 
 
-RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits")
+RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits", "state")
 """What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
-probability of each sampled action (the reference policy), and a critic's logits (agents/critic.py)."""
-LM_SIGNALS = ("effect", "token_logits", "value_logits")
+probability of each sampled action (the reference policy), a critic's logits (agents/critic.py) and
+state ids (equal observations)."""
+LM_SIGNALS = ("effect", "token_logits", "value_logits", "state")
 """What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
-summary, parsed action) and a token critic's logits; its KL to the base model is its own (agents.kl), not an
-objective's ref_logp."""
+summary, parsed action), state ids (role, state summary) and a token critic's logits; its KL to the base
+model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario declares ORACLE: its solver's continuation of each step, scored."""
 

@@ -22,8 +22,8 @@ def backend():
     return make_backend(BackendConfig(backend="hf", device="cpu"))
 
 
-@pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("sero", 1),
-                                           ("tppo", 3)])
+@pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("focus", 1),
+                                           ("sero", 1), ("tppo", 3)])
 def test_updates_move_the_rewarded_completions_up(backend, name, updates):
     """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
     after one update of ``name`` (on a fresh adapter and critic) each rewarded completion gains on its sibling.
@@ -39,6 +39,7 @@ def test_updates_move_the_rewarded_completions_up(backend, name, updates):
         outcome = np.array([1.0, 0.0, 0.0, 1.0])
         fields = {"outcome": outcome, "group": np.array([0, 0, 1, 1]), "episode": np.arange(4),
                   "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")]),
+                  "state": np.array([0, 0, 1, 1]),
                   "oracle": [ids("4"), ids("4"), ids(" green"), ids(" green")]}
         before = grpo.sequence_logprob(pairs)
         for _ in range(updates):
@@ -68,3 +69,29 @@ def test_objectives_needing_what_the_lm_learner_lacks_are_refused_on_wordmath(na
     done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--set", "agents.actions=grpo",
                            "--set", f"agents.objective={name}"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and f"agents.objective = {name!r}" in done.stderr and missing in done.stderr, done.stderr
+
+
+def test_an_objective_step_in_chunks_moves_the_adapter_as_one_pass_over_the_batch(backend):
+    """The batch scored without grad, the loss differentiated at its log-probabilities, each chunk backpropagated
+    from its share: chunks of 1 and one chunk of 4 give the same loss terms and the same gradient norm (sero: the
+    oracle's leaf too; KL on). Adam's first step is lr x sign(g), so the adapters themselves differ wherever a
+    gradient entry is float noise around 0: the norm is what is compared."""
+    ids = lambda text: backend.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    pairs = [(ids("2+2="), ids("4")), (ids("2+2="), ids(" five")), (ids("Sky is"), ids(" blue")),
+             (ids("Sky is"), ids(" green today"))]
+    outcome = np.array([1.0, 0.0, 0.0, 1.0])
+    fields = {"outcome": outcome, "group": np.array([0, 0, 1, 1]), "episode": np.arange(4),
+              "oracle": [ids("4"), ids("4"), ids(" green"), ids(" green")]}
+    runs = []
+    for chunk in (1, 4):
+        torch.manual_seed(0)
+        grpo = HFGRPO(backend.model, backend.tokenizer, lr=2e-3, lora_rank=4, kl=0.1, chunk=chunk)
+        try:
+            runs.append(grpo.update(pairs, group_advantage(outcome, 2, normalize=True), objective=make("sero"),
+                                    fields=fields))
+        finally:
+            grpo.model.unload()
+    one, whole = runs
+    assert one["grad_norm"] > 0 and one.keys() == whole.keys()
+    for key in one:  # the module's model is bfloat16: its backward sums per chunk, rounded (0.3% apart here)
+        assert one[key] == pytest.approx(whole[key], rel=1e-2 if key == "grad_norm" else 1e-4, abs=1e-7), key

@@ -140,7 +140,20 @@ def test_focus_gain_blend_and_choice():
     assert focus.choose([0.5, 0.0], [0.25, 0.25], [2, 4], 2.0) == 0
     assert focus.choose([0.0, 0.0], [0.25, 0.25], [0, 4], 2.0) == 1  # no bias: a well-sampled state's variance wins
     np.testing.assert_allclose(focus.blend([0.2, 0.2], [0.8, 0.8], [2, 6], 2.0), [0.5, 0.65], atol=1e-12)
-    assert loss("focus", grpo_case()) == pytest.approx(GRPO, abs=1e-6)  # the surrogate is grpo's
+
+
+def test_focus_advantage_is_the_outcome_against_critic_and_rollouts_blended_per_state():
+    # group 0: state 7 seen by rollouts 0 (R = 1) and 1 (R = 0): n = 2, m = 1/2, critic 1/2 -> V = 1/2;
+    # state 9 by rollout 1 only: n = 1, m = 0, critic sigmoid(ln 3) = 3/4 -> V = (2 x 3/4) / 3 = 1/2;
+    # group 1's state 7 is another task's: rollout 2 (R = 1) alone, critic 1/2 -> V = (1 + 1) / 3 = 2/3
+    b = batch([[0.0]] * 4, [[0.0]] * 4, [9.0] * 4, outcome=t([1.0, 0.0, 0.0, 1.0]), group=torch.tensor([0, 0, 0, 1]),
+              episode=torch.tensor([0, 1, 1, 2]), state=torch.tensor([7, 7, 9, 7]),
+              value_logits=t([[0.0], [0.0], [math.log(3)], [0.0]]))
+    n, m = focus.rollouts_from(b)
+    assert n.tolist() == [2, 2, 1, 1] and m.tolist() == [0.5, 0.5, 0.0, 1.0]
+    advantage = [0.5, -0.5, -0.5, 1 / 3]  # R - V: the batch's own advantage (9) is not read
+    bce = (3 * math.log(2) + math.log(4)) / 4
+    assert loss("focus", b) == pytest.approx(-sum(advantage) / 4 + 0.5 * bce, abs=1e-6)
 
 
 def test_sero_adds_the_likelihood_weighted_oracle_term():
@@ -178,10 +191,12 @@ def rule_batch(theta, name):
                   group=torch.zeros(4, dtype=torch.long), episode=torch.arange(4), entropy=torch.ones(4),
                   effect=ACTIONS)
     params = [theta]
-    if name in ("tppo", "pact"):
-        # tppo's advantage is all critic: start it rating the successes up (pact's A = R - V needs no head start)
+    if name in ("tppo", "pact", "focus"):
+        # tppo's advantage is all critic: start it rating the successes up (pact's and focus's A = R - V need no
+        # head start); focus's four rollouts act in one state
         critic = (sign if name == "tppo" else torch.zeros(4)).clone().requires_grad_(True)
         fields["token_logits" if name == "tppo" else "value_logits"], params = critic, [theta, critic]
+        fields["state"] = torch.zeros(4, dtype=torch.long)
     if name == "sero":  # no advantage at all: the oracle, which takes action 0, alone must move the policy
         oracle = torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)]
         fields.update(advantage=torch.zeros(4), oracle_logp=oracle,
