@@ -347,9 +347,9 @@ class HFGRPO:
             stats["kl"] = float(kl.detach().mean())
         self.learner.opt.zero_grad(set_to_none=True)
         loss.backward()  # into the critic, and into the leaves: then chunk by chunk through the LM
-        for chunk_pairs, leaf in leaves.values():
-            for i in range(0, len(chunk_pairs) if leaf.grad is not None else 0, self.chunk):
-                part = self.token_logprobs(chunk_pairs[i:i + self.chunk])[0]
+        for scored, leaf in leaves.values():
+            for i in range(0, len(scored) if leaf.grad is not None else 0, self.chunk):
+                part = self.token_logprobs(scored[i:i + self.chunk])[0]
                 part.backward(leaf.grad[i:i + len(part), leaf.shape[1] - part.shape[1]:])
         stats = {k: float(v) for k, v in stats.items()}
         stats["grad_norm"] = self.learner.step()

@@ -69,12 +69,12 @@ def test_a_checkpoint_carries_the_adapter_and_optimizer_so_the_next_round_is_the
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("objective", ["sero", "tppo"])
+@pytest.mark.parametrize("objective", ["sero", "tppo", "focus"])
 def test_the_oracle_and_the_critic_reach_the_lm_learner_through_the_market(objective):
     """One round of wordmath, one problem x 4 rollouts: every completion trains, whatever its advantage (the
     oracle and the critic have something to say about a group that scored alike); sero scores the task's lesson
     (the problem's expression, its answer) at each acted state; tppo trains its token critic, which the
-    checkpoint carries."""
+    checkpoint carries; focus counts the rollouts that acted in each (role, stage) state."""
     model = market(3, "market.batch=4", f"agents.objective={objective}")
     model.run_episodes()
     completions = sum(len(generations) for generations in model.policy.unwrapped.generations)
@@ -83,6 +83,9 @@ def test_the_oracle_and_the_critic_reach_the_lm_learner_through_the_market(objec
     assert stats["lm_completions"] == completions > 0 and lm.counts["policy_updates"] == 1
     if objective == "sero":
         assert stats["oracle_steps"] == stats["lm_completions"] and stats["oracle_loss"] > 0
+        return
+    if objective == "focus":  # the 4 rollouts share a problem: each (role, stage) state has 1 to 4 of them
+        assert 1 <= stats["rollouts"] <= 4 and stats["critic_loss"] > 0
         return
     assert 0 < stats["critic_loss"] and lm.grpo.critic.head.weight.abs().sum() > 0
     state = lm.state_dict()
