@@ -1,4 +1,4 @@
-"""The critics that token-level objectives read (the batch's ``token_logits``: tppo; ``value_logits``: pact).
+"""The critics that token-level objectives read (the batch's ``token_logits``: tppo; ``value_logits``: pact, focus).
 
 A critic gives a prefix a logit of success; the objective turns logits into values and trains them by
 BCE on the outcome (agents/objectives). Read at each sampled token it gives ``token_logits`` (the

@@ -17,8 +17,8 @@ advantage: the KL term, a critic (tppo, pact: their advantages are the critic's,
 failures too) or an oracle (sero's supervision needs no contrast).
 ``agents.objective`` other than grpo replaces the surrogate (agents/objectives, on the completions' tokens:
 log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
-and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's ``value_logits`` (a linear critic on the LM's last hidden states,
-agents/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
+and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's and focus's
+``value_logits`` (a linear critic on the LM's last hidden states, agents/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
 (wordmath: the problem's expression, its answer), scored under the adapted model); an objective reading a
 signal the LM learner does not give (candidate scores) is refused at load.
 
@@ -93,7 +93,8 @@ class CompletionLearner:
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
             advantage = step_advantages(model, cfg.estimator(), cfg.group, np.stack(actions), logp)
         policy, objective = self.policy, self.objective
-        dense = bool(cfg.kl) or critic.wanted(objective) or (objective is not None and "oracle_logp" in objective.needs)
+        oracle = objective is not None and "oracle_logp" in objective.needs  # sero: the task's correct output
+        dense = bool(cfg.kl) or critic.wanted(objective) or oracle
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
                    trace.obs[t, b])
@@ -107,7 +108,7 @@ class CompletionLearner:
         worlds = np.array(worlds)
         fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // max(cfg.group, 1),
                   "episode": worlds, "effect": effect_ids(effects), "state": effect_ids([e[:2] for e in effects])}
-        if objective is not None and "oracle_logp" in objective.needs:  # sero: the task's correct output
+        if oracle:
             lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)]  # at each state
             fields["oracle"] = [c for _, c in self.grpo.encode(messages, lessons)]
         stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)

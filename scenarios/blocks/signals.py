@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents import RulePolicy
 from agents.credit.triage import labels_from_progress
-from scenarios.blocks.config import ACTIONS, SOLUTION, Config
+from scenarios.blocks.config import ACTIONS, Config
 from scenarios.blocks.world import BlocksWorld, Instance
 
 SIGNALS = ("outcome", "state", "progress", "conditions", "labels", "role", "skill")
@@ -47,16 +46,13 @@ def solution_moves(stack: np.ndarray, height: np.ndarray, horizon_factor: int = 
     world = BlocksWorld(Config(horizon_factor=horizon_factor, curriculum=False))
     world.load([Instance(tuple(st[0, : h[0]].tolist()), tuple(tuple(st[k, : h[k]].tolist()) for k in (1, 2, 3)))
                 for st, h in zip(np.asarray(stack), np.asarray(height))])
-    solver = RulePolicy(world.space, initial_rules=list(SOLUTION))
-    solver.resize(len(SOLUTION))
-    solver.spawn(np.arange(len(SOLUTION)), np.random.default_rng(0))
     moves, finished = np.zeros(M), world._complete()
     for _ in range(world.horizon):
         if finished.all():
             break
-        wake = solver.eligible(world.observe())  # the rules are exclusive: at most one wakes
+        action = world.oracle(world.observe())  # SOLUTION's move
         moves += ~finished
-        world.step(solver.rules.action[wake.argmax(1)], wake.any(1) & ~finished)
+        world.step(action, (action >= 0) & ~finished)
         finished |= world._complete()
     return np.where(finished, moves, horizon_factor * world.n)
 
