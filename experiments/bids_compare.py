@@ -1,8 +1,9 @@
 """Learned bids against EoM's fixed schemes, and a learned market's pool scaling and dropout.
 
-    python -m experiments.bids_compare                      # both tables, 5 seeds (~25 min on 2 cores)
+    python -m experiments.bids_compare                      # the three tables, 5 seeds (~40 min on 2 cores)
     python -m experiments.bids_compare --seeds 5 --workers 2 --out runs/bids_compare.md
     python -m experiments.bids_compare --quick              # toy sizes, seconds (what the test runs)
+    python -m experiments.bids_compare --tables recsys      # one table only (compare, recsys, pools)
 
 **Comparison** (``agents.bids`` = fixed | fixed_with_eps | holland | learned) on ``relay`` and
 ``blocks`` at the scenarios' *default* economies (their TOML files as shipped: rent, batch, pool,
@@ -15,6 +16,12 @@ economy *is* learned/value (per-state values); its runs are shortened to ``block
 of episodes; ``episodes to target`` = the first episode at which the success over the trailing
 ``window`` episodes reaches the scenario's target (relay 0.9, blocks 0.5; "-" = never); ``gini`` =
 Gini of the live agents' wealth at the end; blocks also reports held-out success (frozen) per size.
+
+**recsys market mode** (``recsys.mode = "market"``, its shipped file otherwise: the whole default run,
+2560 rollouts): the same schemes plus ``market``, the scenario's own bids (``market.bid_scheme =
+"policy"``: each agent bids base_bid x (1 + its role's share), evolved with its skills). Per run: test
+NDCG@10 and Recall@50 of the fielded team before and after, and the strongest tuned baseline's NDCG@10
+on the same split for reference.
 
 **Pool scaling and dropout** (relay, learned/value and holland): the default economy with pools of
 different sizes (initial = max agents, floor a third of it); after training, the population is
@@ -30,6 +37,7 @@ import argparse
 import json
 import multiprocessing
 import sys
+import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
@@ -43,6 +51,8 @@ from scenarios.registry import SCENARIO_DIR
 
 SCHEMES = ("fixed", "fixed_with_eps", "holland", "learned/value", "learned/reinforce")
 POOL_SCHEMES = ("learned/value", "holland")
+RECSYS_SCHEMES = ("market",) + SCHEMES
+TABLES = ("compare", "recsys", "pools")
 TARGET = {"relay": 0.9, "blocks": 0.5}
 VALUE_ONLY = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")  # keys reinforce does not read
 
@@ -57,15 +67,20 @@ class Setup:
     window: int = 200
     pools: tuple[int, ...] = (15, 30, 60, 120)
     eval_episodes: int = 400
+    recsys_episodes: int = 0
+    """0: recsys's shipped run length."""
 
 
 def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None = None) -> dict:
     """The experiment as a config dict (the same keys ``catallax run --set`` takes): the scenario's
     shipped file, with only the bid scheme (and the run's length) changed."""
     data = tomllib.loads((SCENARIO_DIR / f"{scenario}.toml").read_text())
-    data["run"].update(seed=seed, episodes=setup.relay_episodes if scenario == "relay" else setup.blocks_episodes)
+    episodes = {"relay": setup.relay_episodes, "blocks": setup.blocks_episodes}.get(scenario, setup.recsys_episodes)
+    data["run"].update(seed=seed, episodes=episodes or data["run"]["episodes"])
     if scenario == "blocks":
         data["blocks"].update(heldout_sizes=list(setup.heldout_sizes), heldout_count=setup.heldout_count)
+    if scenario == "recsys":
+        data["recsys"]["mode"] = "market"
     if pool:
         data.setdefault("population", {}).update(initial_agents=pool, max_agents=pool, min_agents=pool // 3)
     bids, _, objective = scheme.partition("/")
@@ -127,6 +142,22 @@ def compare_run(job: tuple) -> dict:
 
         out["heldout"] = blocks.evaluate(model, exp.scenario)
     return out
+
+
+def recsys_run(job: tuple) -> dict:
+    """One whole recsys run through the runner (its skill library lives in the run's database: a temporary
+    SQLite file) -> the summary's test metrics."""
+    scheme, seed, setup = job
+    _threads()
+    from scenarios.run.config import from_dict
+    from scenarios.run.runner import run_experiment
+
+    with tempfile.TemporaryDirectory() as folder:
+        m = run_experiment(from_dict(config("recsys", scheme, seed, setup), source="bids_compare"),
+                           f"sqlite:///{folder}/recsys.db", progress=False)
+    return {"scheme": scheme, "seed": seed, "population": m["population"], "baseline": m["baseline_best"],
+            "baseline_ndcg10": m["baselines"][m["baseline_best"]],
+            **{k: m[k] for k in ("ndcg10_initial", "ndcg10_final", "recall50_initial", "recall50_final")}}
 
 
 class Without(PolicyWrapper):
@@ -202,6 +233,18 @@ def compare_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def recsys_table(rows: list[dict]) -> str:
+    lines = ["| bids | test NDCG@10 before | after | Recall@50 before | after | best tuned baseline NDCG@10 |",
+             "|---|---|---|---|---|---|"]
+    for scheme in RECSYS_SCHEMES:
+        runs = [r for r in rows if r["scheme"] == scheme]
+        if runs:
+            cells = [fmt([r[k] for r in runs], 3) for k in ("ndcg10_initial", "ndcg10_final", "recall50_initial",
+                                                              "recall50_final", "baseline_ndcg10")]
+            lines.append(f"| {scheme} | " + " | ".join(cells[:-1]) + f" | {cells[-1]} ({runs[0]['baseline']}) |")
+    return "\n".join(lines)
+
+
 def pool_table(rows: list[dict]) -> str:
     lines = ["| bids | pool (max agents) | live at end | train success | frozen eval | eval, 20% removed | drop |",
              "|---|---|---|---|---|---|---|"]
@@ -223,28 +266,35 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("runs/bids_compare.md"))
     parser.add_argument("--quick", action="store_true", help="toy sizes (seconds): a smoke run")
+    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to run")
     args = parser.parse_args(argv)
     setup = Setup(seeds=args.seeds)
     if args.quick:
         setup = Setup(seeds=1, relay_episodes=64, blocks_episodes=64, heldout_sizes=(4,), heldout_count=10, window=16,
-                      pools=(10,), eval_episodes=16)
-    compare_jobs = [(s, scheme, seed, setup) for s in ("relay", "blocks") for scheme in SCHEMES
-                    for seed in range(setup.seeds)]
-    pool_jobs = [(scheme, pool, seed, setup) for scheme in POOL_SCHEMES for pool in setup.pools
-                 for seed in range(setup.seeds)]
+                      pools=(10,), eval_episodes=16, recsys_episodes=512)
+    seeds = range(setup.seeds)
+    compare_jobs = [(s, scheme, seed, setup) for s in ("relay", "blocks") for scheme in SCHEMES for seed in seeds]
+    recsys_jobs = [(scheme, seed, setup) for scheme in RECSYS_SCHEMES for seed in seeds]
+    pool_jobs = [(scheme, pool, seed, setup) for scheme in POOL_SCHEMES for pool in setup.pools for seed in seeds]
+    compare_jobs, recsys_jobs, pool_jobs = (jobs if name in args.tables else []
+                                            for name, jobs in zip(TABLES, (compare_jobs, recsys_jobs, pool_jobs)))
     start = time.perf_counter()
     if args.workers > 1:
         with multiprocessing.get_context("fork").Pool(args.workers) as workers:
             compared = workers.map(compare_run, compare_jobs, chunksize=1)
+            recsys = workers.map(recsys_run, recsys_jobs, chunksize=1)
             pooled = workers.map(pool_run, pool_jobs, chunksize=1)
     else:
-        compared, pooled = list(map(compare_run, compare_jobs)), list(map(pool_run, pool_jobs))
-    report = (f"## Bids: learned vs fixed schemes ({setup.seeds} seeds, mean ± std)\n\n{compare_table(compared)}\n\n"
-              f"## Pool scaling and dropout (relay, {setup.seeds} seeds)\n\n{pool_table(pooled)}\n")
+        compared, recsys = list(map(compare_run, compare_jobs)), list(map(recsys_run, recsys_jobs))
+        pooled = list(map(pool_run, pool_jobs))
+    sections = {"compare": f"## Bids: learned vs fixed schemes ({setup.seeds} seeds, mean ± std)\n\n{compare_table(compared)}",
+                "recsys": f"## recsys market mode ({setup.seeds} seeds)\n\n{recsys_table(recsys)}",
+                "pools": f"## Pool scaling and dropout (relay, {setup.seeds} seeds)\n\n{pool_table(pooled)}"}
+    report = "\n\n".join(sections[name] for name in TABLES if name in args.tables) + "\n"
     print(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report)
-    args.out.with_suffix(".json").write_text(json.dumps({"compare": compared, "pools": pooled}, indent=1))
+    args.out.with_suffix(".json").write_text(json.dumps({"compare": compared, "recsys": recsys, "pools": pooled}, indent=1))
     print(f"wrote {args.out} and {args.out.with_suffix('.json')} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0
 

@@ -1,5 +1,5 @@
-"""The bids comparison runs end to end at toy size and writes both tables, every scheme on both scenarios
-and every pool (numbers not asserted beyond their ranges: the README reports the full run)."""
+"""The bids comparison runs end to end at toy size and writes its three tables, every scheme on relay, blocks
+and recsys market mode, and every pool (numbers not asserted beyond their ranges: the README reports the full run)."""
 
 import json
 
@@ -8,13 +8,15 @@ import numpy as np
 from experiments import bids_compare
 
 
-def test_bids_compare_quick_writes_both_tables(tmp_path, capsys):
+def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
     out = tmp_path / "bids.md"
     assert bids_compare.main(["--quick", "--workers", "1", "--out", str(out)]) == 0
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()  # what it prints is what it writes
     for scheme in bids_compare.SCHEMES:
         assert f"| relay (target 0.9) | {scheme} |" in text and f"| blocks (target 0.5) | {scheme} |" in text
+    for scheme in bids_compare.RECSYS_SCHEMES:
+        assert sum(line.startswith(f"| {scheme} | 0.") for line in text.splitlines()) == 1  # its recsys row
     assert "| learned/value | 10 |" in text and "| holland | 10 |" in text
     runs = json.loads(out.with_suffix(".json").read_text())
     assert len(runs["compare"]) == 2 * len(bids_compare.SCHEMES) and len(runs["pools"]) == 2
@@ -22,6 +24,10 @@ def test_bids_compare_quick_writes_both_tables(tmp_path, capsys):
         assert 0 <= r["success"] <= 1 and 0 <= r["gini"] <= 1
         assert r["episodes_to_target"] is None or 16 <= r["episodes_to_target"] <= 64  # window .. episodes
         assert ("heldout" in r) == (r["scenario"] == "blocks")
+    assert [r["scheme"] for r in runs["recsys"]] == list(bids_compare.RECSYS_SCHEMES)
+    for r in runs["recsys"]:
+        assert all(0 <= r[k] <= 1 for k in ("ndcg10_initial", "ndcg10_final", "recall50_initial", "recall50_final"))
+        assert r["baseline"] in text and 0 < r["baseline_ndcg10"] < 1
     for r in runs["pools"]:
         assert 0 < r["live"] <= 10 and all(0 <= r[k] <= 1 for k in ("train_success", "eval_full", "eval_dropout"))
 
