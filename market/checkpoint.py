@@ -65,9 +65,14 @@ def decode(data: bytes):
         raise CheckpointError(f"a damaged catallax checkpoint ({type(err).__name__}: {err})") from None
 
 
+SCALARS = (type(None), bool, int, float, str)
+
+
 def _encode(x, arrays: list, path: str):
-    if x is None or type(x) in (bool, int, float, str):
+    if type(x) in SCALARS:
         return x
+    if type(x) in (list, tuple) and all(type(v) in SCALARS for v in x):  # e.g. random.getstate()'s 625 ints
+        return list(x) if type(x) is list else {TAG: "tuple", "v": list(x)}
     if type(x) is list:
         return [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(x)]
     if type(x) is dict and all(type(k) is str for k in x) and TAG not in x:

@@ -153,6 +153,12 @@ class RunStore:
             raise StoreError(f"run {self.run_id}: another process took it over (this one looked dead to it); "
                              "this process writes no more")
 
+    def _put_checkpoint(self, s: Session, state: bytes, episodes_done: int, transfers: int) -> None:
+        """Replace the run's checkpoint: a Core delete and insert (the ORM's merge would SELECT it first)."""
+        s.execute(delete(Checkpoint).where(Checkpoint.run_id == self.run_id))
+        s.execute(insert(Checkpoint).values(run_id=self.run_id, episodes_done=episodes_done, transfers=transfers,
+                                            state=state))
+
     def write_round(self, log, checkpoint: bytes | None = None, episodes_done: int = 0) -> None:
         """Persist a :class:`market.model.RoundLog` (and a checkpoint) in one transaction."""
         t = log.transfers
@@ -174,8 +180,7 @@ class RunStore:
                 if log.deaths:  # ORM bulk update by primary key: one executemany
                     s.execute(update(Agent), [dict(run_id=self.run_id, **d) for d in log.deaths])
                 if checkpoint is not None:
-                    s.merge(Checkpoint(run_id=self.run_id, episodes_done=episodes_done, transfers=end,
-                                       state=checkpoint))
+                    self._put_checkpoint(s, checkpoint, episodes_done, end)
                 _fault_hang_in_write(self._writes)
                 s.commit()
 
@@ -213,7 +218,7 @@ class RunStore:
         def write():
             with Session(self.engine) as s:
                 self._renew(s)
-                s.merge(Checkpoint(run_id=self.run_id, episodes_done=episodes_done, transfers=self._seq, state=state))
+                self._put_checkpoint(s, state, episodes_done, self._seq)
                 s.commit()
 
         retrying(write)
