@@ -10,11 +10,12 @@ The peer is ``mesa.examples.basic.boltzmann_wealth_model.BoltzmannWealth``, exac
 ships it: one ``MoneyAgent`` per agent on an ``OrthogonalMooreGrid`` (not a torus), each step
 ``agents.shuffle_do("step")`` (move to a random neighbouring cell, then give one unit to a
 random cellmate if wealth > 0) and ``datacollector.collect`` (Gini + every agent's wealth).
-Ours is ``scenarios.boltzmann.BoltzmannModel``: the same rules and random-order schedule, its
-turns one compiled pass (numba), every gift a transfer on the integer ledger (sha256-hashed
-log), and its DataCollector recording the Gini each step. The *limit* (:class:`Lean`) is the
-same model as the leanest kernel we can write: one compiled function per step on plain arrays,
-its own inline generator, no ledger, no Mesa, no Python per step beyond the call.
+Ours is ``scenarios.boltzmann.BoltzmannModel``: the same rules and random-order schedule from one
+draw of the step's uniforms, then one compiled call (numba: shuffle, moves, turns and the Gini),
+every gift a transfer on the integer ledger (sha256-hashed log), and its DataCollector recording
+the Gini each step. The *limit* (:class:`Lean`) is the same model as the leanest kernel we can
+write: one compiled function per step on plain arrays, its own inline generator, no ledger, no
+Mesa, no Python per step beyond the call.
 
 Same distribution (the Gini check). Both models run N = 100 agents on Mesa's default
 10 x 10 grid for T steps from S independent seeds each. At steps 1, 2, 5, 10, 20, 50, 100
@@ -81,6 +82,7 @@ class SynchronousShortcut(BoltzmannModel):
         self.ledger.transfer(self.rows[givers], self.rows[mates], self.gift, Reason.GIFT, self.episodes_done, 0)
         self.cell, self.episodes_done = new, self.episodes_done + 1
         self.ledger.flush()
+        self.last_gini = self.gini()  # what the reporter reads (ours has play compute it)
         self.datacollector.collect(self)
 
 

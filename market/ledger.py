@@ -59,7 +59,7 @@ class Ledger:
 
     def __init__(self, population):
         self.pop = population
-        self._pending: list[tuple] = []  # per transfer() call: its column arrays and its step, packed at flush()
+        self._pending: list[tuple] = []  # per transfer() call: its columns (or scalars) and its step, packed at flush()
         self._sha = hashlib.sha256()
         self.count = 0
 
@@ -69,22 +69,31 @@ class Ledger:
         Any of ``src``, ``dst``, ``amount``, ``reason``, ``episode`` may be a scalar (e.g. the
         house row) and broadcasts against the others, so one call can carry a whole step's
         payments of several kinds; zero amounts are dropped (they move nothing and would only
-        bloat the log).
+        bloat the log). A scalar ``amount``, ``reason`` or ``episode`` stays one until
+        :meth:`pending` writes the rows (broadcasting it here costs more than the call's checks).
         """
         try:
             amount = np.asarray(amount)
             if amount.dtype.kind not in "iub":  # a float amount would be truncated (or wrap) by the cast
                 raise LedgerError(f"transfer amount of dtype {amount.dtype}: amounts are integer micro-credits")
-            src, dst, amount, reason, episode = as_columns(
+            src, dst, amount, reason, episode = (
                 np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
                 amount.astype(np.int64, casting="safe", copy=False), np.asarray(reason, dtype=np.int16),
                 np.asarray(episode, dtype=np.int64))
         except (OverflowError, TypeError) as err:  # a Python int past int64, a uint64 beyond it
             raise LedgerError(f"transfer amount not an int64: {err}") from None
-        keep = amount != 0
-        if not keep.all():
-            src, dst, amount, reason, episode = src[keep], dst[keep], amount[keep], reason[keep], episode[keep]
-        if amount.size == 0:
+        shape = np.broadcast(src, dst, amount, reason, episode).shape
+        src, dst = column(src, shape), column(dst, shape)
+        amount, reason, episode = (a if a.ndim == 0 else column(a, shape) for a in (amount, reason, episode))
+        if amount.ndim == 0:
+            if amount == 0:
+                return
+        else:
+            keep = amount != 0
+            if not keep.all():
+                src, dst = src[keep], dst[keep]
+                amount, reason, episode = (a[keep] if a.ndim else a for a in (amount, reason, episode))
+        if src.size == 0:
             return
         if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")
@@ -95,13 +104,13 @@ class Ledger:
             raise LedgerError("transfer touches a dead account")
         # int64 cannot overflow when n amounts and the largest |balance| stay below 2^62 (every call of an
         # ordinary run); otherwise each touched balance is computed exactly in Python ints first
-        if float(amount.max()) * amount.size + max(float(wealth.max()), -float(wealth.min())) >= _SAFE:
-            self._check_exact(src, dst, amount)
+        if float(amount.max()) * src.size + max(float(wealth.max()), -float(wealth.min())) >= _SAFE:
+            self._check_exact(src, dst, np.broadcast_to(amount, src.shape))
         np.subtract.at(wealth, src, amount)  # .at: a row may appear several times
         np.add.at(wealth, dst, amount)
         ids = self.pop.ids
         self._pending.append((ids[src], ids[dst], amount, reason, episode, step))
-        self.count += amount.size
+        self.count += src.size
 
     def _check_exact(self, src, dst, amount) -> None:
         """Refuse, before anything moves, a transfer after which some balance would be past MAX_MICRO."""
@@ -120,16 +129,17 @@ class Ledger:
         rows = np.empty(sum(sizes), dtype=TRANSFER_DTYPE)
         if self._pending:
             *arrays, steps = zip(*self._pending)
-            for name, column in zip(TRANSFER_DTYPE.names, arrays):
-                rows[name] = np.concatenate(column)
-            rows["step"] = np.repeat(steps, sizes)  # one step per call: expanded here, not on the hot path
+            for name, parts in zip(TRANSFER_DTYPE.names, arrays):  # scalars expanded here, not on the hot path
+                rows[name] = parts[0] if len(parts) == 1 else np.concatenate(
+                    [c if c.ndim else np.repeat(c, size) for c, size in zip(parts, sizes)])
+            rows["step"] = np.repeat(steps, sizes)  # one step per call
         return rows
 
     def flush(self) -> np.ndarray:
         """Return the transfers since the last flush (in order) and fold them into the hash."""
         rows = self.pending()
         self._pending.clear()
-        self._sha.update(rows.tobytes())
+        self._sha.update(rows)  # its bytes, as tobytes() would give them, without the copy
         return rows
 
     def restore(self, transfers: np.ndarray) -> None:
@@ -148,7 +158,12 @@ def as_columns(*arrays: np.ndarray) -> list[np.ndarray]:
     """``arrays`` broadcast to one shape and flattened: those already 1-D of that shape pass as they are
     (``np.broadcast_arrays`` costs more than a small transfer's own work)."""
     shape = np.broadcast(*arrays).shape
-    return [a if a.shape == shape and a.ndim == 1 else np.broadcast_to(a, shape).ravel() for a in arrays]
+    return [column(a, shape) for a in arrays]
+
+
+def column(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``a`` broadcast to ``shape`` and flattened; already 1-D of that shape, as it is."""
+    return a if a.shape == shape and a.ndim == 1 else np.broadcast_to(a, shape).ravel()
 
 
 def replay(transfers: np.ndarray) -> dict[int, int]:

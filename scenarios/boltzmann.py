@@ -12,12 +12,14 @@ unit while the distribution spreads out: a few agents get rich, about half
 hold nothing (Gini about 0.65 at N = 100 on 10 x 10).
 
 Here the random-order schedule is replayed exactly (same distribution, other
-random numbers): the step draws the order and every agent's two uniforms as
-arrays, then :func:`play` runs the turns one by one, since a turn depends on
-the ones before it (an agent can give only if it had a unit at its turn: one it
-started with, or one an earlier agent gave it). That loop is compiled with
-numba, one pass over the agents with no per-agent objects. It only decides the
-gifts, on a scratch copy of the balances; every unit moves through
+random numbers): each step draws all its uniforms in one call, then :func:`play`
+shuffles the turns from them and runs the turns one by one, since a turn depends
+on the ones before it (an agent can give only if it had a unit at its turn: one
+it started with, or one an earlier agent gave it). That is one compiled (numba)
+call per step, a few passes over flat arrays with no per-agent objects, sized to
+stay in cache (int32 indices; a byte per cell for the neighbourhood). It only
+decides the gifts, on scratch balances, and returns the Gini they leave, which
+the DataCollector's reporter reads; every unit moves through
 :class:`market.ledger.Ledger`: the house funds each agent's first unit, and
 each step's gifts are one vectorized transfer, in activation order.
 
@@ -90,65 +92,89 @@ def moore_table(width: int, height: int, torus: bool) -> tuple[np.ndarray, np.nd
     return table, count
 
 
-@numba.njit(cache=True)
-def play(order, old, r, u, neighbours, degree, wealth, gift):
-    """One step of Mesa's schedule, agent by agent -> (new cells [N], givers, receivers: in activation order).
+def moore_kinds(table: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`moore_table` as offsets -> (each cell's kind [cells], each kind's offsets [kinds, 8], count [kinds]).
 
-    Agent j (``order`` lists them by turn) moves to neighbour ``r[j] * degree`` of its cell, then, if it
-    holds a unit (``wealth``: a scratch copy, micro-credits), gives one to cellmate ``u[j] * count``. Its
-    cellmates, in turn order, are the agents earlier in the order that moved into its new cell (each
-    cell's *arrivals*, appended as they come) and the later ones that have not moved yet and still sit
-    there (each cell's first occupants in turn order, the *stayers*, of which those gone are a prefix):
-    one pass over the agents, no search.
+    Cells whose neighbours lie at the same offsets share a kind (the interior, each edge, each corner: at
+    most 9), so ``c + offsets[kind[c], m]`` is ``table[c, m]``: the step's random lookups read one byte per
+    cell instead of a 64-byte table row, which would mostly be cache misses once other work has run.
     """
-    n, cells = order.size, degree.size
-    new = np.empty(n, np.int64)
-    stay_from, arrive_from = np.zeros(cells + 1, np.int64), np.zeros(cells + 1, np.int64)
-    for j in range(n):
-        new[j] = neighbours[old[j], int(r[j] * degree[old[j]])]
-        stay_from[old[j] + 1] += 1
-        arrive_from[new[j] + 1] += 1
-    stayed, came = 0, 0
-    for c in range(1, cells + 1):  # counts -> where each cell's run starts (running sums kept in registers)
-        stayed, came = stayed + stay_from[c], came + arrive_from[c]
-        stay_from[c], arrive_from[c] = stayed, came
-    stayers, arrivals = np.empty(n, np.int64), np.empty(n, np.int64)
-    gone, arrived = stay_from[:-1].copy(), arrive_from[:-1].copy()  # per cell: next stayer to leave, next arrival
-    for j in order:
-        stayers[gone[old[j]]] = j
-        gone[old[j]] += 1
-    gone[:] = stay_from[:-1]
-    givers, receivers, k = np.empty(n, np.int64), np.empty(n, np.int64), 0
-    for j in order:
-        gone[old[j]] += 1  # j leaves its cell
-        c = new[j]
-        earlier = arrived[c] - arrive_from[c]
-        mates = earlier + stay_from[c + 1] - gone[c]
-        if mates > 0 and wealth[j] >= gift:
-            pick = int(u[j] * mates)
-            mate = arrivals[arrive_from[c] + pick] if pick < earlier else stayers[gone[c] + pick - earlier]
-            wealth[j] -= gift
-            wealth[mate] += gift
-            givers[k], receivers[k] = j, mate
-            k += 1
-        arrivals[arrived[c]] = j  # j arrives
-        arrived[c] += 1
-    return new, givers[:k], receivers[:k]
+    offsets = np.where(table >= 0, table - np.arange(count.size)[:, None], 0)
+    rows, kind = np.unique(np.column_stack([offsets, count]), axis=0, return_inverse=True)
+    return kind.astype(np.uint8), rows[:, :8].astype(np.int32), rows[:, 8].astype(np.int32)
 
 
-def gini_of_units(units: np.ndarray) -> float:
+@numba.njit(cache=True)
+def gini_of_units(units):
     """:func:`market.gini` of whole-unit balances by counting instead of sorting (O(N + max units)).
 
     The sorted balances are runs of equal values, so the numerator sum((2i - n - 1) v_i) is exact in
     integers; both it and the denominator are exact in float64 below 2^53, so the quotient is the same
     float as market.gini's wherever that one's sums are exact too (scaling by the unit cancels).
     """
-    n, total = units.size, int(units.sum())
-    if total == 0:
-        return 0.0
-    count = np.bincount(units)
-    before = np.cumsum(count) - count  # balances ranked below each value
-    return float(int((np.arange(count.size) * count * (2 * before + count - n)).sum()) / (n * total))
+    n, count = units.size, np.bincount(units)
+    numerator, below, total = 0, 0, 0
+    for value in range(count.size):
+        numerator += value * count[value] * (2 * below + count[value] - n)
+        below += count[value]
+        total += value * count[value]
+    return numerator / (n * total) if total else 0.0
+
+
+@numba.njit(cache=True)
+def play(u, cell, held, kind, offsets, degree):
+    """One step of Mesa's schedule from its 2N - 1 uniforms ``u`` -> (givers, receivers: rows, in activation
+    order; the Gini of the balances after the gifts). ``cell`` is moved in place; ``held`` (each agent's
+    whole units) is only read.
+
+    ``u[:N - 1]`` shuffle the turns (Fisher-Yates: agent a acts ``turn[a]``-th). At its turn an agent
+    moves to neighbour ``floor(u * degree)`` of its cell; the fraction left over is again uniform on [0, 1)
+    and independent of the move, so it then picks the cellmate the agent gives a unit to, if it holds one
+    (``units``: ``held`` by turn, a scratch copy). The cellmates are the agents in its new cell at that
+    moment: those that were there at the start of the step and have not moved yet, then those that moved
+    in, each in turn order. Each cell keeps them as one window of ``slots`` (turn indices, a segment per cell
+    sized for its stayers and its arrivals): leaving advances the window's start, arriving appends at its
+    end. The moves are made agent by agent and stored by turn, so both loops read their arrays in order.
+    """
+    n, cells = cell.size, kind.size
+    turn = np.arange(n, dtype=np.int32)
+    for i in range(n - 1, 0, -1):
+        k = int(u[i - 1] * (i + 1))
+        turn[i], turn[k] = turn[k], turn[i]
+    turn_u = u[n - 1:]
+    order, old, new = np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32)
+    units = np.empty(n, np.int64)
+    start = np.zeros(cells + 1, np.int32)  # cell c's segment size (at c + 1), then where it starts
+    for a in range(n):  # every move
+        p, c = turn[a], cell[a]
+        x = turn_u[p] * degree[kind[c]]
+        m = int(x)
+        turn_u[p] = x - m
+        to = c + offsets[kind[c], m]
+        cell[a], order[p], old[p], new[p], units[p] = to, a, c, to, held[a]
+        start[c + 1] += 1
+        start[to + 1] += 1
+    for c in range(cells):
+        start[c + 1] += start[c]
+    end = start[:-1].copy()  # per cell: its window is slots[start[c]:end[c]]
+    slots = np.empty(2 * n, np.int32)
+    for p in range(n):  # the stayers, in turn order
+        slots[end[old[p]]] = p
+        end[old[p]] += 1
+    givers, receivers, k = np.empty(n, np.int64), np.empty(n, np.int64), 0
+    for p in range(n):  # the turns
+        start[old[p]] += 1  # leaves its cell (it is the first stayer left there)
+        c = new[p]
+        mates = end[c] - start[c]
+        if mates > 0 and units[p] > 0:
+            q = slots[start[c] + int(turn_u[p] * mates)]
+            units[p] -= 1
+            units[q] += 1
+            givers[k], receivers[k] = order[p] + 1, order[q] + 1  # agent i is row i + 1
+            k += 1
+        slots[end[c]] = p  # arrives
+        end[c] += 1
+    return givers[:k], receivers[:k], gini_of_units(units)
 
 
 class BoltzmannModel(LazyTraders, mesa.Model, Economy):
@@ -159,6 +185,7 @@ class BoltzmannModel(LazyTraders, mesa.Model, Economy):
         self.cfg = cfg
         self.width, self.height = grid_shape(cfg)
         self.neighbours, self.degree = moore_table(self.width, self.height, cfg.torus)
+        self.kinds = moore_kinds(self.neighbours, self.degree)  # the same neighbourhood, as play reads it
         self.gift = to_micro(cfg.unit)
         n = cfg.agents
         self.population = pop = Population(capacity=n + 1)
@@ -166,12 +193,14 @@ class BoltzmannModel(LazyTraders, mesa.Model, Economy):
         self.rows = pop.allocate(n)  # rows 1..N; nobody is born or dies later
         pop.ids[self.rows] = self.rows
         pop.alive[self.rows] = True
-        self.cell = self.rng.integers(self.width * self.height, size=n)  # uniform, as random.choices over cells
+        self.cell = self.rng.integers(self.width * self.height, size=n, dtype=np.int32)  # uniform, as Mesa's
+        self._uniforms = np.empty(2 * n - 1)  # a step's draws (play's), refilled in place
         self.ledger.transfer(HOUSE_ROW, self.rows, cfg.initial_units * self.gift, Reason.FUND, 0, -1)
         self.episodes_done = 0  # steps taken (the runner's unit of progress)
         self.last_round: RoundLog | None = None
         self._births = [{"agent_id": int(r), "parent_id": -1, "born_episode": 0, "skill": None} for r in self.rows]
-        self.datacollector = mesa.DataCollector(model_reporters={"Gini": lambda m: m.gini()})
+        self.last_gini = self.gini()  # the Gini after the last step (play returns it)
+        self.datacollector = mesa.DataCollector(model_reporters={"Gini": lambda m: m.last_gini})
         self.datacollector.collect(self)
 
     @property
@@ -179,17 +208,18 @@ class BoltzmannModel(LazyTraders, mesa.Model, Economy):
         """[N] balances in micro-credits (a view of the population's wealth column)."""
         return self.population.wealth[1 : self.rows.size + 1]
 
+    def units(self) -> np.ndarray:
+        """[N] balances in whole units (each is a whole number of them: funding and gifts move whole units)."""
+        return self.wealth // self.gift
+
     def gini(self) -> float:
-        return gini_of_units(self.wealth // self.gift)
+        return gini_of_units(self.units())
 
     def step(self) -> None:
         """One step of every agent, in a random order: move, then maybe give one unit to a cellmate."""
-        n, rng = self.rows.size, self.rng
-        order = rng.permutation(n)  # activation order, as AgentSet.shuffle_do
-        new, givers, receivers = play(order, self.cell, rng.random(n), rng.random(n), self.neighbours, self.degree,
-                                      self.wealth.copy(), self.gift)
-        self.ledger.transfer(self.rows[givers], self.rows[receivers], self.gift, Reason.GIFT, self.episodes_done, 0)
-        self.cell = new
+        givers, receivers, self.last_gini = play(self.rng.random(out=self._uniforms), self.cell, self.units(),
+                                                 *self.kinds)
+        self.ledger.transfer(givers, receivers, self.gift, Reason.GIFT, self.episodes_done, 0)
         self.episodes_done += 1
         self.last_round = RoundLog(self.ledger.flush(), [], self._births, [])
         self._births = []
@@ -203,11 +233,12 @@ class BoltzmannModel(LazyTraders, mesa.Model, Economy):
 
     def load_state_dict(self, state: dict) -> None:
         self.population.load_state_dict(state["population"])
-        self.cell = state["cell"].copy()
+        self.cell = state["cell"].astype(np.int32)
         self.rng.bit_generator.state = state["rng"]
         self.random.setstate(state["random"])
         self.episodes_done, self.steps = state["episodes_done"], state["steps"]
         self.datacollector.model_vars["Gini"] = list(state["gini"])
+        self.last_gini = self.gini()
         self._births = []
 
 
@@ -229,7 +260,7 @@ def make_model(exp) -> BoltzmannModel:
 
 def metrics(model: BoltzmannModel, episodes: list[dict], cfg: Config) -> dict:
     """Gini now and its mean over the last 20% of steps; the share of agents with nothing; the richest's units."""
-    units = model.wealth // model.gift
+    units = model.units()
     trajectory = np.asarray(model.datacollector.model_vars["Gini"])
     tail = trajectory[len(trajectory) - max(1, (len(trajectory) - 1) // 5):]
     return {

@@ -13,7 +13,7 @@ from market.ledger import Reason
 from market.store import RunStore
 from scenarios import boltzmann
 from market import gini
-from scenarios.boltzmann import BoltzmannModel, Config, gini_of_units, moore_table
+from scenarios.boltzmann import BoltzmannModel, Config, gini_of_units, moore_kinds, moore_table
 from scenarios.cli.main import main
 from scenarios.run.config import load
 from scenarios.run.runner import build_model, resume_experiment, run_experiment
@@ -32,20 +32,43 @@ def test_moore_table_is_mesas_neighbourhood(torus):
     assert count.min() == (8 if torus else 3)
 
 
+@pytest.mark.parametrize("width, height, torus", [(5, 4, False), (5, 4, True), (2, 1, False), (2, 2, True),
+                                                  (1, 3, True), (12, 9, False)])
+def test_moore_kinds_are_the_table_as_offsets(width, height, torus):
+    table, count = moore_table(width, height, torus)
+    kind, offsets, degree = moore_kinds(table, count)
+    cells = np.arange(count.size)
+    assert (degree[kind] == count).all()
+    for m in range(8):
+        has = count > m
+        assert (cells[has] + offsets[kind[has], m] == table[has, m]).all()
+
+
 def sequential_step(model: BoltzmannModel, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Mesa's MoneyAgent.step, one agent at a time in shuffled order, drawing what the model draws."""
+    """Mesa's MoneyAgent.step, one agent at a time in shuffled order, on Mesa's cell lists, drawing what the
+    model draws: 2N - 1 uniforms, the first N - 1 for the turns (Fisher-Yates), then one per turn for the
+    move, whose leftover fraction picks the cellmate."""
     n = model.rows.size
-    order = rng.permutation(n)
-    where = model.cell.copy()
-    new = model.neighbours[where, (rng.random(n) * model.degree[where]).astype(np.int64)]
-    u = rng.random(n)
+    u = rng.random(2 * n - 1)
+    turn = list(range(n))
+    for i in range(n - 1, 0, -1):
+        k = int(u[i - 1] * (i + 1))
+        turn[i], turn[k] = turn[k], turn[i]
+    order = sorted(range(n), key=turn.__getitem__)  # agent a acts turn[a]-th
+    where = model.cell.tolist()
+    agents = {c: [] for c in range(model.degree.size)}  # cell.agents: who was there (by turn), then arrivals
+    for j in order:
+        agents[where[j]].append(j)
     wealth = (model.wealth // model.gift).tolist()
     gifts = []
-    for j in order.tolist():
-        where[j] = new[j]  # move
-        mates = [k for k in order.tolist() if k != j and where[k] == where[j]]  # cell.agents, in turn order
+    for p, j in enumerate(order):
+        x = u[n - 1 + p] * model.degree[where[j]]
+        agents[where[j]].remove(j)  # move
+        where[j] = int(model.neighbours[where[j], int(x)])
+        mates = list(agents[where[j]])
+        agents[where[j]].append(j)
         if wealth[j] > 0 and mates:  # give one unit to a random cellmate
-            other = mates[int(u[j] * len(mates))]
+            other = mates[int((x - int(x)) * len(mates))]
             wealth[j], wealth[other] = wealth[j] - 1, wealth[other] + 1
             gifts.append((j, other))
     return np.array(wealth), gifts
@@ -59,7 +82,7 @@ def sequential_step(model: BoltzmannModel, rng: np.random.Generator) -> tuple[np
     (1, 2, 1, 1, False, 7, 12),
 ])
 def test_compiled_turns_replay_mesas_schedule_on_any_grid(agents, width, height, units, torus, seed, steps):
-    """The vectorized step gives Mesa's sequential step's wealth and gifts, in order, from the same draws."""
+    """The compiled step gives Mesa's sequential step's wealth and gifts, in order, from the same draws."""
     model = BoltzmannModel(Config(agents=agents, width=width, height=height, initial_units=units, torus=torus), seed=seed)
     for _ in range(steps):
         rng = np.random.default_rng()
@@ -70,6 +93,7 @@ def test_compiled_turns_replay_mesas_schedule_on_any_grid(agents, width, height,
         log = model.last_round.transfers
         log = log[log["reason"] == Reason.GIFT]  # the first round also carries the house's funding
         assert list(zip((log["src"] - 1).tolist(), (log["dst"] - 1).tolist())) == gifts  # ids are rows 1..N
+        assert model.datacollector.model_vars["Gini"][-1] == model.gini()  # play's Gini is the ledger's balances'
 
 
 def test_gini_by_counting_is_market_gini():
