@@ -48,6 +48,7 @@ import json
 import statistics
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,11 @@ def main(argv=None) -> int:
             from benchmarks import _mesa_llm_peer as peer
         except ImportError as err:
             ap.exit(2, f"--backend openai also runs the mesa-llm peer: {err} (pip install -e '.[peer]')\n")
+        try:  # a server that is not there is one line now, not the backend's retries until its deadline
+            urllib.request.urlopen(args.base_url.rstrip("/") + "/models", timeout=10).close()
+        except OSError as err:
+            ap.exit(2, f"--base-url {args.base_url}: no OpenAI-compatible server answers ({err}); "
+                       "start one first (README: Performance, against mesa-llm)\n")
     cfg = wordmath.Config(llm=BackendConfig(backend=args.backend, base_url=args.base_url))
     backend = shared_backend(cfg.llm)  # load once, outside the timings
     market(cfg, 2)  # warm-up: first-call costs (kernels, allocator, stop masks) stay out of the figures
