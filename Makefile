@@ -29,10 +29,10 @@ run: $(STAMP)
 
 # pytest exits 5 when it collects no tests: a suite that vanished is a failure, said plainly.
 # Two workers (pytest-xdist), one per core of the 2-core budget: half the suite waits on subprocesses, servers
-# and SQLite, and the tests share nothing (temp folders, free ports) but the vllm serve of the xdist group
-# vllm_serve (loadgroup: one worker starts it once). The 15 slowest tests are listed at the end.
+# and SQLite, and the tests share nothing (temp folders, free ports; each worker starts its own vllm serve).
+# The 15 slowest tests are listed at the end.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15; rc=$$?; \
+	$(PY) -m pytest -q -n 2 --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 clean:

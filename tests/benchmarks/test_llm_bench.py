@@ -30,7 +30,6 @@ def test_llm_benchmark_replays_one_record_in_three_modes():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("vllm_serve")
 def test_llm_benchmark_against_mesa_llm_on_a_real_server(vllm_server):
     """--backend openai: the market through a real local vllm serve, and mesa-llm's own agents (its default and
     its parallel schedule) on the same server, asking at every recorded world-step what the market would ask."""
