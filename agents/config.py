@@ -102,6 +102,14 @@ class AgentsConfig:
     clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
     they read; objectives that need signals the run lacks (a critic's token logits, an oracle, executed
     effects, candidate scores) are refused at load, naming them."""
+    branches: int = Field(0, ge=0, le=16)
+    """N: learned actions on a world that can restart from an inner state (its scenario's BRANCHES: blocks).
+    A training round of market.batch = B worlds then plays M = B / (1 + N) rollouts in full and M x N more
+    from states they reached, N per full rollout (tree_opsd's tree: M = 4, N = 2 at market.batch = 12):
+    under focus the states its gain ranks highest (the critic's expected error reduction), under every other
+    objective a uniform prefix of the rollout (tree_opsd's layout). Each step is then credited with the mean
+    outcome of the rollouts below the state it led to, relative to its group (agents/learner.py
+    tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit, CREDIT_METHODS.md batch A): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,

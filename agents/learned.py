@@ -16,6 +16,10 @@ This class composes rather than subclasses: it wraps any policy (rule, blocks, .
   agents/critic.py, and the world's solver's action at each acted state for sero, World.oracle); for LLM
   agents the action is the LM's sampled completion, and a LoRA adapter of the LM is trained instead
   (agents/lm_grpo.py);
+* ``plan_branches``: with ``agents.branches`` = N, where a training round's branches start (the market then
+  restarts those worlds there, market/model.py): focus's pick of the states whose critic error a rollout
+  reduces most (``focus.plan``), else tree_opsd's uniform prefixes (``tree_opsd.layout``); the round's steps
+  are then credited by the rollouts below them (agents/learner.py ``tree_advantage``);
 * births: every row operation the market asks of the policy (resize, spawn, inherit, revise) is
   applied to the inner policy, the head rows and theta together;
 * ``learn``: one update from the round's trace (agents/learner.py);
@@ -50,9 +54,10 @@ from torch import nn
 from agents import critic
 from agents.bid_head import BidHead, NoFeatures, grow_rows, make_features
 from agents.config import AgentsConfig
-from agents.learner import Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage, pick_device, to_cpu
+from agents.learner import (Learner, autocast, bid_objective, bucket_brigade_profit, group_advantage, pick_device,
+                             to_cpu, tree_advantage)
 from agents.llm_policy import LLMPolicy
-from agents.objectives import PolicyBatch
+from agents.objectives import PolicyBatch, focus, tree_opsd
 from agents.objectives import make as make_objective
 from agents.tasks.scrl import normalise
 from market.money import MICRO
@@ -106,6 +111,34 @@ class LearnedPolicy(PolicyWrapper):
     def reads_auctions(self) -> bool:
         """The reinforce objective replays every auction of the round; value bids read only the payments."""
         return not self.value_bids or self.inner.reads_auctions
+
+    @property
+    def branches(self) -> int:
+        return self.cfg.branches if self.theta.shape[1] else 0
+
+    def plan_branches(self, obs, lengths, outcome, rng):
+        """focus: the candidate states (each full rollout's inner ones) its gain ranks, a state counted once per
+        group however many rollouts reached it; every other objective: tree_opsd's layout, uniform prefixes."""
+        N, M = self.cfg.branches, lengths.size
+        if self.objective.name != "focus":
+            source, prefix = tree_opsd.layout(lengths, rng, N)
+            return source[M:], prefix[M:]
+        t, s = np.nonzero(np.arange(len(obs))[:, None] < lengths[None, :])  # every state a full rollout acted in
+        group = s // (self.cfg.group or M)
+        _, state = np.unique(np.c_[group, obs[t, s]], axis=0, return_inverse=True)
+        state = state.reshape(-1)
+        visits = np.unique(np.c_[state, s], axis=0)  # (state, rollout) once each
+        n = np.bincount(visits[:, 0], minlength=state.max() + 1)
+        r = np.asarray(outcome, dtype=np.float64)
+        mean = np.bincount(visits[:, 0], r[visits[:, 1]], minlength=n.size) / n
+        var = np.bincount(visits[:, 0], (r[visits[:, 1]] - mean[visits[:, 0]]) ** 2, minlength=n.size) / n
+        inner = (t >= 1) | (lengths[s] == 1)  # strictly inside a rollout, as tree_opsd's prefixes
+        t, s, state = t[inner], s[inner], state[inner]
+        with torch.no_grad():
+            phi = torch.as_tensor(self.critic_features(obs[t, s]), device=self.device)
+            critic = torch.sigmoid(self.critic.state(phi).float()).cpu().numpy()
+        picks = focus.plan(critic - mean[state], var[state], n[state], self.objective.cfg.kappa, M * N, state)
+        return s[picks], t[picks]
 
     def eligible(self, obs: np.ndarray) -> np.ndarray:
         """The inner policy's wake-up; under value bids an agent that predicts a loss sits out."""
@@ -251,14 +284,14 @@ class LearnedPolicy(PolicyWrapper):
         logp = torch.log_softmax(self._logits(rows, rule_actions).float(), -1)
         chosen = logp.gather(1, actions[:, None])[:, 0]
         ref = torch.log_softmax(cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
-        solved, per_group = self._round
+        solved, groups = self._round
         signals = dict(fixed)
         if self.critic is not None:
             signals.update(token_logits=self.critic(phi, actions), value_logits=self.critic.state(phi))
         if oracle is not None:
             signals["oracle_logp"] = logp.gather(1, oracle.clamp(min=0)[:, None])[:, 0]
         batch = PolicyBatch.one_token(logp=chosen, old_logp=old_logp, advantage=advantage, outcome=solved[world],
-                                      group=world // per_group, episode=world,
+                                      group=groups[world], episode=world,
                                       entropy=-(logp.exp() * logp).sum(-1).detach(),
                                       ref_logp=ref.gather(1, actions[:, None])[:, 0], **signals)
         loss, stats = self.objective(batch)
@@ -314,7 +347,12 @@ class LearnedPolicy(PolicyWrapper):
         t, b = np.nonzero(rows >= 0)
         if t.size == 0:
             return None
-        if self.cfg.tasks == "scrl":  # sub-problems differ in difficulty: normalised among each one's rollouts
+        B = trace.path.shape[1]
+        full = np.arange(B) if trace.source is None else trace.source  # each world's full rollout
+        groups = full // (self.cfg.group or int((full == np.arange(B)).sum()))  # a branch is in its source's group
+        if trace.source is not None:  # each step judged by the rollouts below it (agents.branches)
+            advantage = tree_advantage(trace.reward.sum(axis=0), trace.source, trace.prefix, t, b, groups)
+        elif self.cfg.tasks == "scrl":  # sub-problems differ in difficulty: normalised among each one's rollouts
             advantage = normalise(model.world.task_ids, trace.reward.sum(axis=0))[b]
         else:
             advantage = group_advantage(trace.reward.sum(axis=0), self.cfg.group, normalize=True)[b]
@@ -324,7 +362,7 @@ class LearnedPolicy(PolicyWrapper):
             advantage = step_advantages(model, self.cfg.estimator(), self.cfg.group, actions, logp)[t, b]
         d = self.device
         self._round = (torch.as_tensor(trace.solved, dtype=torch.float32, device=d),
-                       self.cfg.group or trace.path.shape[1])  # each world's outcome (success); worlds per group
+                       torch.as_tensor(groups, device=d))  # each world's outcome (success) and group
         rows, rule_actions = torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d)
         obs, needs = trace.obs[t, b], self.objective.needs
         phi = torch.as_tensor(self.critic_features(obs), device=d) if self.critic is not None else None

@@ -64,6 +64,29 @@ def group_advantage(outcome: np.ndarray, group: int, normalize: bool) -> np.ndar
     return (advantages(g, EPS) if normalize else g - g.mean(axis=1, keepdims=True)).reshape(-1)
 
 
+def tree_advantage(outcome: np.ndarray, source: np.ndarray, prefix: np.ndarray, t: np.ndarray, b: np.ndarray,
+                   group: np.ndarray) -> np.ndarray:
+    """[S] advantages of the acting steps (t [S], b [S]) of a round whose worlds branch (``Trace.source``,
+    ``Trace.prefix``, [B] each; ``outcome`` [B], ``group`` [B] ids).
+
+    A step is worth the mean outcome of the rollouts below the state it led to: for step t of a full rollout,
+    the rollout and those of its branches that kept more than t of its steps (they passed through that
+    state); for a branch's own step, the branch alone. Then, as GRPO's, relative to the outcomes of the
+    step's group (its full rollouts and their branches): A = (V - mean_g) / (std_g + eps). A shared prefix
+    step is thus judged by several rollouts, and where branches of one state part ways each move is judged
+    by the rollouts it led to.
+    """
+    r = np.asarray(outcome, dtype=np.float64)
+    own = source[b] != b  # a branch's own step
+    below = (source[None, :] == b[:, None]) & (prefix[None, :] > t[:, None]) & ~own[:, None]
+    below[np.arange(b.size), b] = True
+    value = (below * r).sum(1) / below.sum(1)
+    count = np.bincount(group)
+    mean = np.bincount(group, r) / np.maximum(count, 1)
+    std = np.sqrt(np.bincount(group, (r - mean[group]) ** 2) / np.maximum(count, 1))
+    return (value - mean[group[b]]) / (std[group[b]] + EPS)
+
+
 def bucket_brigade_profit(trace) -> np.ndarray:
     """[T, B] micro-credits each step's winner made from that step, read from the round's payments.
 

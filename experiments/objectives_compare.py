@@ -2,7 +2,7 @@
 
     python -m experiments.objectives_compare --json         # every row, 12 seeds (about 5 min on 2 cores)
     python -m experiments.objectives_compare --readme       # the same run, its table as markdown
-    python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl (the test's)
+    python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl, focus+branches
     python -m experiments.objectives_compare --economy wordmath --readme   # LoRA on SmolLM2 (WORDMATH; ~20 min)
 
 The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
@@ -16,6 +16,13 @@ sampler draw the training instances (agents/tasks; scenarios/blocks: each size's
 (``agents.group = 4``: scrl normalises a reward among its sub-problem's rollouts, so it needs groups;
 all three share G so they compare with each other; ``tasks=uniform`` is their baseline). Held-out
 instances are the same for every row.
+
+The rows ``NAME+branches`` train objective NAME on trees of rollouts (``agents.branches`` = 2 at
+``market.batch`` = 12: each round plays M = 4 rollouts in full and N = 2 branches of each from states they
+reached, tree_opsd's M and N; scenarios/blocks restores the states): focus's branches start where its gain
+ranks a state highest, the others' at a uniform prefix (tree_opsd's layout), and every step is credited by the
+rollouts below it (agents/learner.py tree_advantage). Branches are episodes, so the budget is the same;
+``grpo+branches`` is their baseline (the tree's credit without another objective).
 
 Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
 the rule's probability of each move (the reference), a critic's logits of each (state, move) and state (tppo,
@@ -52,8 +59,10 @@ from agents import tasks
 from agents.objectives import NAMES
 
 SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
-ROWS = NAMES + SAMPLERS
+BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches")
+ROWS = NAMES + SAMPLERS + BRANCHED
 TASK_GROUP = 4  # agents.group of the sampler rows: market.batch = 8 is 2 tasks of 4 rollouts
+TREE = ["agents.branches=2", "market.batch=12"]  # the branched rows: 4 full rollouts a round, 2 branches of each
 UNIT = "sampled action-steps learned per second of training wall time (rule logits: one action per step, no tokens)"
 TOKENS = "completion and prompt tokens the LoRA update trained on per second of training wall time (rollouts included)"
 
@@ -83,13 +92,17 @@ about 2 minutes of 2 shared cores); held-out = the frozen market's accuracy on `
 
 
 QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
-              objectives=("grpo", "eapo", "tasks=rods", "tasks=scrl"))
+              objectives=("grpo", "eapo", "tasks=rods", "tasks=scrl", "focus+branches"))
 
 
 def overrides(name: str, setup: Setup) -> list[str]:
     """A row's --set overrides: an objective's, or grpo with the sampler of ``tasks=NAME``."""
-    sampler = [f"agents.tasks={name.removeprefix('tasks=')}", f"agents.group={TASK_GROUP}"]
-    learner = [f"agents.objective={name}"] if name in NAMES else sampler
+    if name in BRANCHED:
+        learner = [f"agents.objective={name.removesuffix('+branches')}", *TREE]
+    elif name in NAMES:
+        learner = [f"agents.objective={name}"]
+    else:
+        learner = [f"agents.tasks={name.removeprefix('tasks=')}", f"agents.group={TASK_GROUP}"]
     if setup.economy == "wordmath":  # wordmath.toml's economy; its LoRA learner's group of 4 is the shipped one
         size = [f"wordmath.heldout={setup.heldout_count}"]
     else:
@@ -189,7 +202,8 @@ def table(rows: list[dict], setup: Setup) -> str:
         head = (f"blocks (shipped economy, agents.actions = grpo), {seeds} x {setup.episodes} episodes; held-out "
                 f"success, mean over sizes {', '.join(sizes)} ({setup.heldout_count} instances each); steps/s = "
                 "sampled action-steps learned per second of training wall time; tasks=NAME: grpo with the sampler "
-                f"agents.tasks = NAME drawing the training instances, agents.group = {TASK_GROUP}")
+                f"agents.tasks = NAME drawing the training instances, agents.group = {TASK_GROUP}; NAME+branches: "
+                "NAME on trees of rollouts, agents.branches = 2, market.batch = 12 (4 full rollouts, 8 branches)")
     rate = "tokens_per_s" if wordmath else "steps_per_s"
     lines = [head, "",
              "| objective | held-out (mean ± sd) | per seed | " + "".join(f"n={n} | " for n in sizes)
@@ -213,10 +227,10 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--episodes", type=int, default=Setup.episodes)
     ap.add_argument("--objectives", default=None,
                     help="comma-separated rows to run, objectives or tasks=SAMPLER (default: all; --quick: "
-                         "grpo,eapo,tasks=rods,tasks=scrl); every name still gets a row")
+                         "grpo,eapo,tasks=rods,tasks=scrl,focus+branches); every name still gets a row")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override for every run (as catallax run --set)")
-    ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl")
+    ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl, focus+branches")
     ap.add_argument("--economy", choices=("blocks", "wordmath"), default="blocks",
                     help="blocks: rule logits (default); wordmath: LoRA on SmolLM2, small (WORDMATH)")
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')

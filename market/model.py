@@ -61,6 +61,10 @@ class Trace:
     # the auctions in full, recorded only for a policy with ``reads_auctions``:
     eligible: np.ndarray | None = None  # [T, B, N] bool: who could win each auction
     wealth: np.ndarray | None = None  # [T, N] micro-credits at the step's start (bids are capped by it)
+    # a round whose policy branches (Policy.branches): each world's full rollout (itself for a full one) and how
+    # many of its steps the world took over (0 for a full one); a branch's columns hold those steps as its own
+    source: np.ndarray | None = None  # [B]
+    prefix: np.ndarray | None = None  # [B]
 
     def failures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each row, the observation of its last action in a failed episode -> (obs [k, F], found [k])."""
@@ -155,6 +159,11 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
 
         ``settle=False`` runs the population *frozen*: the same auctions and
         actions, but no money moves (evaluation on held-out tasks).
+
+        A training round of a policy that branches (``policy.branches`` = N) plays its first M = B / (1 + N)
+        worlds in full; once they are all over, the policy picks a state of each branch's source rollout
+        (``plan_branches``), the world restores it there, and the branches play on from it, in lockstep, as
+        worlds whose first steps were the source's (:meth:`_fork`). Their money moves as any world's.
         """
         self._record_births()  # before any policy update (the construction cohort's records)
         world = world or self.world
@@ -162,9 +171,12 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         episode_ids = self.episodes_done + np.arange(B)
         worlds = np.arange(B)
         world.reset(B, self.rng)
+        N = self.policy.branches if settle and world is self.world else 0
+        M = B // (1 + N)  # full rollouts; the worlds after them wait to branch from their states
         owner = np.full(B, -1, dtype=np.int64)  # previous winner's row per world
-        path = np.full((world.horizon, B), -1, dtype=np.int64)
-        active = np.ones(B, dtype=bool)
+        path = np.full((world.horizon * (2 if N else 1), B), -1, dtype=np.int64)  # a branch may start at the horizon
+        active = worlds < M
+        snapshots, tree = [], None  # the full rollouts' states before each step; (source, prefix) once branched
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
         seen = []  # observations per step, for the trace
@@ -176,7 +188,9 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         where = np.tile(worlds, (3, 1))
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
-        for t in range(world.horizon):
+        for t in range(len(path)):
+            if N and tree is None:
+                snapshots.append(world.snapshot())
             # 1-3. eligibility, bids, the auction of each world
             obs = world.observe()
             seen.append(obs)
@@ -217,6 +231,9 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                     self.ledger.transfer(src, dst, amount, reason, episode_ids[at], t)
                     payments.add(t, at, src, dst, amount, reason)
             active &= ~done
+            if N and tree is None and not active[:M].any():
+                tree = self._fork(world, snapshots, seen, record, path, owner, steps, M)
+                active[M:] = True
             if not active.any():
                 break
 
@@ -226,12 +243,44 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             T = len(seen)
             columns = [np.stack(c) for c in zip(*record)]
             winners, prices, *auctions, rewards, dones = columns
+            extra = dict(zip(("eligible", "wealth"), auctions)) | dict(zip(("source", "prefix"), tree or ()))
             self.trace = Trace(path[:T], np.stack(seen), solved.copy(), winners, prices, rewards, dones, payments,
-                               *auctions)
+                               **extra)
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
         ]
+
+    def _fork(self, world: World, snapshots: list, seen: list, record: list, path: np.ndarray, owner: np.ndarray,
+              steps: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
+        """Start the branches, worlds M.., from the states of the full rollouts the policy picks; each takes its
+        source's first ``prefix`` steps as its own (who acted, what they saw and paid, the world's rewards), so
+        the owner it continues from is paid by its next winner and a path payment reaches the prefix's authors.
+        Returns (source [B], prefix [B]) for the trace."""
+        B = path.shape[1]
+        outcome = np.asarray(world.solved[:M], dtype=np.float64)
+        source, prefix = self.policy.plan_branches(np.stack(seen)[:, :M], steps[:M].copy(), outcome, self.rng)
+        source, prefix = np.asarray(source, dtype=np.int64), np.asarray(prefix, dtype=np.int64)
+        if source.shape != (B - M,) or prefix.shape != source.shape or ((source < 0) | (source >= M)).any() \
+                or ((prefix < 0) | (prefix >= np.maximum(steps[source], 1))).any():
+            raise ValueError(f"plan_branches: {B - M} branches of {M} rollouts need a source and a prefix below "
+                             f"its length each; got sources {source.tolist()}, prefixes {prefix.tolist()}")
+        branch = np.arange(M, B)
+        for p in np.unique(prefix):
+            world.restore(snapshots[p], source[prefix == p], branch[prefix == p])
+        per_world = [0, 1] + ([2] if self.policy.reads_auctions else []) + [-2]  # winner, price, eligible, reward
+        for k in range(int(prefix.max(initial=0))):
+            at = prefix > k
+            d, s = branch[at], source[at]
+            path[k, d] = path[k, s]
+            seen[k] = seen[k].copy()
+            seen[k][d] = seen[k][s]
+            for i in per_world:
+                record[k][i][d] = record[k][i][s]
+        latest = np.where(path[:, branch] >= 0, np.arange(len(path))[:, None], -1).max(axis=0)
+        owner[branch] = np.where(latest >= 0, path[np.maximum(latest, 0), branch], -1)
+        steps[branch] = prefix
+        return np.r_[np.arange(M), source], np.r_[np.zeros(M, dtype=np.int64), prefix]
 
     # -------------------------------------------------------------- economy
     def step(self) -> None:

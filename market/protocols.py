@@ -68,6 +68,17 @@ class World(Protocol):
         scenario declares ``ORACLE``."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle (its scenario does not declare ORACLE)")
 
+    def snapshot(self):
+        """The state of all B instances now, as an object :meth:`restore` reads back, for rounds whose learner
+        branches rollouts from inner states (``agents.branches``). Only asked of a world whose scenario
+        declares ``BRANCHES``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot branch (its scenario does not declare BRANCHES)")
+
+    def restore(self, state, src: np.ndarray, dst: np.ndarray) -> None:
+        """Instances ``dst`` take the state instances ``src`` had in ``state`` (a :meth:`snapshot`): each
+        ``dst`` then plays on from there, its step budget spent as the source's was."""
+        raise NotImplementedError(f"{type(self).__name__} cannot branch (its scenario does not declare BRANCHES)")
+
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
         """Fields of :class:`agents.credit.Trajectory` for world ``b``'s trajectory (observations [T+1, F],
         actions [T], the acting steps' indices in the round), for the credit estimators; {}: none."""
@@ -113,6 +124,17 @@ class Policy(Protocol):
     def learn(self, model) -> None:
         """Update from the round the model just ran (``model.trace``), before rent, deaths and births,
         so children inherit the updated rows."""
+
+    branches: int = 0
+    """N: how many of a training round's worlds branch from each full rollout's inner states (the first
+    B / (1 + N) worlds play in full, the rest start from states they reached: :meth:`plan_branches`); 0: none."""
+
+    def plan_branches(self, obs: np.ndarray, lengths: np.ndarray, outcome: np.ndarray,
+                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Where the round's branches start, once its M full rollouts are over: ``obs`` [T, M, F] what they
+        observed, ``lengths`` [M] their steps, ``outcome`` [M] 1.0 where each reached its goal -> (source [M x N], the
+        full rollout each branch continues; prefix [M x N], how many of its steps it keeps, below its length)."""
+        raise NotImplementedError(f"{type(self).__name__} does not branch")
 
     def revise(self, rows: np.ndarray, parents: np.ndarray, obs: np.ndarray, found: np.ndarray,
                rng: np.random.Generator) -> np.ndarray:
@@ -179,6 +201,13 @@ class PolicyWrapper(Policy):
 
     def revise(self, rows, parents, obs, found, rng):
         return self.inner.revise(rows, parents, obs, found, rng)
+
+    @property
+    def branches(self) -> int:
+        return self.inner.branches
+
+    def plan_branches(self, obs, lengths, outcome, rng):
+        return self.inner.plan_branches(obs, lengths, outcome, rng)
 
     def compute(self):
         return self.inner.compute()

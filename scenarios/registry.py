@@ -34,6 +34,9 @@ and optionally
 * ``ORACLE = True``: its world has an executable oracle for the ``sero`` objective: ``world.oracle(obs)``, the
   solver's action in each state (market.protocols.World), or for LLM agents the text task's
   ``lesson(obs_row, role)``, the correct continuation of a step;
+* ``BRANCHES = True``: its world can restart an instance from a state another one reached
+  (``world.snapshot()`` and ``world.restore(state, src, dst)``, market.protocols.World), so a learner may
+  branch rollouts from their inner states (``agents.branches``);
 * ``SKILL_LIBRARY = True``: its agents' skills are a library evolved by the ``[skills]`` section
   (skills/config.py); a scenario without one (the default) refuses a changed ``skills.*`` key. A
   model of its own evolves it itself (recsys); a ``build`` scenario's policy does, through
@@ -97,6 +100,7 @@ class Scenario:
     lm_actions: bool = False  # LEARNED_ACTIONS = "lm": the actions are an LLM's completions (LoRA GRPO)
     skill_library: bool = False
     oracle: bool = False
+    branches: bool = False
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -119,7 +123,8 @@ class Scenario:
                    tuple(getattr(module, "TASK_SIGNALS", ())), plugin,
                    tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
                    bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
-                   bool(getattr(module, "SKILL_LIBRARY", False)), bool(getattr(module, "ORACLE", False)))
+                   bool(getattr(module, "SKILL_LIBRARY", False)), bool(getattr(module, "ORACLE", False)),
+                   bool(getattr(module, "BRANCHES", False)))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy

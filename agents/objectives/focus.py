@@ -10,15 +10,16 @@ at c; minus its derivative in n is the error one more rollout from c removes::
 
     g(c) = [2 kappa^2 b_hat^2 + (n - kappa) sigma_hat^2] / (kappa + n)^3        (:func:`gain`)
 
-and the next branch starts from the candidate with the largest g (:func:`choose`). FOCUS changes
+and the next branch starts from the candidate with the largest g (:func:`plan`). FOCUS changes
 where rollouts start and what the advantage is made of, not the surrogate: its loss is grpo's on
 
     A_m = R_m - V_hat(s_m),  critic(s) = sigmoid(``value_logits`` at the step's first token),
     n(s), m(s) = the rollouts of the step's group that acted in state s (``state`` ids), their mean outcome
 
-plus critic_coef x the critic's BCE on R. The learners here cannot restart a world from an inner state,
-so no branch is chosen: the rollouts are the group's G, and :func:`choose` waits for a learner that
-can branch (tree_opsd's layout is in the same position).
+plus critic_coef x the critic's BCE on R. Where the world can restart from an inner state
+(``agents.branches``), the round's branches start from the states :func:`plan` picks among those its
+full rollouts reached (agents/learned.py), so n(s) grows where the critic is least trusted; elsewhere
+the rollouts are the group's G.
 """
 
 from __future__ import annotations
@@ -63,9 +64,16 @@ def gain(bias, var, n, kappa: float) -> np.ndarray:
     return (2 * kappa**2 * b**2 + (n - kappa) * s2) / (kappa + n) ** 3
 
 
-def choose(bias, var, n, kappa: float) -> int:
-    """The candidate state to branch from next: argmax g (the first on ties)."""
-    return int(np.argmax(gain(bias, var, n, kappa)))
+def plan(bias, var, n, kappa: float, k: int, state) -> np.ndarray:
+    """[k] the candidates to branch from, one after another: each time argmax g (the first on ties), after
+    which every candidate of the same ``state`` id counts one rollout more (its outcome still unknown: the
+    bias and variance stay). A state picked often is one whose critic error one rollout barely reduces."""
+    n, state = np.array(n, dtype=np.float64), np.asarray(state)
+    picks = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        picks[i] = np.argmax(gain(bias, var, n, kappa))
+        n[state == state[picks[i]]] += 1
+    return picks
 
 
 def rollouts_from(batch: PolicyBatch) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,6 +19,10 @@ ORACLE = True
 """BlocksWorld.oracle: Hayek's hand-written solution (SOLUTION) as the sero objective's solver; it reads
 SOLVER_FEATURES, which the run's ``blocks.features`` must include (scenarios/blocks/scenario.py validate)."""
 SOLVER_FEATURES = ("wrong1", "need_at", "need_depth")
+BRANCHES = True
+"""BlocksWorld.snapshot / restore: an instance is its arrays' rows, so a branch starts from any state a rollout reached."""
+STATE = ("stack", "height", "n", "limit", "t", "invalid", "over", "_solved")
+"""The per-instance arrays (first axis B) that are an instance's whole state."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,14 @@ class BlocksWorld(World):
             self._solver.spawn(np.arange(len(SOLUTION)), np.random.default_rng(0))
         wake = self._solver.eligible(obs)
         return np.where(wake.any(1), self._solver.rules.action[wake.argmax(1)], -1)
+
+    # --- branches (agents.branches) --------------------------------------
+    def snapshot(self) -> tuple[np.ndarray, ...]:
+        return tuple(getattr(self, name).copy() for name in STATE)
+
+    def restore(self, state: tuple[np.ndarray, ...], src: np.ndarray, dst: np.ndarray) -> None:
+        for name, saved in zip(STATE, state):
+            getattr(self, name)[dst] = saved[src]
 
     # --- dynamics --------------------------------------------------------
     def _prefix(self) -> np.ndarray:

@@ -371,6 +371,35 @@ def _skill_groups_fit(exp: Experiment) -> str | None:
                 f"learner; set them equal")
 
 
+def _branches_can_be_played(exp: Experiment) -> str | None:
+    """agents.branches restarts worlds from inner states (the scenario's BRANCHES) for learned action logits, a
+    round holding M full rollouts (whole groups) and N branches of each; the tree credits the steps itself, and a
+    task sampler would be told a branch's reward as if its task had been drawn again."""
+    agents, market = exp.agents, exp.market
+    N = agents.branches
+    if not N:
+        return None
+    scenario = get_scenario(exp.run.scenario)
+    if not scenario.branches:
+        return (f"agents.branches = {N}: scenario {exp.run.scenario!r}'s world cannot restart an instance from an "
+                f"inner state (its scenario does not declare BRANCHES)")
+    if agents.actions != "grpo" or scenario.lm_actions:
+        return f"agents.branches = {N}: branches are rollouts for learned action logits; set agents.actions = \"grpo\""
+    if agents.credit != "grpo":
+        return (f"agents.branches = {N}: the tree credits each step by the rollouts below it, in agents.credit's "
+                f"place (now {agents.credit!r}); set agents.credit = \"grpo\"")
+    if agents.tasks != "world":
+        return (f"agents.branches = {N}: a branch replays another rollout's task, which a task sampler would count "
+                f"as drawn again; set agents.tasks = \"world\" (now {agents.tasks!r})")
+    if market.batch % (1 + N):
+        return (f"agents.branches = {N}: market.batch ({market.batch}) must be a multiple of 1 + {N} (M full "
+                f"rollouts and {N} branches of each), e.g. market.batch = {4 * (1 + N)}")
+    full = market.batch // (1 + N)
+    if agents.group and full % agents.group:
+        return (f"agents.group = {agents.group}: the {full} full rollouts of a round (market.batch / (1 + "
+                f"agents.branches)) must hold whole groups")
+
+
 def _credit_shapes_learned_actions(exp: Experiment) -> str | None:
     """A credit estimator gives the action logits' advantages; without learned actions it would do nothing."""
     agents = exp.agents
@@ -454,7 +483,8 @@ CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read
           _objective_gets_its_signals,
           _scenario_has_a_skill_library,
           _device_is_there,
-          _learned_bids_clear_by_softmax, _bid_keys_are_read, _groups_divide_the_batch, _skill_groups_fit,
+          _learned_bids_clear_by_softmax, _bid_keys_are_read, _branches_can_be_played, _groups_divide_the_batch,
+          _skill_groups_fit,
           _credit_shapes_learned_actions,
           _world_feeds_the_estimator, _world_offers_the_tasks, _credit_settings_are_read, _groups_hold_two_rollouts)
 """How [run], [population], [agents], [skills] and [market] fit together, in order (the first problem is the one

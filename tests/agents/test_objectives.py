@@ -137,8 +137,12 @@ def test_eapo_token_weights_are_entropy_asymmetric():
 def test_focus_gain_blend_and_choice():
     # kappa 2: [2 x 4 x 0.25 + (2 - 2) x 0.25] / 4^3 and [0 + (4 - 2) x 0.25] / 6^3
     np.testing.assert_allclose(focus.gain([0.5, 0.0], [0.25, 0.25], [2, 4], 2.0), [2 / 64, 0.5 / 216], atol=1e-12)
-    assert focus.choose([0.5, 0.0], [0.25, 0.25], [2, 4], 2.0) == 0
-    assert focus.choose([0.0, 0.0], [0.25, 0.25], [0, 4], 2.0) == 1  # no bias: a well-sampled state's variance wins
+    assert focus.plan([0.5, 0.0], [0.25, 0.25], [2, 4], 2.0, 1, [0, 1]).tolist() == [0]
+    assert focus.plan([0.0, 0.0], [0.25, 0.25], [0, 4], 2.0, 1, [0, 1]).tolist() == [1]  # no bias: a well-sampled state's variance wins
+    # no variance, kappa 2, n = 1: g = 8 b^2 / 27 = [0.074, 0.074, 0.060]; picking candidate 0 counts a rollout for
+    # candidate 1 too (the same state 5): 8 x 0.25 / 64 = 0.031 < 0.060, so state 6 is next, then state 5 again
+    # (0.031 > 8 x 0.2025 / 64 = 0.025), its first candidate on the tie
+    assert focus.plan([0.5, 0.5, 0.45], [0, 0, 0], [1, 1, 1], 2.0, 3, [5, 5, 6]).tolist() == [0, 2, 0]
     np.testing.assert_allclose(focus.blend([0.2, 0.2], [0.8, 0.8], [2, 6], 2.0), [0.5, 0.65], atol=1e-12)
 
 

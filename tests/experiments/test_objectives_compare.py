@@ -1,4 +1,4 @@
-"""The objectives comparison at toy size (1 seed, 160 episodes, grpo, eapo and the rods and scrl samplers):
+"""The objectives comparison at toy size (1 seed, 160 episodes, grpo, eapo, the rods and scrl samplers, focus on trees):
 one row per objective and per task sampler, numbers only where a run happened, and a refusal that names
 what the world lacks (the README reports the full run)."""
 
@@ -13,13 +13,13 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
     returned = objectives_compare.main(["--quick", "--json"])
     rows = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rows"]
     assert rows == json.loads(json.dumps(returned))  # what it prints is what it returns
-    assert [r["objective"] for r in rows] == [*NAMES, "tasks=uniform", "tasks=rods", "tasks=scrl"]
+    assert [r["objective"] for r in rows] == [*NAMES, "tasks=uniform", "tasks=rods", "tasks=scrl", *objectives_compare.BRANCHED]
     by = {r["objective"]: r for r in rows}
-    for name in ("grpo", "eapo", "tasks=rods", "tasks=scrl"):
+    for name, batch in (("grpo", 8), ("eapo", 8), ("tasks=rods", 8), ("tasks=scrl", 8), ("focus+branches", 12)):
         r = by[name]
         assert r["status"] == "ran" and r["why"] is None
         assert 0 <= r["heldout"] <= 1 and r["sd"] == 0.0 and r["per_seed"] == [round(r["heldout"], 4)]
-        assert r["rounds"] == 160 // 8 and 0 < r["updates"] <= r["rounds"] and r["steps_per_s"] > 0
+        assert r["rounds"] == -(-160 // batch) and 0 < r["updates"] <= r["rounds"] and r["steps_per_s"] > 0
     refused = [r for r in rows if r["status"] == "refused"]
     assert {r["objective"] for r in refused} == {"empo", "ca_pg"}
     for r in refused:
@@ -28,7 +28,8 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
         assert r["heldout"] is None and r["sd"] is None and r["updates"] is None and r["steps_per_s"] is None
     # runnable on blocks but not asked for in --quick: a row without a number
     assert {r["objective"] for r in rows if r["status"] == "skipped"} == {"tppo", "pact", "tree_opsd", "focus", "sero",
-                                                                          "tasks=uniform"}
+                                                                          "tasks=uniform", "grpo+branches",
+                                                                          "tree_opsd+branches"}
 
 
 def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
