@@ -230,7 +230,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 if amount.size:
                     self.ledger.transfer(src, dst, amount, reason, episode_ids[at], t)
                     payments.add(t, at, src, dst, amount, reason)
-            active &= ~done
+            active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
             if N and tree is None and not active[:M].any():
                 tree = self._fork(world, snapshots, seen, record, path, owner, steps, M)
                 active[M:] = True

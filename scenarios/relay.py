@@ -122,6 +122,16 @@ class RelayWorld(World):
     def load_state_dict(self, state: dict) -> None:
         self.draw.sampler.load_state_dict(state["tasks"])
 
+    # --- branches (agents.branches) ----------------------------------------------------------
+    def snapshot(self) -> tuple[np.ndarray, ...]:
+        return self.labels.copy(), self.length.copy(), self.stage.copy()
+
+    def restore(self, state: tuple[np.ndarray, ...], src: np.ndarray, dst: np.ndarray) -> None:
+        """The clock is the market's (it ends an episode at the horizon): an item is its chain and position."""
+        self.labels = np.array(self.labels)  # reset may have broadcast one chain to every world
+        for mine, saved in zip((self.labels, self.length, self.stage), state):
+            mine[dst] = saved[src]
+
     def oracle(self, obs: np.ndarray) -> np.ndarray:
         """The solver advances the label the item shows (``stage == s -> advance_s`` solves every chain,
         relabelled or a prefix); a finished item (label K) has nothing left to do."""
@@ -159,6 +169,7 @@ def build(cfg: Config):
 
 
 ORACLE = True  # RelayWorld.oracle: the sero objective's solver
+BRANCHES = True  # RelayWorld.snapshot / restore: an item is its chain and its position along it
 TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")  # checked against agents.tasks when the config is loaded
 CREDIT_SIGNALS = ("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked", "criteria",
                   "evidence", "labels", "results", "skill")  # checked against agents.credit when the config is loaded
