@@ -58,11 +58,12 @@ class Trace:
     reward: np.ndarray  # [T, B] the world's reward (world units; 0 where inactive)
     done: np.ndarray  # [T, B] the episode ended at this step
     payments: Payments  # the round's in-episode payments, by row, world and step (market/brigade.py)
+    live: np.ndarray | None = None  # [T, B] the world was in play at the step (it had not ended; a branch had started)
     # the auctions in full, recorded only for a policy with ``reads_auctions``:
     eligible: np.ndarray | None = None  # [T, B, N] bool: who could win each auction
     wealth: np.ndarray | None = None  # [T, N] micro-credits at the step's start (bids are capped by it)
     # a round whose policy branches (Policy.branches): each world's full rollout (itself for a full one) and how
-    # many of its steps the world took over (0 for a full one); a branch's columns hold those steps as its own
+    # many of its steps the world took over (0 for a full one: a branch's own steps start once the full ones ended)
     source: np.ndarray | None = None  # [B]
     prefix: np.ndarray | None = None  # [B]
 
@@ -162,8 +163,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
 
         A training round of a policy that branches (``policy.branches`` = N) plays its first M = B / (1 + N)
         worlds in full; once they are all over, the policy picks a state of each branch's source rollout
-        (``plan_branches``), the world restores it there, and the branches play on from it, in lockstep, as
-        worlds whose first steps were the source's (:meth:`_fork`). Their money moves as any world's.
+        (``plan_branches``), the world restores it there, and the branches play on from it, in lockstep
+        (:meth:`_fork`). Their money moves as any world's.
         """
         self._record_births()  # before any policy update (the construction cohort's records)
         world = world or self.world
@@ -179,7 +180,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         snapshots, tree = [], None  # the full rollouts' states before each step; (source, prefix) once branched
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
-        seen = []  # observations per step, for the trace
+        seen, live = [], []  # observations per step and which worlds were in play, for the trace
         record = []  # per step: winner, price, reward, done (and the auctions in full for a policy that reads them)
         payments = Payments()
         # a step's payments as [3, B] grids, in the ledger's order: bids, fees, step rewards (then terminal rewards)
@@ -194,6 +195,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             # 1-3. eligibility, bids, the auction of each world
             obs = world.observe()
             seen.append(obs)
+            live.append(active.copy())
             eligible = self.policy.eligible(obs) & traders[None, :] & active[:, None]
             bids = self.current_bids(obs)
             winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
@@ -232,7 +234,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                     payments.add(t, at, src, dst, amount, reason)
             active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
             if N and tree is None and not active[:M].any():
-                tree = self._fork(world, snapshots, seen, record, path, owner, steps, M)
+                tree = self._fork(world, snapshots, seen, path, owner, steps, M)
                 active[M:] = True
             if not active.any():
                 break
@@ -245,19 +247,20 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             winners, prices, *auctions, rewards, dones = columns
             extra = dict(zip(("eligible", "wealth"), auctions)) | dict(zip(("source", "prefix"), tree or ()))
             self.trace = Trace(path[:T], np.stack(seen), solved.copy(), winners, prices, rewards, dones, payments,
-                               **extra)
+                               np.stack(live), **extra)
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
         ]
 
-    def _fork(self, world: World, snapshots: list, seen: list, record: list, path: np.ndarray, owner: np.ndarray,
+    def _fork(self, world: World, snapshots: list, seen: list, path: np.ndarray, owner: np.ndarray,
               steps: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
-        """Start the branches, worlds M.., from the states of the full rollouts the policy picks; each takes its
-        source's first ``prefix`` steps as its own (who acted, what they saw and paid, the world's rewards), so
-        the owner it continues from is paid by its next winner and a path payment reaches the prefix's authors.
-        Returns (source [B], prefix [B]) for the trace."""
-        B = path.shape[1]
+        """Start the branches, worlds M.., from the states of the full rollouts the policy picks. A branch takes
+        over the world as its source held it then: its next winner pays the owner of that moment (bucket
+        brigade), and the steps already taken count against its horizon. Its own steps, payments and trace
+        columns start now; what its source did before was paid in the source's world. Returns (source [B],
+        prefix [B]) for the trace."""
+        B, T = path.shape[1], len(seen)
         outcome = np.asarray(world.solved[:M], dtype=np.float64)
         source, prefix = self.policy.plan_branches(np.stack(seen)[:, :M], steps[:M].copy(), outcome, self.rng)
         source, prefix = np.asarray(source, dtype=np.int64), np.asarray(prefix, dtype=np.int64)
@@ -268,17 +271,9 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         branch = np.arange(M, B)
         for p in np.unique(prefix):
             world.restore(snapshots[p], source[prefix == p], branch[prefix == p])
-        per_world = [0, 1] + ([2] if self.policy.reads_auctions else []) + [-2]  # winner, price, eligible, reward
-        for k in range(int(prefix.max(initial=0))):
-            at = prefix > k
-            d, s = branch[at], source[at]
-            path[k, d] = path[k, s]
-            seen[k] = seen[k].copy()
-            seen[k][d] = seen[k][s]
-            for i in per_world:
-                record[k][i][d] = record[k][i][s]
-        latest = np.where(path[:, branch] >= 0, np.arange(len(path))[:, None], -1).max(axis=0)
-        owner[branch] = np.where(latest >= 0, path[np.maximum(latest, 0), branch], -1)
+        before = (path[:T, source] >= 0) & (np.arange(T)[:, None] < prefix)  # the source's actions in its prefix
+        last = np.where(before, np.arange(T)[:, None], -1).max(axis=0, initial=-1)
+        owner[branch] = np.where(last >= 0, path[np.maximum(last, 0), source], -1)
         steps[branch] = prefix
         return np.r_[np.arange(M), source], np.r_[np.zeros(M, dtype=np.int64), prefix]
 

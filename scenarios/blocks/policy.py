@@ -65,9 +65,8 @@ class BlocksPolicy(RulePolicy):
         offered = np.zeros((T * B, len(MOVES)), dtype=bool)
         state, row = np.nonzero(self.eligible(obs) & traders[None, :])
         offered[state, self.rules.action[row]] = True
-        live = np.cumsum(trace.done, axis=0) - trace.done == 0  # [T, B] the episode had not ended before
         gap = legal_moves(obs) & ~offered
-        pick = (live & ~trace.solved[None, :]).reshape(-1) & gap.any(axis=1)
+        pick = (trace.live & ~trace.solved[None, :]).reshape(-1) & gap.any(axis=1)  # states of the episodes in play
         self.gaps = np.concatenate([self.gaps, obs[pick]])[-MEMORY:]
         self.gap_moves = np.concatenate([self.gap_moves, gap[pick]])[-MEMORY:]
 

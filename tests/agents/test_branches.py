@@ -67,8 +67,8 @@ def test_a_branching_round_restarts_worlds_inside_their_sources_and_pays_as_any(
         for d in range(M, B):
             s, p = trace.source[d], trace.prefix[d]
             assert 1 <= p < lengths[s] or p == 0 == lengths[s] - 1
-            assert np.array_equal(trace.path[:p, d], trace.path[:p, s])  # the prefix is the branch's history
-            assert (trace.path[p:fork, d] == -1).all()  # then it waits for the full rollouts to end
+            assert (trace.path[:fork, d] == -1).all() and not trace.live[:fork, d].any()  # it waits for the full
+            assert trace.live[fork, d] and trace.live[:fork, s].any()  # rollouts to end (its prefix was paid in its source's world)
             assert np.array_equal(trace.obs[fork, d], trace.obs[p, s])  # and starts where its source was
             assert p < lengths[d] <= model.world.horizon  # the prefix's steps count against the horizon
     assert model.population.wealth.sum() == 0  # every transfer has a payer: the books still balance
