@@ -67,7 +67,7 @@ class AgentsConfig:
     # --- the learner (agents/learner.py) ----------------------------------------------------------
     lr: float = Field(0.05, gt=0)
     """Adam step size of the reinforce bid head and of the action logits (value heads take exact
-    normalised steps, see value_rate)."""
+    normalised steps, see value_rate), and of recsys's learned recall under objective = ca_pg."""
     advantage: Literal["global", "local"] = "global"
     """Bid advantage. global: the episode's outcome minus the mean of its group of G rollouts;
     local: the winner's bucket-brigade profit on that step (credits received - price - fee + reward)."""
@@ -100,8 +100,9 @@ class AgentsConfig:
     objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg"] = "grpo"
     """The policy update of learned action logits (agents/objectives, CREDIT_METHODS.md batch B): grpo (the
     clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
-    they read; objectives that need signals the run lacks (a critic's token logits, an oracle, executed
-    effects, candidate scores) are refused at load, naming them."""
+    they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
+    objective recsys takes; objectives that need signals the run lacks (a critic's token logits, an oracle,
+    executed effects, candidate scores) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)
     """N: learned actions on a world that can restart from an inner state (its scenario's BRANCHES: blocks).
     A training round of market.batch = B worlds then plays M = B / (1 + N) rollouts in full and M x N more

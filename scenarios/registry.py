@@ -34,6 +34,8 @@ and optionally
 * ``ORACLE = True``: its world has an executable oracle for the ``sero`` objective: ``world.oracle(obs)``, the
   solver's action in each state (market.protocols.World), or for LLM agents the text task's
   ``lesson(obs_row, role)``, the correct continuation of a step;
+* ``OBJECTIVE_SIGNALS``: what a learner of its own (not action logits) gives ``agents.objective`` (recsys: its
+  learned recall's item scores, for ``ca_pg``); an objective reading none of them is refused there;
 * ``BRANCHES = True``: its world can restart an instance from a state another one reached
   (``world.snapshot()`` and ``world.restore(state, src, dst)``, market.protocols.World), so a learner may
   branch rollouts from their inner states (``agents.branches``);
@@ -101,6 +103,7 @@ class Scenario:
     skill_library: bool = False
     oracle: bool = False
     branches: bool = False
+    objective_signals: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -124,7 +127,7 @@ class Scenario:
                    tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
                    bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
                    bool(getattr(module, "SKILL_LIBRARY", False)), bool(getattr(module, "ORACLE", False)),
-                   bool(getattr(module, "BRANCHES", False)))
+                   bool(getattr(module, "BRANCHES", False)), tuple(getattr(module, "OBJECTIVE_SIGNALS", ())))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy

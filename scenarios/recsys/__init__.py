@@ -37,12 +37,16 @@ __all__ = ["Config", "make_model", "metrics", "validate"]
 BID_FEATURES = ("numeric", "agent")
 """Market mode's learned bids: from the request's stage (one-hot) or per agent; team mode has no auction."""
 LEARNED_ACTIONS = False  # an agent's "action" is the skills it holds: edited by credit, not by action logits
+OBJECTIVE_SIGNALS = ("item_logits", "target", "list_len")
+"""What its own learner gives an agents.objective: the learned recall source's item scores, each question's held-out
+item, the candidate count (learned_recall.py; the ca_pg objective reads them)."""
 SKILL_LIBRARY = True  # [skills] drives its arms (evolve.py), in team and market mode
 
 
 def validate(exp) -> None:
-    """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse;
-    the diagnoser is the rule one (no language model is wired to recsys's edits)."""
+    """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse (a
+    learned source only where agents.objective trains it); the diagnoser is the rule one (no language model is
+    wired to recsys's edits)."""
     cfg, G = exp.scenario, exp.skills.group
     if exp.market.bid_scheme == "learned" and cfg.mode != "market":
         raise ValueError("agents.bids = 'learned': team mode has no auction; set recsys.mode = \"market\"")
@@ -72,10 +76,15 @@ def validate(exp) -> None:
         from scenarios.recsys import rules
         from skills import SkillError
         from skills.skillmd import read_folder
+        from scenarios.recsys.learned_recall import trains_recall
         try:
             for parsed in read_folder(Path(cfg.seed_library)).values():
                 if parsed.skill.rule and parsed.skill.role in rules.ops.CATALOGUE:
-                    rules.parse(parsed.skill.rule, parsed.skill.role)
+                    for clause in rules.parse(parsed.skill.rule, parsed.skill.role):
+                        if clause.operator in rules.ops.LEARNED.get(parsed.skill.role, {}) \
+                                and not trains_recall(exp.agents.objective):
+                            raise ValueError(f"skill {parsed.skill.name!r} runs the learned source "
+                                             f"{clause.operator!r}, which only agents.objective = \"ca_pg\" trains")
         except (SkillError, ValueError, OSError) as err:
             raise ValueError(f"recsys.seed_library = {cfg.seed_library!r}: {err}") from None
 

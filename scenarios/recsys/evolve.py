@@ -71,7 +71,8 @@ class Arm:
     def evaluate(self, skills, users, seeds=None) -> np.ndarray:
         """[B] NDCG@k of a library on ``users``; cached by what the library runs (the gate's ``evaluate``)."""
         users = np.asarray(users)
-        key = (P.Compiled.of(skills).key, users.tobytes(), getattr(self._evaluate, "key", lambda: None)())
+        key = (P.Compiled.of(skills).key, users.tobytes(), getattr(self._evaluate, "key", lambda: None)(),
+               getattr(self.pipe.learned, "version", None))  # a learned recall that moved scores anew
         if key not in self._scores:
             self._scores[key] = self._evaluate(skills, users)
         return self._scores[key]

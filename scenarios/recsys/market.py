@@ -34,8 +34,8 @@ from market import MarketModel
 from market.protocols import Policy
 from market.protocols import World as MarketWorld
 from market.population import HOUSE_ROW
+from scenarios.recsys import learned_recall, seeds
 from scenarios.recsys import pipeline as P
-from scenarios.recsys import seeds
 from scenarios.recsys.data import QUESTION
 from scenarios.recsys.evolve import Arm
 from scenarios.recsys.team import arm_names, report
@@ -217,6 +217,7 @@ class RecsysMarket(MarketModel):
         population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
         model = cls(env, policy, exp.market, population, seed=exp.run.seed)
         model.world_data, model.cfg_recsys, model.skills = world, cfg, exp.skills
+        model.learned = learned_recall.for_run(exp, world)  # trained after each round (agents.objective = ca_pg)
         model.main = arm_names(exp)[0]  # the comparison arms (plant_harmful, compare) are team mode's
         model.arm_names = (model.main,)
         model.counts = {model.main: {"accepted": 0, "rejected": 0}}
@@ -224,6 +225,7 @@ class RecsysMarket(MarketModel):
 
     def __init__(self, *args, **kwargs):
         self.arms: dict[str, Arm] = {}
+        self.learned = None
         self.initial: dict | None = None
         self._marks = None
         self._arm_state = None
@@ -236,7 +238,7 @@ class RecsysMarket(MarketModel):
         truncate(library, tuple(self._marks or (0, 0)))
         fresh = not library.versions()
         if fresh:
-            seeds.seed(library, cfg.plant_harmful)
+            seeds.seed(library, cfg.plant_harmful, seeds.INITIAL + ((learned_recall.SKILL,) if self.learned else ()))
         self.fielded = FieldedTeam(self)
         agents = {r: r for r in ROLES}
         self.arms[self.main] = arm = Arm(self.skills.credit, library, self.world_data.pipeline, cfg, self.skills, agents,
@@ -274,6 +276,8 @@ class RecsysMarket(MarketModel):
         it = self.arms[self.main].learn(groups, int(self.rng.integers(2**62)), None if due else 0)
         self.counts[self.main]["accepted"] += it.accepted
         self.counts[self.main]["rejected"] += it.rejected
+        if self.learned is not None:  # the next round's recall, trained on this round's questions
+            self.learned.update(env.users)
         self._sync()
 
     # ------------------------------------------------------------ scores
@@ -293,10 +297,13 @@ class RecsysMarket(MarketModel):
     def state_dict(self) -> dict:
         return super().state_dict() | {"recsys": {"counts": self.counts, "initial": self.initial,
                                                   "marks": marks_of(self.arms[self.main].library),
-                                                  "arm": self.arms[self.main].state_dict()}}
+                                                  "arm": self.arms[self.main].state_dict(),
+                                                  "learned": None if self.learned is None else self.learned.state_dict()}}
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)
         extra = state["recsys"]
         self.counts, self.initial, self._marks, self._arm_state = (extra["counts"], extra["initial"], extra["marks"],
                                                                     extra["arm"])
+        if self.learned is not None:
+            self.learned.load_state_dict(extra["learned"])

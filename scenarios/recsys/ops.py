@@ -16,8 +16,10 @@ an LLM reads) and a numpy function over the requests the clause applies to:
 The tuned baselines (:data:`TUNED`: EASE^R, item-kNN, PureSVD, trending, next-item; scenarios/recsys/tuned.py)
 are a recall source and a rank term each, with their hyper-parameters as chosen on validation and only a
 ``weight`` here. :data:`HARM` are operators that hurt on any data by construction (the planted harmful skills
-of ``recsys.harm = "any_data"``). Edits that add a skill draw from :func:`addable`: the classic operators
-only, unless ``recsys.catalogue = "full"`` (then the tuned ones too); never :data:`HARM`.
+of ``recsys.harm = "any_data"``). :data:`LEARNED` are sources whose scores the run trains (``learned``:
+learned_recall.py, under agents.objective = ca_pg). Edits that add a skill draw from :func:`addable`: the
+classic operators only, unless ``recsys.catalogue = "full"`` (then the tuned ones too); never :data:`HARM` or
+:data:`LEARNED`.
 
 Without genre data (every item genre 0) ``genre`` and ``diversify`` do nothing: :data:`GENRE_BASED`.
 """
@@ -84,6 +86,13 @@ def recall_editorial(req, rows, p):
     out = np.zeros(score.size)
     out[keep] = score[keep]
     return np.broadcast_to(_normalised(out[None, :]), (rows.size, score.size)).copy()
+
+
+def recall_learned(req, rows, p):
+    """The run's learned recall (learned_recall.py), trained by agents.objective = ca_pg."""
+    if req.learned is None:
+        raise ValueError("the learned recall source runs only where agents.objective trains it (ca_pg)")
+    return _normalised(req.learned.scores(req.users[rows], int(p["seeds"])))
 
 
 def recall_tuned(name):
@@ -258,6 +267,11 @@ HARM = {"rank": {"contrarian": Operator({"weight": (2.0, 0.0, 16.0, False)}, "sc
                                             "at the top.", rerank_pin_consumed),
                    "bury_top": Operator({"n": (3, 1, 10, True)}, "move the {n:g} best-ranked items behind the "
                                         "others.", rerank_bury_top)}}
+LEARNED = {"recall": {"learned": Operator({"seeds": (20, 1, 200, True), "weight": WEIGHT},
+                                          "propose the items the learned recall scores highest for the user's last "
+                                          "{seeds:g} items (weight {weight:g}).", recall_learned)}}
+"""Sources a run trains (agents.objective = ca_pg): in the catalogue so a library can run them, never drawn by an edit."""
+CATALOGUE["recall"].update(LEARNED["recall"])
 CATALOGUE["rank"].update(HARM["rank"])
 CATALOGUE["rerank"].update(HARM["rerank"])
 ROLES = tuple(CATALOGUE)
@@ -268,4 +282,5 @@ def addable(catalogue: str) -> dict[str, tuple[str, ...]]:
     """role -> the operators an added skill may draw: ``classic`` leaves out the tuned baselines, ``full`` not;
     neither draws a :data:`HARM` operator."""
     return {role: tuple(op for op in operators if (catalogue == "full" or op not in TUNED)
-                        and op not in HARM.get(role, {})) for role, operators in CATALOGUE.items()}
+                        and op not in HARM.get(role, {}) and op not in LEARNED.get(role, {}))
+            for role, operators in CATALOGUE.items()}

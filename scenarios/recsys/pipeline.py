@@ -91,8 +91,9 @@ class Compiled:
 class Requests:
     """One batch of requests (users): their histories and features, with per-batch caches."""
 
-    def __init__(self, data: Split, signals: Signals, feats: np.ndarray, users: np.ndarray, sponsored_order):
-        self.data, self.signals, self.users = data, signals, users
+    def __init__(self, data: Split, signals: Signals, feats: np.ndarray, users: np.ndarray, sponsored_order,
+                 learned=None):
+        self.data, self.signals, self.users, self.learned = data, signals, users, learned
         self.features = feats[users]
         self.now = data.now[users]
         self.sponsored_order = sponsored_order
@@ -148,12 +149,13 @@ class Pipeline:
     def __init__(self, data: Split, signals: Signals, cfg: PipelineConfig, reranker=None):
         """``reranker``: an LLM playing rerank (scenarios/recsys/llm_rerank.py); None: the rule clauses run."""
         self.data, self.signals, self.cfg, self.reranker = data, signals, cfg, reranker
+        self.learned = None  # the run's learned recall source (learned_recall.py), where agents.objective trains one
         self.features = rules.features(data, cfg.fresh_days)
         spon = np.flatnonzero(data.sponsored)
         self.sponsored_order = spon[np.argsort(-signals.popularity[spon], kind="stable")]
 
     def requests(self, users: np.ndarray) -> Requests:
-        return Requests(self.data, self.signals, self.features, users, self.sponsored_order)
+        return Requests(self.data, self.signals, self.features, users, self.sponsored_order, self.learned)
 
     def applicable(self, lib: Compiled, users: np.ndarray) -> np.ndarray:
         """[B, K] bool: a skill applies where any of its clauses' conditions holds."""

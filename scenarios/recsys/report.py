@@ -77,6 +77,15 @@ def summary(model, cfg) -> dict:
                               "validation_ndcg_final": round(final[name]["validation_ndcg"], 6),
                               "edits_accepted": model.counts[name]["accepted"],
                               "edits_rejected": model.counts[name]["rejected"]} for name in model.arm_names}
+    learned = model.world_data.pipeline.learned
+    if learned is not None:  # agents.objective trained the recall's learned source: the same final library without it
+        with learned.untrained():
+            untrained = model.final(main)
+        out["learned_recall"] = {"objective": learned.objective.name, "updates": learned.version,
+                                 "test_hit_rate_initial": round(model.initial["learned_hit_rate"], 6),
+                                 "test_hit_rate_final": round(final[main]["learned_hit_rate"], 6),
+                                 f"ndcg{k}_final_untrained": round(untrained["ndcg"], 6),
+                                 "recall50_final_untrained": round(untrained["recall50"], 6)}
     if model.world_data.data.n_genres < 2:  # no genre data: these ran on one genre and did nothing
         out["inactive"] = list(ops.GENRE_BASED)
     extra = getattr(model, "extra_metrics", None)

@@ -31,7 +31,7 @@ from market.ledger import Ledger
 from market.model import RoundLog
 from market.population import Population
 from market.protocols import Economy
-from scenarios.recsys import rules, seeds
+from scenarios.recsys import learned_recall, rules, seeds
 from scenarios.recsys.data import QUESTION, TEST, VALIDATION
 from scenarios.recsys.evolve import Arm
 from scenarios.recsys.ranking import coverage
@@ -61,6 +61,7 @@ class RecsysTeam(mesa.Model, Economy):
         super().__init__(rng=exp.run.seed)
         self.exp, self.cfg, self.skills = exp, exp.scenario, exp.skills
         self.world_data = load(self.cfg, exp.run.seed)
+        self.learned = learned_recall.for_run(exp, self.world_data)  # trained after each step (agents.objective = ca_pg)
         self.questions_per_step = exp.market.batch // self.skills.group
         self.population = Population(capacity=len(ROLES) + 1)
         self.ledger = Ledger(self.population)
@@ -104,13 +105,14 @@ class RecsysTeam(mesa.Model, Economy):
 
     def _write_seed_library(self, library: SkillLibrary) -> None:
         harm = seeds.harmful(self.cfg.harm, self.world_data.pipeline.features)
+        trained = (learned_recall.SKILL,) if self.learned is not None else ()
         if self.cfg.seed_library:
             import_library(library, self.cfg.seed_library)
-            for name, role, description, rule in harm[: self.cfg.plant_harmful]:
+            for name, role, description, rule in trained + harm[: self.cfg.plant_harmful]:
                 library.add(name, description, rules.body(rules.parse(rule, role), role), rule, role)
         else:
-            seeds.seed(library, self.cfg.plant_harmful, seeds.start(self.cfg.start, self.world_data.signals.tuned.best),
-                       harm)
+            seeds.seed(library, self.cfg.plant_harmful,
+                       seeds.start(self.cfg.start, self.world_data.signals.tuned.best) + trained, harm)
 
     # ------------------------------------------------------------ one iteration
     def step(self) -> None:
@@ -126,6 +128,8 @@ class RecsysTeam(mesa.Model, Economy):
             iterations[name] = it = self.arms[name].iterate(questions, seed, budget)
             self.counts[name]["accepted"] += it.accepted
             self.counts[name]["rejected"] += it.rejected
+        if self.learned is not None:  # every arm ran this step's recall; the next step's is trained on its questions
+            self.learned.update(questions)
         main = iterations[self.main]
         ids = self.episodes_done + np.arange(main.users.size)
         episodes = [{"episode": int(e), "success": bool(n > 0), "steps": len(ROLES), "reward": int(round(n * 1e6)),
@@ -153,7 +157,8 @@ class RecsysTeam(mesa.Model, Economy):
                 "episodes_done": self.episodes_done, "steps": self.steps, "counts": self.counts,
                 "initial": self.initial, "marks": marks, "population": self.population.state_dict(),
                 "arms": {name: arm.state_dict() for name, arm in self.arms.items()},
-                "validation_ndcg": list(self.datacollector.model_vars["validation_ndcg"])}
+                "validation_ndcg": list(self.datacollector.model_vars["validation_ndcg"]),
+                "learned": None if self.learned is None else self.learned.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore before :meth:`attach` (which then trims the libraries to the checkpoint's marks)."""
@@ -164,6 +169,8 @@ class RecsysTeam(mesa.Model, Economy):
         self.population.load_state_dict(state["population"])
         self._arm_states = state["arms"]
         self.datacollector.model_vars["validation_ndcg"] = list(state["validation_ndcg"])
+        if self.learned is not None:
+            self.learned.load_state_dict(state["learned"])
         self._births = []
 
 
@@ -172,6 +179,9 @@ def report(world_data, skills) -> dict:
     pipe, data = world_data.pipeline, world_data.data
     lib = Compiled.of(skills)
     out = pipe.run(lib, data.users(TEST))
-    return {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
-            "coverage": coverage(out.final, data.n_items),
-            "validation_ndcg": float(pipe.evaluate(lib, data.users(VALIDATION)).mean())}
+    scores = {"ndcg": float(out.ndcg.mean()), "recall50": float(out.recall50.mean()),
+              "coverage": coverage(out.final, data.n_items),
+              "validation_ndcg": float(pipe.evaluate(lib, data.users(VALIDATION)).mean())}
+    if pipe.learned is not None:  # the trained source on its own: test items among its top ``candidates``
+        scores["learned_hit_rate"] = pipe.learned.hit_rate(data.users(TEST))
+    return scores

@@ -294,11 +294,20 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
     agents = exp.agents
     if agents.objective == "grpo":
         return None
-    if agents.actions != "grpo":
-        return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
-    from agents.objectives import MissingSignals, check
+    from agents.objectives import MissingSignals, check, needs
 
     scenario = get_scenario(exp.run.scenario)
+    if scenario.objective_signals:  # a learner of the scenario's own trains what those signals score
+        if not set(needs(agents.objective)) & set(scenario.objective_signals):
+            return (f"agents.objective = {agents.objective!r}: scenario {exp.run.scenario!r} trains only what "
+                    f"{', '.join(scenario.objective_signals)} score, which {agents.objective!r} does not read")
+        try:
+            check(agents.objective, scenario.objective_signals, f"scenario {exp.run.scenario!r}'s own learner")
+        except MissingSignals as err:
+            return f"agents.objective = {agents.objective!r}: {err}"
+        return None
+    if agents.actions != "grpo":
+        return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
     signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.lm_actions else (RULE_LOGIT_SIGNALS, "rule-logit policies")
     signals += ORACLE_SIGNALS if scenario.oracle else ()
     try:
