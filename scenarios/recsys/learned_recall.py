@@ -83,7 +83,9 @@ class LearnedRecall:
     @torch.no_grad()
     def hit_rate(self, users: np.ndarray) -> float:
         """Share of ``users``' held-out items among the recall's top ``list_len`` on its own."""
-        top = torch.topk(self.logits(users), self.list_len, dim=1).indices.numpy()
+        logits = self.logits(users)
+        best = torch.topk(logits, min(self.list_len, logits.shape[1]), dim=1)
+        top = np.where(torch.isfinite(best.values).numpy(), best.indices.numpy(), -1)  # fewer proposable items than L
         return float((top[:, :, None] == self.data.targets[users][:, None, :]).any(1).mean())
 
     @contextmanager
