@@ -25,6 +25,7 @@ OPTIONAL = re.compile(r"\[--[^\]]*\]")  # "[--db URL]"; not a TOML list such as 
 # Toy-size arguments added to a line, keyed by the scenario it runs (run, sweep), else by its command.
 TOY = {
     "relay": ["--set", "run.episodes=32"],
+    "recsys": ["--set", "run.episodes=256"],  # one round of the shipped batch
     "bench": ["--quick"],  # every benchmark's smoke size
     "resume": [],  # resume and report act on RUN_ID, itself a toy run
     "report": [],
