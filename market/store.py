@@ -1,4 +1,5 @@
-"""Writing runs and reading them back: a store that writes once per round, one transaction each.
+"""Writing runs and reading them back: a store that writes the rounds since the last checkpoint with the next
+one, in one transaction.
 
 The tables, the engine and the schema versions are ``market/schema.py``; the
 names callers use with the store (``Run``, ``Agent``, ..., ``make_engine``,
@@ -44,15 +45,17 @@ from market.schema import (
 # ------------------------------------------------------------------ writing runs
 
 HOST = socket.gethostname()
-LEASE_STALE_S = 900  # a lease not renewed for this long is stale (every round renews it; see RunStore)
+LEASE_STALE_S = 900  # a lease not renewed for this long is stale (every write renews it; see RunStore)
 
 
 class RunStore:
-    """Writes one run: a row in ``run`` at the start, a batch per round, the summary at the end.
+    """Writes one run: a row in ``run`` at the start, batches of rounds, the summary at the end.
 
-    Each round is one transaction, its checkpoint (when given) included, so the
-    database never holds half a round and a checkpoint always matches the rows
-    beside it. :meth:`attach` reopens a run at its checkpoint for resuming.
+    Each batch is one transaction, the checkpoint after its last round included
+    (the runner writes the rounds since its last checkpoint with the next one, as
+    a checkpoint and its transaction cost a fast world more than its rounds do),
+    so the database never holds half a round and a checkpoint always matches the
+    rows beside it. :meth:`attach` reopens a run at its checkpoint for resuming.
 
     One writer per run: the store holds the run's :class:`Lease` (taken with
     the run row, or by :meth:`attach`) and every write renews it in its own
@@ -160,25 +163,34 @@ class RunStore:
                                             state=state))
 
     def write_round(self, log, checkpoint: bytes | None = None, episodes_done: int = 0) -> None:
-        """Persist a :class:`market.model.RoundLog` (and a checkpoint) in one transaction."""
-        t = log.transfers
+        """Persist one :class:`market.model.RoundLog` (and a checkpoint) in one transaction."""
+        self.write_rounds([log], checkpoint, episodes_done)
+
+    def write_rounds(self, logs: list, checkpoint: bytes | None = None, episodes_done: int = 0) -> None:
+        """Persist :class:`market.model.RoundLog` s, in order, and a checkpoint after the last (none: a
+        checkpoint alone, at the rows written so far) in one transaction."""
+        t = np.concatenate([log.transfers for log in logs]) if logs else np.empty(0, TRANSFER_DTYPE)
         start, end = self._seq, self._seq + len(t)
         if end > LOG_STRIDE:
             raise StoreError(f"run {self.run_id}: more than {LOG_STRIDE:,} transfers, the most one run can store")
         self._writes += 1
         transfers = list(zip(range(self._first + start, self._first + end),
                              *(t[name].tolist() for name in TRANSFER_COLUMNS[1:])))
-        episodes = [(self._first + e["episode"], *(e[name] for name in EPISODE_COLUMNS[1:])) for e in log.episodes]
+        episodes = [(self._first + e["episode"], *(e[name] for name in EPISODE_COLUMNS[1:]))
+                    for log in logs for e in log.episodes]
+        births = [dict(run_id=self.run_id, **b) for log in logs for b in log.births]
+        deaths = [dict(run_id=self.run_id, **d) for log in logs for d in log.deaths]  # updated after all births:
+        # an agent born and dead within the batch is inserted first
 
         def write():
             with Session(self.engine) as s:
                 self._renew(s)
-                if log.births:
-                    s.execute(insert(Agent), [dict(run_id=self.run_id, **b) for b in log.births])
+                if births:
+                    s.execute(insert(Agent), births)
                 insert_rows(s.connection(), TransferLog, TRANSFER_COLUMNS, transfers)
                 insert_rows(s.connection(), EpisodeLog, EPISODE_COLUMNS, episodes)
-                if log.deaths:  # ORM bulk update by primary key: one executemany
-                    s.execute(update(Agent), [dict(run_id=self.run_id, **d) for d in log.deaths])
+                if deaths:  # ORM bulk update by primary key: one executemany
+                    s.execute(update(Agent), deaths)
                 if checkpoint is not None:
                     self._put_checkpoint(s, checkpoint, episodes_done, end)
                 _fault_hang_in_write(self._writes)
@@ -208,17 +220,6 @@ class RunStore:
                 if self.engine.dialect.name == "sqlite":
                     s.flush()
                     _give_back_free_pages(s)
-                s.commit()
-
-        retrying(write)
-
-    def checkpoint(self, state: bytes, episodes_done: int) -> None:
-        """A checkpoint alone, at the rows written so far (an interrupted run that was between checkpoints)."""
-
-        def write():
-            with Session(self.engine) as s:
-                self._renew(s)
-                self._put_checkpoint(s, state, episodes_done, self._seq)
                 s.commit()
 
         retrying(write)
@@ -298,7 +299,7 @@ def new_run_id() -> str:
 
 def _fault_hang_in_write(count: int) -> None:
     """Fault injection for the crash tests: ``CATALLAX_FAULT_HANG_IN_WRITE=N`` stops this process's N-th
-    round write inside its open transaction (every row sent, nothing committed) and says so on stderr,
+    write of rounds inside its open transaction (every row sent, nothing committed) and says so on stderr,
     so a test can SIGKILL it in the middle of a database write."""
     if os.environ.get("CATALLAX_FAULT_HANG_IN_WRITE") == str(count):
         print(f"catallax: fault injection: hanging inside write {count}, transaction open", file=sys.stderr, flush=True)
@@ -323,12 +324,19 @@ def load_episodes(engine, run_id: str) -> list[dict]:
 
 
 def load_transfers(engine, run_id: str) -> np.ndarray:
-    """The run's transfer log, in order, as a structured array (see market.ledger)."""
-    with Session(engine) as s:
-        first = run_first_id(s, run_id)
-        rows = s.execute(select(*(getattr(TransferLog, c) for c in TRANSFER_DTYPE.names))
-                         .where(TransferLog.id.between(first, first + LOG_STRIDE - 1)).order_by(TransferLog.id)).all()
-    return np.array([tuple(r) for r in rows], dtype=TRANSFER_DTYPE)
+    """The run's transfer log, in order, as a structured array (see market.ledger). Read with a DB-API cursor:
+    its plain tuples go into the array at once, SQLAlchemy's rows cost several times the query (and every
+    run reads its whole log back, for ``conservation_ok``)."""
+    with engine.connect() as conn:
+        first = run_first_id(conn, run_id)
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(f"SELECT {', '.join(TRANSFER_DTYPE.names)} FROM {TransferLog.__tablename__} "
+                           f"WHERE id BETWEEN {mark} AND {mark} ORDER BY id", (first, first + LOG_STRIDE - 1))
+            return np.array(cursor.fetchall(), dtype=TRANSFER_DTYPE)
+        finally:
+            cursor.close()
 
 
 def export_run(engine, run_id: str) -> dict[str, list[dict]]:

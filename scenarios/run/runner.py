@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from market import Economy, MarketModel, replay
 from market.checkpoint import encode
@@ -95,24 +95,40 @@ def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
 
 def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool,
            stop: Stop | None) -> dict:
+    """Step round by round; at each checkpoint (every ``run.checkpoint_every`` rounds or ``run.checkpoint_seconds``,
+    a signal's, the last round's) write the rounds since the one before, with it, in one transaction."""
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
     done = model.episodes_done // exp.market.batch
-    since_checkpoint = 0
-    bar = tqdm(total=rounds, initial=done, desc=exp.run.scenario, unit="round", disable=not progress, file=sys.stderr)
-    for r in range(done, rounds):
-        if _stopping(stop):  # a signal came: the rounds so far are written whole; checkpoint them and stop
-            if since_checkpoint:
-                store.checkpoint(encode(model.state_dict()), model.episodes_done)
+    every, seconds = exp.run.checkpoint_every, exp.run.checkpoint_seconds
+    unwritten, since = [], time.monotonic()  # the rounds since the last checkpoint, and when it was written
+    bar = _progress(rounds, done, exp.run.scenario) if progress else None
+    try:
+        for r in range(done, rounds):
+            if _stopping(stop):  # a signal came between rounds: checkpoint the rounds so far (if any) and stop
+                if unwritten:
+                    store.write_rounds(unwritten, encode(model.state_dict()), model.episodes_done)
+                raise Interrupted(store.run_id, stop.signum)
+            model.step()
+            unwritten.append(model.last_round)
+            episodes += model.last_round.episodes
+            if (r + 1 == rounds or (every is not None and (r + 1) % every == 0)
+                    or time.monotonic() - since >= seconds or _stopping(stop)):
+                store.write_rounds(unwritten, encode(model.state_dict()), model.episodes_done)
+                unwritten, since = [], time.monotonic()
+            if bar is not None:
+                bar.update()
+    finally:
+        if bar is not None:
             bar.close()
-            raise Interrupted(store.run_id, stop.signum)
-        model.step()
-        checkpoint = r + 1 == rounds or (r + 1) % exp.run.checkpoint_every == 0 or _stopping(stop)
-        store.write_round(model.last_round, encode(model.state_dict()) if checkpoint else None, model.episodes_done)
-        since_checkpoint = 0 if checkpoint else since_checkpoint + 1
-        episodes += model.last_round.episodes
-        bar.update()
-    bar.close()
     return _finish(exp, model, store, episodes)
+
+
+def _progress(rounds: int, done: int, name: str):
+    """A progress bar on stderr. Made only when shown: tqdm's lock starts multiprocessing's resource tracker
+    (a second Python process) even for a disabled bar."""
+    from tqdm import tqdm
+
+    return tqdm(total=rounds, initial=done, desc=name, unit="round", file=sys.stderr)
 
 
 def _stopping(stop: Stop | None) -> bool:

@@ -141,8 +141,8 @@ def test_a_writer_whose_lease_was_taken_over_writes_nothing_more(tmp_path):
     first = RunStore.create(url, "relay", 0, {})
     second, _, _ = RunStore.attach(url, first.run_id, take_over=True)  # e.g. a sweep task Ray retried
     with pytest.raises(StoreError, match=f"run {first.run_id}: another process took it over"):
-        first.checkpoint(b"state", 0)
+        first.write_rounds([], b"state", 0)
     first.fail("boom")  # not ours any more: the run is left to its new writer
-    second.checkpoint(b"state", 0)
+    second.write_rounds([], b"state", 0)
     with Session(second.engine) as s:
         assert s.get(Run, first.run_id).status == "running" and s.get(Lease, first.run_id).token == second.token

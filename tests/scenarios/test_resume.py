@@ -2,9 +2,9 @@
 `catallax resume`, ends with the ledger hash and metrics of an uninterrupted run with the same seed.
 
 Kill points come from a seeded RNG (reproducible). The write kill uses the store's named fault injection
-CATALLAX_FAULT_HANG_IN_WRITE=N: the N-th round write of the process stops with its transaction open (rows
-sent, nothing committed) and says so on stderr; the test kills it there. After every kill the database must
-hold whole rounds only.
+CATALLAX_FAULT_HANG_IN_WRITE=N: the N-th write of the process (a checkpoint and the rounds since the one
+before) stops with its transaction open (rows sent, nothing committed) and says so on stderr; the test kills
+it there. After every kill the database must hold whole rounds only, up to the checkpoint.
 """
 
 import hashlib
@@ -135,7 +135,7 @@ def test_killed_at_random_moments_and_inside_a_write_resumes_to_the_same_ledger(
     done = s["checkpoint"][0][0]  # 2. inside the second write of the resumed process (the first committed)
     kill_inside_write(start("resume", run_id, "--db", url, fault=2))
     s = whole_rounds(url)
-    assert len(s["episodes"]) == done + 1, "the hung round's rows must not be in the database"
+    assert len(s["episodes"]) == done + 3 == s["checkpoint"][0][0], "the hung write's rounds must not be there"
 
     done = s["checkpoint"][0][0]  # 3. a random moment in the next resume
     proc = start("resume", run_id, "--db", url)
@@ -166,3 +166,24 @@ def test_killed_inside_its_first_write_resumes_from_scratch(kind, tmp_path, requ
     assert len(s["runs"]) == 1 and s["episodes"] == s["seq"] == s["checkpoint"] == []
     summary = resume_experiment(s["runs"][0][0], url, progress=False)
     same_as(summary, reference, url)
+
+
+def test_checkpoints_by_time_and_a_kill_between_two_resume_to_the_same_ledger(tmp_path):
+    """The default: a checkpoint every run.checkpoint_seconds (here 0.2 s), written with the rounds since the one
+    before. SIGKILLed between two, the database holds exactly the rounds up to the last; resume ends as the reference."""
+    episodes, seed = 3000, 6
+    sets = [f"run.episodes={episodes}", "run.checkpoint_seconds=0.2"]
+    reference = run_experiment(load("relay", sets, seed=seed), f"sqlite:///{tmp_path / 'reference.db'}", progress=False)
+    url = f"sqlite:///{tmp_path / 'crash.db'}"
+    proc = start("run", "relay", *(a for s in sets for a in ("--set", s)), "--seed", str(seed), "--db", url)
+    wait_for_checkpoint_past(url, 0, proc)
+    time.sleep(0.1)  # half-way to the next: the rounds since the first are in the process's memory only
+    kill(proc)
+    s = whole_rounds(url)
+    [(run_id,)], [(done, seen)] = s["runs"], s["checkpoint"]
+    assert 0 < done < episodes and len(s["episodes"]) == done and len(s["seq"]) == seen, "rows past the checkpoint"
+
+    final = subprocess.run([str(CATALLAX), "resume", run_id, "--db", url, "--json"], capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert final.returncode == 0, final.stderr
+    same_as(json.loads(final.stdout.strip().splitlines()[-1]), reference, url)

@@ -172,20 +172,20 @@ def test_a_killed_and_resumed_run_ends_with_the_library_and_ledger_of_an_uninter
 
 
 def run_killed(exp, url: str, monkeypatch, at: int = 3) -> None:
-    """Run ``exp`` as "cut" until the process dies in its ``at``-th round write (that round's births are in the
-    database, its checkpoint is not); write_round is restored afterwards, for the resume."""
-    write_round, calls = runner.RunStore.write_round, []
+    """Run ``exp`` as "cut" until the process dies in its ``at``-th write (with checkpoint_every=1, that round's:
+    its births are in the library, its checkpoint is not); write_rounds is restored afterwards, for the resume."""
+    write_rounds, calls = runner.RunStore.write_rounds, []
 
     def killed(store, *args, **kwargs):
         calls.append(1)
         if len(calls) == at:
             raise RuntimeError("killed")
-        return write_round(store, *args, **kwargs)
+        return write_rounds(store, *args, **kwargs)
 
-    monkeypatch.setattr(runner.RunStore, "write_round", killed)
+    monkeypatch.setattr(runner.RunStore, "write_rounds", killed)
     with pytest.raises(RuntimeError, match="killed"):
         runner.run_experiment(exp, url, progress=False, run_id="cut")
-    monkeypatch.setattr(runner.RunStore, "write_round", write_round)
+    monkeypatch.setattr(runner.RunStore, "write_rounds", write_rounds)
 
 
 def final_population(engine, run_id: str) -> tuple[list[str], dict]:
