@@ -37,7 +37,7 @@ class LearnedRecall:
         self.items = torch.nn.Parameter(torch.as_tensor(np.asarray(embedding), dtype=torch.float32).clone())
         self.log_scale = torch.nn.Parameter(torch.tensor(np.log(10.0), dtype=torch.float32))
         self.opt = torch.optim.Adam([self.items, self.log_scale], lr=lr)
-        self.version, self.stats = 0, {}
+        self.version = 0
         self._initial = (self.items.detach().clone(), self.log_scale.detach().clone())
 
     def logits(self, users: np.ndarray, seeds: int = SEEDS) -> torch.Tensor:
@@ -77,8 +77,7 @@ class LearnedRecall:
         loss.backward()
         self.opt.step()
         self.version += 1
-        self.stats = {**stats, "updates": self.version}
-        return self.stats
+        return {**stats, "updates": self.version}
 
     @torch.no_grad()
     def hit_rate(self, users: np.ndarray) -> float:

@@ -2,8 +2,6 @@
 it proposes before training, that one update raises the probability its list holds a trained user's item, the run
 in team and market mode with its summary, an exact resume, and the refusals."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 import torch
@@ -17,7 +15,7 @@ from scenarios.recsys.data import QUESTION, TEST
 from scenarios.recsys.learned_recall import LearnedRecall
 from scenarios.run.config import ConfigError, load
 from scenarios.run.runner import run_experiment
-from tests.scenarios.recsys_small import OVERRIDES, small_world
+from tests.scenarios.recsys_small import OVERRIDES, small_world, store
 
 CA_PG = OVERRIDES + ["agents.objective=ca_pg", "recsys.candidates=40"]  # of 150 items: a list that can miss
 
@@ -68,27 +66,24 @@ def test_a_ca_pg_run_trains_its_recall_every_round_and_reports_it(tmp_path, mode
     learned = summary["learned_recall"]
     assert learned["objective"] == "ca_pg" and learned["updates"] == 192 // 64
     assert 0 < learned["test_hit_rate_initial"] < 1 and learned["test_hit_rate_final"] != learned["test_hit_rate_initial"]
-    assert "recall-learned@1" in summary["skills_final"] or any(s.startswith("recall-learned") for s in summary["skills_final"])
+    assert any(s.startswith("recall-learned@") for s in summary["skills_final"])
     assert {"ndcg10_final_untrained", "recall50_final_untrained"} <= set(learned)
 
 
 def test_a_resumed_run_continues_its_recall_exactly(tmp_path):
     exp = load("recsys", CA_PG, seed=2)
 
-    def store(name):
-        return SimpleNamespace(engine=make_engine(f"sqlite:///{tmp_path / name}.db"), run_id=name)
-
     straight = make_model(exp)
-    straight.attach(store("a"))
+    straight.attach(store(tmp_path, "a"))
     straight.step(), straight.step()
     cut = make_model(exp)
-    cut.attach(store("b"))
+    cut.attach(store(tmp_path, "b"))
     cut.step()
     state = encode(cut.state_dict())
     cut.step()
     resumed = make_model(exp)
     resumed.load_state_dict(decode(state))
-    resumed.attach(store("b"))
+    resumed.attach(store(tmp_path, "b"))
     resumed.step()
     assert torch.equal(resumed.learned.items, straight.learned.items) and resumed.learned.version == 2
     assert resumed.final("grse") == straight.final("grse")

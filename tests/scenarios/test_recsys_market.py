@@ -11,7 +11,7 @@ from scenarios.run.config import load
 from scenarios.recsys.market import RolePolicy
 from scenarios.run.runner import run_experiment
 from skills import SkillLibrary
-from tests.scenarios.recsys_small import OVERRIDES
+from tests.scenarios.recsys_small import OVERRIDES, store
 
 MARKET = OVERRIDES + ["recsys.mode=market", "recsys.plant_harmful=3", "population.p_exploit=0.03",
                       "population.p_explore=0.03"]
@@ -82,27 +82,22 @@ def test_the_role_policy_bids_wakes_and_mutates_by_role():
 
 def test_a_resumed_market_run_continues_exactly(tmp_path):
     """Checkpoint after one round, let a second round write its library rows, then resume from the checkpoint."""
-    from types import SimpleNamespace
-
     from scenarios.recsys import make_model
 
     exp = load("recsys", MARKET, seed=3)
 
-    def store(name):
-        return SimpleNamespace(engine=make_engine(f"sqlite:///{tmp_path / name}.db"), run_id=name)
-
     straight = make_model(exp)
-    straight.attach(store("a"))
+    straight.attach(store(tmp_path, "a"))
     straight.step(), straight.step()
     cut = make_model(exp)
-    cut.attach(store("b"))
+    cut.attach(store(tmp_path, "b"))
     cut.step()
     state, log = encode(cut.state_dict()), cut.last_round.transfers  # what the runner stores per round
     cut.step()
     resumed = make_model(exp)
     resumed.load_state_dict(decode(state))
     resumed.ledger.restore(log)  # as scenarios.run.runner.resume_experiment does, from the stored transfers
-    resumed.attach(store("b"))
+    resumed.attach(store(tmp_path, "b"))
     resumed.step()
     history = [[(v.label, v.status, v.rule) for v in m.arms["grse"].library.versions()] for m in (straight, resumed)]
     assert history[0] == history[1]
