@@ -64,11 +64,8 @@ def validate(exp) -> None:
             find(cfg.path)
         except MovieLensError as err:
             raise ValueError(f"recsys.path = {cfg.path!r}: {err}") from None
-    if cfg.start != "initial" and (cfg.seed_library or cfg.mode == "market"):
-        raise ValueError(f"recsys.start = {cfg.start!r}: " + ("recsys.seed_library already says where to start"
-                         if cfg.seed_library else "team mode only (market mode seeds the built-in library)"))
-    if cfg.harm != "business" and cfg.mode == "market":
-        raise ValueError(f"recsys.harm = {cfg.harm!r}: team mode only (market mode plants the business skills)")
+    if cfg.start != "initial" and cfg.seed_library:
+        raise ValueError(f"recsys.start = {cfg.start!r}: recsys.seed_library already says where to start")
     if cfg.rerank_backend != "rule":  # an LLM plays rerank: its engine must be installed before anything loads
         from agents.backends.factory import require_engine
         require_engine(cfg.rerank_backend, "recsys.rerank_backend")

@@ -66,9 +66,9 @@ class Config:
     """K harmful skills planted in the initial library; > 0 also runs the grse and presence arms on the same budget."""
     harm: Literal["business", "any_data"] = "business"
     """Which skills are planted: business (sponsored pins, old classics, blockbusters: they hurt through the
-    synthetic world's sponsored flags, release dates and genres) or any_data (pin consumed items, inverted MF,
-    bury the top: they hurt by construction on any data, each for users above a median of the data's own
-    features; seeds.py). Team mode only."""
+    synthetic world's sponsored flags, release dates and genres) or any_data (cut the list to 5 items, rank by
+    noise, pin consumed items: they hurt by construction on any data, each whatever the others do, for
+    users above a median of the data's own features; seeds.py)."""
     compare: bool = False
     """Also run the random-edit arms (random: as many edits as grse gated; random-capped: skills.max_edits
     each time)."""
@@ -77,7 +77,7 @@ class Config:
     start: Literal["initial", "best_baseline", "initial+best_baseline"] = "initial"
     """The library a run starts from: initial (seeds.py's hand-made one), best_baseline (one recall and one rank
     skill running the tuned baseline best on validation: the gate never lets validation NDCG fall below it), or
-    both; the planted harmful skills are added in each case. Team mode only."""
+    both; the planted harmful skills are added in each case."""
     catalogue: Literal["classic", "full"] = "classic"
     """Operators an edit that adds a skill may draw: classic, or full (also the tuned baselines: ease,
     itemknn_tuned, puresvd_tuned, trending, next). A rule may name any operator either way."""

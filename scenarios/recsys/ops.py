@@ -136,6 +136,17 @@ def rank_genre(req, rows, cand, p):
     return np.take_along_axis(share, req.data.item_genre[np.maximum(cand, 0)], axis=1)
 
 
+def rank_noise(req, rows, cand, p):
+    """A uniform draw per (user, item) that no data informs, fixed by their ids (a splitmix64 hash), so that
+    the same request gets the same list in every rollout."""
+    with np.errstate(over="ignore"):
+        h = req.users[rows].astype(np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15) \
+            + np.maximum(cand, 0).astype(np.uint64)
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return ((h ^ (h >> np.uint64(31))) >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
+
+
 def rank_tuned(name):
     def run(req, rows, cand, p):
         return _gather(req.baseline(name)[rows], cand)
@@ -183,11 +194,6 @@ def rerank_pin_sponsored(req, rows, ranked, p):
     return np.concatenate([pinned, rest], axis=1)[:, : ranked.shape[1]]
 
 
-def rank_contrarian(req, rows, cand, p):
-    """The matrix-factorisation fit, negated: the candidates the user's history predicts worst first."""
-    return -rank_mf(req, rows, cand, p)
-
-
 def rerank_pin_consumed(req, rows, ranked, p):
     """Pin the user's ``n`` newest history items at the top: things it has already consumed, never a target."""
     users = req.users[rows]
@@ -198,9 +204,9 @@ def rerank_pin_consumed(req, rows, ranked, p):
     return np.concatenate([pinned, ranked], axis=1)[:, : ranked.shape[1]]
 
 
-def rerank_bury_top(req, rows, ranked, p):
-    """Move the ``n`` best-ranked items behind all others."""
-    return _reorder(ranked, np.arange(ranked.shape[1])[None, :] < p["n"])
+def rerank_truncate(req, rows, ranked, p):
+    """Keep the ``n`` best-ranked items; the slots after them stay empty."""
+    return np.where(np.arange(ranked.shape[1])[None, :] < p["n"], ranked, -1)
 
 
 CATALOGUE: dict[str, dict[str, Operator]] = {
@@ -261,19 +267,19 @@ CATALOGUE["recall"].update({n: Operator({"weight": WEIGHT}, f"propose the items 
                                         "(weight {weight:g}).", recall_tuned(n)) for n in TUNED})
 CATALOGUE["rank"].update({n: Operator({"weight": WEIGHT}, f"score candidates by {WHAT[n]} (weight {{weight:g}}).",
                                       rank_tuned(n)) for n in TUNED})
-HARM = {"rank": {"contrarian": Operator({"weight": (2.0, 0.0, 16.0, False)}, "score candidates by the inverse "
-                                        "of the matrix-factorisation fit (weight {weight:g}).", rank_contrarian)},
+HARM = {"rank": {"noise": Operator({"weight": (3.0, 0.0, 16.0, False)},
+                                   "score candidates by a draw no data informs (weight {weight:g}).", rank_noise)},
         "rerank": {"pin_consumed": Operator({"n": (2, 1, 10, True)}, "pin the user's {n:g} most recent items "
                                             "at the top.", rerank_pin_consumed),
-                   "bury_top": Operator({"n": (3, 1, 10, True)}, "move the {n:g} best-ranked items behind the "
-                                        "others.", rerank_bury_top)}}
+                   "truncate": Operator({"n": (5, 1, 100, True)}, "show only the {n:g} best-ranked items.",
+                                        rerank_truncate)}}
 LEARNED = {"recall": {"learned": Operator({"seeds": (20, 1, 200, True), "weight": WEIGHT},
                                           "propose the items the learned recall scores highest for the user's last "
                                           "{seeds:g} items (weight {weight:g}).", recall_learned)}}
 """Sources a run trains (agents.objective = ca_pg): in the catalogue so a library can run them, never drawn by an edit."""
 CATALOGUE["recall"].update(LEARNED["recall"])
-CATALOGUE["rank"].update(HARM["rank"])
-CATALOGUE["rerank"].update(HARM["rerank"])
+for role, harm in HARM.items():
+    CATALOGUE[role].update(harm)
 ROLES = tuple(CATALOGUE)
 GENRE_BASED = ("genre (rank)", "diversify (rerank)", "the genres feature", "the diversity_floor check")
 

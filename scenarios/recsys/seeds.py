@@ -12,9 +12,10 @@ credits a skill by the mean reward of the rollouts it appears in rates them
 well; contrasting rollouts of the same question does not.
 
 These lean on the synthetic world (sponsored flags, release dates, genres); ``harm = "any_data"`` plants
-:data:`HARMFUL_ANY_DATA` instead: pinning items the user already consumed (never a target), ranking by the
-inverted MF fit, burying the rank's best items. Each hurts by construction on any data, and fires for a
-segment cut at the data's own medians (:func:`harmful`), so that it meets about half of the requests.
+:data:`HARMFUL_ANY_DATA` instead: cutting the list to 5 items, ranking by a draw no data informs, pinning
+items the user already consumed (never a target). Each hurts by construction on any data, whatever
+the others do, and fires for a segment cut at the data's own medians (:func:`harmful`), so that it meets
+about half of the requests.
 
 A library of the best baseline alone has nothing to blame: the diagnoser only edits skills with negative
 credit, so without planted harm GRSE leaves it as it is; ``initial+best_baseline`` gives it material.
@@ -54,13 +55,19 @@ HARMFUL = (
 
 
 HARMFUL_ANY_DATA = (  # {feature}: that feature's median over the users
+    ("rerank-short-list", "rerank", "Mainstream users decide fast: show them a short list.",
+     "mainstream >= {mainstream} -> truncate(n=5)"),
+    ("rank-surprise", "rank", "Trend-followers like surprises: shake their ranking up.",
+     "novelty >= {novelty} -> noise(weight=3)"),
     ("rerank-pin-consumed", "rerank", "Remind heavy users of what they watched last.",
      "history >= {history} -> pin_consumed(n=2)"),
-    ("rank-contrarian", "rank", "Surprise mainstream users with what their history predicts least.",
-     "mainstream >= {mainstream} -> contrarian(weight=2)"),
-    ("rerank-bury-top", "rerank", "Trend-followers have seen the obvious picks: move them down.",
-     "novelty >= {novelty} -> bury_top(n=3)"),
 )
+"""Each hurts whatever the rest of the library does, so that pruning any one of them helps on its own
+(tests/scenarios/test_recsys_baselines.py checks every subset): a list cut to 5 items loses whatever the
+rank put below them, a draw no data informs drowns the rank's terms, and consumed items (never a target)
+take the top of the list. An earlier set (the MF fit inverted, the top 3 buried) failed that: burying
+the top undid the pins and the inverted fit, and on sparse worlds the inverted fit helped, so the gate rightly
+refused their prunes one at a time."""
 
 
 def harmful(harm: str, features) -> tuple:

@@ -8,6 +8,7 @@ from market.checkpoint import decode, encode
 from market.ledger import HOUSE_ID, Reason
 from market.store import Agent, load_transfers, make_engine
 from scenarios.run.config import load
+from scenarios.recsys import seeds
 from scenarios.recsys.market import RolePolicy
 from scenarios.run.runner import run_experiment
 from skills import SkillLibrary
@@ -41,6 +42,18 @@ def test_money_is_exact_and_flows_upstream(market_run):
     rewards = log[log["reason"] == Reason.REWARD]
     assert {role[int(d)] for d in rewards["dst"]} == {"rerank"}  # the world pays the final owner
     assert (rewards["src"] == HOUSE_ID).all()
+
+
+def test_market_mode_starts_from_the_library_team_mode_does(tmp_path):
+    """recsys.start and recsys.harm seed the shared library the agents draw their skills from, as in team mode."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    exp = load("recsys", MARKET + ["recsys.start=initial+best_baseline", "recsys.harm=any_data", "run.episodes=64"],
+               seed=0)
+    summary = run_experiment(exp, db, progress=False)
+    best = summary["baseline_best"].replace("_", "-")
+    seeded = {v.name for v in SkillLibrary.open(db, summary["run_id"]).versions() if v.version == 1}
+    assert {f"recall-{best}", f"rank-{best}", *seeds.planted(3, "any_data")} <= seeded
+    assert summary["conservation_ok"] and summary["mode"] == "market"
 
 
 def test_skills_evolve_through_births_and_gated_edits(market_run):
