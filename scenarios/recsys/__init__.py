@@ -64,8 +64,9 @@ def validate(exp) -> None:
             find(cfg.path)
         except MovieLensError as err:
             raise ValueError(f"recsys.path = {cfg.path!r}: {err}") from None
-    if cfg.start != "initial" and cfg.seed_library:
-        raise ValueError(f"recsys.start = {cfg.start!r}: recsys.seed_library already says where to start")
+    if cfg.start == "best_baseline" and cfg.seed_library:
+        raise ValueError("recsys.start = 'best_baseline' would leave recsys.seed_library out: set recsys.start = "
+                         "\"initial\" (the folder) or \"initial+best_baseline\" (the folder and the best baseline)")
     if cfg.rerank_backend != "rule":  # an LLM plays rerank: its engine must be installed before anything loads
         from agents.backends.factory import require_engine
         require_engine(cfg.rerank_backend, "recsys.rerank_backend")

@@ -73,11 +73,13 @@ class Config:
     """Also run the random-edit arms (random: as many edits as grse gated; random-capped: skills.max_edits
     each time)."""
     seed_library: str = ""
-    """A folder of SKILL.md skills to start from instead of the built-in library."""
-    start: Literal["initial", "best_baseline", "initial+best_baseline"] = "initial"
+    """A folder of SKILL.md skills to start from instead of the built-in initial skills (``start`` may add the best
+    baseline beside them), in team and market mode."""
+    start: Literal["initial", "best_baseline", "initial+best_baseline"] = "initial+best_baseline"
     """The library a run starts from: initial (seeds.py's hand-made one), best_baseline (one recall and one rank
-    skill running the tuned baseline best on validation: the gate never lets validation NDCG fall below it), or
-    both; the planted harmful skills are added in each case."""
+    skill running the tuned baseline best on validation), or both (the default: ahead of the strongest tuned
+    baseline in every world of experiments/recsys_compare.py, on seeds that chose nothing; README); the planted
+    harmful skills are added in each case."""
     catalogue: Literal["classic", "full"] = "classic"
     """Operators an edit that adds a skill may draw: classic, or full (also the tuned baselines: ease,
     itemknn_tuned, puresvd_tuned, trending, next). A rule may name any operator either way."""

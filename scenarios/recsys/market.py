@@ -238,9 +238,7 @@ class RecsysMarket(MarketModel):
         truncate(library, tuple(self._marks or (0, 0)))
         fresh = not library.versions()
         if fresh:
-            start = seeds.start(cfg.start, self.world_data.signals.tuned.best)
-            seeds.seed(library, cfg.plant_harmful, start + ((learned_recall.SKILL,) if self.learned else ()),
-                       seeds.harmful(cfg.harm, self.world_data.pipeline.features))
+            seeds.write_start(library, cfg, self.world_data, (learned_recall.SKILL,) if self.learned else ())
         self.fielded = FieldedTeam(self)
         agents = {r: r for r in ROLES}
         self.arms[self.main] = arm = Arm(self.skills.credit, library, self.world_data.pipeline, cfg, self.skills, agents,

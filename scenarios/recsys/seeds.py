@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from scenarios.recsys import rules
+from skills import import_library
 
 INITIAL = (  # name, role, description, rule
     ("recall-covis", "recall", "Candidates co-visited with the user's recent items.",
@@ -101,3 +102,17 @@ def seed(library, plant_harmful: int = 0, skills: tuple = INITIAL, harm: tuple =
     """Write ``skills`` (plus the first ``plant_harmful`` of the ``harm`` skills) as ungated adds."""
     for name, role, description, rule in skills + harm[:plant_harmful]:
         library.add(name, description, rules.body(rules.parse(rule, role), role), rule=rule, role=role)
+
+
+def write_start(library, cfg, world, trained: tuple = ()) -> None:
+    """The library a run starts from, team and market mode alike: ``recsys.start``, where a
+    ``recsys.seed_library`` folder stands for the initial skills, then ``trained`` (the learned recall's skill) and
+    the planted harmful skills. A skill the folder already holds (an exported run's best baseline or planted
+    skill) is not added twice."""
+    harm = harmful(cfg.harm, world.pipeline.features)
+    if not cfg.seed_library:
+        return seed(library, cfg.plant_harmful, start(cfg.start, world.signals.tuned.best) + trained, harm)
+    import_library(library, cfg.seed_library)
+    held = {s.name for s in library.current()}
+    baseline = best_baseline(world.signals.tuned.best) if cfg.start == "initial+best_baseline" else ()
+    seed(library, 0, tuple(s for s in baseline + trained + harm[: cfg.plant_harmful] if s[0] not in held))

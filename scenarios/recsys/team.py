@@ -31,13 +31,13 @@ from market.ledger import Ledger
 from market.model import RoundLog
 from market.population import Population
 from market.protocols import Economy
-from scenarios.recsys import learned_recall, rules, seeds
+from scenarios.recsys import learned_recall, seeds
 from scenarios.recsys.data import QUESTION, TEST, VALIDATION
 from scenarios.recsys.evolve import Arm
 from scenarios.recsys.ranking import coverage
 from scenarios.recsys.pipeline import ROLES, Compiled
 from scenarios.recsys.world import load
-from skills import SkillLibrary, import_library
+from skills import SkillLibrary
 from skills.catalogue import marks as marks_of
 from skills.catalogue import truncate
 
@@ -94,7 +94,8 @@ class RecsysTeam(mesa.Model, Economy):
             library = SkillLibrary(store.engine, store.run_id if name == self.main else f"{store.run_id}-{name}")
             truncate(library, (self._marks or {}).get(name, (0, 0)))
             if not library.versions():
-                self._write_seed_library(library)
+                seeds.write_start(library, self.cfg, self.world_data,
+                                  (learned_recall.SKILL,) if self.learned is not None else ())
             credit = "random" if name.startswith("random") else name
             self.arms[name] = Arm(credit, library, self.world_data.pipeline, self.cfg, self.skills, self.role_agents)
             if name in self._arm_states:
@@ -102,17 +103,6 @@ class RecsysTeam(mesa.Model, Economy):
         if self.initial is None:
             skills = self.arms[self.main].library.current()
             self.initial = self.report(skills)
-
-    def _write_seed_library(self, library: SkillLibrary) -> None:
-        harm = seeds.harmful(self.cfg.harm, self.world_data.pipeline.features)
-        trained = (learned_recall.SKILL,) if self.learned is not None else ()
-        if self.cfg.seed_library:
-            import_library(library, self.cfg.seed_library)
-            for name, role, description, rule in trained + harm[: self.cfg.plant_harmful]:
-                library.add(name, description, rules.body(rules.parse(rule, role), role), rule, role)
-        else:
-            seeds.seed(library, self.cfg.plant_harmful,
-                       seeds.start(self.cfg.start, self.world_data.signals.tuned.best) + trained, harm)
 
     # ------------------------------------------------------------ one iteration
     def step(self) -> None:

@@ -100,7 +100,7 @@ def test_a_run_can_start_from_the_best_baseline(tmp_path):
 
 
 @pytest.mark.parametrize("sets, message", [
-    (["recsys.start=best_baseline", "recsys.seed_library=/tmp"], "seed_library already says"),
+    (["recsys.start=best_baseline", "recsys.seed_library=/tmp"], "would leave recsys.seed_library out"),
     (["recsys.start=best"], "recsys.start"),
     (["recsys.catalogue=all"], "recsys.catalogue"),
 ])

@@ -11,7 +11,7 @@ from scenarios.run.config import load
 from scenarios.recsys import seeds
 from scenarios.recsys.market import RolePolicy
 from scenarios.run.runner import run_experiment
-from skills import SkillLibrary
+from skills import SkillLibrary, export_library
 from tests.scenarios.recsys_small import OVERRIDES, store
 
 MARKET = OVERRIDES + ["recsys.mode=market", "recsys.plant_harmful=3", "population.p_exploit=0.03",
@@ -54,6 +54,14 @@ def test_market_mode_starts_from_the_library_team_mode_does(tmp_path):
     seeded = {v.name for v in SkillLibrary.open(db, summary["run_id"]).versions() if v.version == 1}
     assert {f"recall-{best}", f"rank-{best}", *seeds.planted(3, "any_data")} <= seeded
     assert summary["conservation_ok"] and summary["mode"] == "market"
+    evolved = SkillLibrary.open(db, summary["run_id"])
+    export_library(evolved, tmp_path / "skills")  # and from a folder: the same skills, none added twice
+    again = run_experiment(load("recsys", MARKET + ["recsys.harm=any_data", "run.episodes=64",
+                                                    f"recsys.seed_library={tmp_path / 'skills'}"], seed=0),
+                           db, progress=False)
+    held = {s.name for s in evolved.current()}
+    first = [v.name for v in SkillLibrary.open(db, again["run_id"]).versions() if v.version == 1]
+    assert len(first) == len(set(first)) and held <= set(first)
 
 
 def test_skills_evolve_through_births_and_gated_edits(market_run):
