@@ -110,9 +110,10 @@ def write_start(library, cfg, world, trained: tuple = ()) -> None:
     the planted harmful skills. A skill the folder already holds (an exported run's best baseline or planted
     skill) is not added twice."""
     harm = harmful(cfg.harm, world.pipeline.features)
-    if not cfg.seed_library:
-        return seed(library, cfg.plant_harmful, start(cfg.start, world.signals.tuned.best) + trained, harm)
-    import_library(library, cfg.seed_library)
-    held = {s.name for s in library.current()}
-    baseline = best_baseline(world.signals.tuned.best) if cfg.start == "initial+best_baseline" else ()
-    seed(library, 0, tuple(s for s in baseline + trained + harm[: cfg.plant_harmful] if s[0] not in held))
+    if cfg.seed_library:
+        import_library(library, cfg.seed_library)
+        held = {s.name for s in library.current()}
+        baseline = best_baseline(world.signals.tuned.best) if cfg.start == "initial+best_baseline" else ()
+        seed(library, 0, tuple(s for s in baseline + trained + harm[: cfg.plant_harmful] if s[0] not in held))
+    else:
+        seed(library, cfg.plant_harmful, start(cfg.start, world.signals.tuned.best) + trained, harm)
