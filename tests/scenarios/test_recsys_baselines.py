@@ -1,6 +1,7 @@
 """The tuned baselines (chosen on validation users, exact by their formulas, composable as operators, the library
 that starts from the best of them), the planted harm that hurts on any data, and data without genres."""
 
+from itertools import combinations
 from types import SimpleNamespace
 
 import numpy as np
@@ -124,8 +125,8 @@ def test_the_any_data_harm_hurts_by_construction_for_its_segment_whatever_else_i
     for start in (seeds.INITIAL, seeds.start("initial+best_baseline", w.signals.tuned.best)):
         base = [SimpleNamespace(name=n, role=r, rule=rule) for n, r, _, rule in start]
         for name in skill:
-            for others in ([], [o for o in skill if o != name][:1], [o for o in skill if o != name][1:],
-                           [o for o in skill if o != name]):
+            rest = [o for o in skill if o != name]
+            for others in (c for k in range(len(rest) + 1) for c in combinations(rest, k)):
                 without = Compiled.of(base + [skill[o] for o in others])
                 lib = Compiled.of(base + [skill[o] for o in others] + [skill[name]])
                 fires = w.pipeline.applicable(lib, users)[:, -1]

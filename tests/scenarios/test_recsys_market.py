@@ -51,10 +51,10 @@ def test_market_mode_starts_from_the_library_team_mode_does(tmp_path):
                seed=0)
     summary = run_experiment(exp, db, progress=False)
     best = summary["baseline_best"].replace("_", "-")
-    seeded = {v.name for v in SkillLibrary.open(db, summary["run_id"]).versions() if v.version == 1}
+    evolved = SkillLibrary.open(db, summary["run_id"])
+    seeded = {v.name for v in evolved.versions() if v.version == 1}
     assert {f"recall-{best}", f"rank-{best}", *seeds.planted(3, "any_data")} <= seeded
     assert summary["conservation_ok"] and summary["mode"] == "market"
-    evolved = SkillLibrary.open(db, summary["run_id"])
     export_library(evolved, tmp_path / "skills")  # and from a folder: the same skills, none added twice
     again = run_experiment(load("recsys", MARKET + ["recsys.harm=any_data", "run.episodes=64",
                                                     f"recsys.seed_library={tmp_path / 'skills'}"], seed=0),
