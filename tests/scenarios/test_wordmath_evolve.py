@@ -101,19 +101,25 @@ the problem does not have (invalid), so it hurts the good extractor that holds i
 
 
 @pytest.mark.slow
-def test_group_relative_credit_blames_a_planted_harmful_line_that_presence_credit_rates_well():
+def test_group_relative_credit_ranks_a_planted_harmful_line_last_where_presence_credit_does_not_blame_it():
     """Real SmolLM2 rollouts, small. Two extractors share the work (random clearing): a good one holding the
     pool's five correct worked examples and the planted HARMFUL one, and one holding nothing (it fails). Three
-    steps are all a problem gets, so a failed extraction fails the rollout. Rollouts that used HARMFUL are the
-    good extractor's, better than average: presence credit rates it above the mean; within each problem's 4
-    rollouts HARMFUL is in the prompt or not at random (p_use 1/2), and group-relative credit finds its harm:
-    the most negative of the good extractor's skills, the first case it blames, which presence does not blame."""
-    from agents.backends.factory import shared_backend
+    steps are all a problem gets, so a failed extraction fails the rollout. Within each problem's 4 rollouts
+    each of the good extractor's lines is in its prompt or not at random (p_use 1/2), and group-relative credit
+    ranks HARMFUL last of them; presence credit does not blame it.
+
+    What is claimed is the rank, not the sign: every line of the good extractor shares its success, so with
+    96 rollouts HARMFUL's own credit sits near zero (measured: -0.04 on world seed 3; with 6 rounds +0.03 and
+    +0.06 on world seeds 3 and 4, the other lines 0.07 to 0.50), and which side of zero it lands on also moved
+    between runs of the same seeds (CI, in a worker that had run other LLM tests on the shared engine first,
+    saw no negative credit at all). The engine is the test's own, so its rollouts do not depend on which
+    tests ran before it."""
+    from agents.backends.factory import make_backend
     from agents.llm_policy import LLMPolicy
     from agents.llm_skills import PRUNE_BELOW, SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import wordmath as W
-    from skills import RuleDiagnoser, SkillsConfig
+    from skills import RuleDiagnoser, SkillsConfig, batch, group_relative_credit
     from skills.evolve import blame
 
     cfg = W.Config(heldout=4, validation=4, horizon=3)
@@ -122,7 +128,7 @@ def test_group_relative_credit_blames_a_planted_harmful_line_that_presence_credi
     world.group = 4
     seeds = [("extractor", W.POOL["extractor"][0][1] + [HARMFUL], -5.0), ("extractor", [], -5.0),
              ("calculator", [], 0.0), ("answerer", W.POOL["answerer"][0][1], -5.0)]
-    policy = LLMPolicy(shared_backend(cfg.llm), board, list(W.ROLES), W.POOL, None, cfg.policy, seeds)
+    policy = LLMPolicy(make_backend(cfg.llm), board, list(W.ROLES), W.POOL, None, cfg.policy, seeds)
     model = MarketModel(world, policy, MarketConfig(batch=32, clearing="random", rent=0.0),
                         PopulationConfig(initial_agents=4, initial_wealth=100.0, births=False, min_agents=0,
                                          max_agents=4), seed=1)
@@ -134,7 +140,9 @@ def test_group_relative_credit_blames_a_planted_harmful_line_that_presence_credi
 
     harmful = policy.catalogue.names["extractor", HARMFUL]
     library, window = policy.evolver._library(), policy.evolver.evidence()
+    evidence = batch(window, skills.credit_config())
+    credit = group_relative_credit(evidence.rewards, evidence.usage, evidence.questions, skills.credit_config())
+    good = {name: c for (agent, name), c in zip(evidence.keys, credit.credit) if agent == "1"}
+    assert len(good) == 6 and min(good, key=good.get) == harmful, good
     rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
-    by = {credit: blame(window, credit, library, skills, PRUNE_BELOW, rule) for credit in ("grse", "presence")}
-    assert by["grse"].cases[0].skill.name == harmful and by["grse"].cases[0].credit < -0.2
-    assert harmful not in [c.skill.name for c in by["presence"].cases]
+    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, PRUNE_BELOW, rule).cases]
