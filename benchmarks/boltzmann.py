@@ -109,6 +109,7 @@ def _lean_step(cell, units, neighbours, degree, state):
     for j in range(n):
         x, state = _uniform(state)
         new[j] = neighbours[cell[j], int(x * degree[cell[j]])]
+    for j in range(n):  # counted apart, as play does: inside the moves loop these increments stall it
         stay_from[cell[j] + 1] += 1
         arrive_from[new[j] + 1] += 1
     for c in range(cells):
