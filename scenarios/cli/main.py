@@ -18,6 +18,7 @@ import sys
 # after, the interpreter's exit included (~0.5 s of a 3 s relay run): so it is off while they load, and they are
 # then frozen out of its sight. What loads later (torch, for LLM runs) is collected as usual.
 gc.disable()
+import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks the caller's frames (~80 ms from deep)
 from scenarios.cli import bench, report, resume, run, scenarios, skills, sweep  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
 from scenarios.run.config import ConfigError  # noqa: E402

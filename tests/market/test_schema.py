@@ -5,21 +5,52 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import create_engine
 
+from market.ledger import Reason
 from market.schema import MIGRATIONS, SCHEMA, TABLES, StoreError, head, make_engine
+from tests.pg import new_database
 
 
-def test_migrations_build_exactly_the_tables_the_code_writes(db_url):
-    """A change to a table class without its alembic revision fails here (write the revision: market/migrations)."""
+def migrated(url: str):
+    """An engine on ``url`` after alembic's own upgrade of the empty database to head (every migration run)."""
+    from alembic import command
+    from alembic.config import Config
+
+    engine = create_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    return engine
+
+
+def schema_of(engine) -> dict:
+    """What a database holds that the code relies on: revision, tables against the classes, views, reasons."""
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
+    from sqlalchemy import inspect
     from sqlmodel import SQLModel
 
-    engine = make_engine(db_url)
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"include_object": lambda obj, name, type_, *_: (
             (obj if type_ == "table" else obj.table).name in TABLES)})
-        assert context.get_current_revision() == head() == SCHEMA
-        assert compare_metadata(context, SQLModel.metadata) == []
+        views = {name: " ".join(inspect(conn).get_view_definition(name).split()) for name in ("transfer", "episode")}
+        return {"revision": context.get_current_revision(), "diff": compare_metadata(context, SQLModel.metadata),
+                "tables": sorted(inspect(conn).get_table_names()), "views": views,
+                "reasons": conn.execute(text("SELECT code, name FROM reason ORDER BY code")).all()}
+
+
+def test_migrations_and_a_fresh_database_build_exactly_the_tables_the_code_writes(db_url, tmp_path, request):
+    """A change to a table class without its alembic revision fails here (write the revision: market/migrations).
+    make_engine gives an empty database the current schema without alembic (market.schema.create_current):
+    the same revision, tables, views and reason names as running every migration."""
+    fresh = schema_of(make_engine(db_url))
+    (tmp_path / "migrated").mkdir()
+    upgraded = schema_of(migrated(new_database("sqlite" if db_url.startswith("sqlite") else "postgres",
+                                               request, tmp_path / "migrated")))
+    assert fresh["revision"] == head() == SCHEMA and fresh["diff"] == [] and upgraded["diff"] == []
+    assert fresh == upgraded
+    assert [name for _, name in fresh["reasons"]] == [r.name for r in Reason]
 
 
 def test_a_database_from_before_versioning_is_stamped_and_upgraded(tmp_path):
