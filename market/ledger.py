@@ -101,9 +101,13 @@ class Ledger:
     copied): rows are recycled when agents die, account ids never are.
     """
 
+    compiled_rows = 1024
+    """A transfer of this many rows or more takes the compiled path (market/ledger_kernel.py, numba: imported on
+    first use, so an economy that never moves this much at once never loads it)."""
+
     def __init__(self, population):
         self.pop = population
-        self._pending: list[tuple] = []  # per transfer() call: its columns (or scalars) and its step, packed at flush()
+        self._pending: list = []  # per transfer() call: its columns (or scalars) and step, or its log rows (compiled)
         self._digest = Digest()
         self.count = 0
 
@@ -139,6 +143,8 @@ class Ledger:
                 amount, reason, episode = (a[keep] if a.ndim else a for a in (amount, reason, episode))
         if src.size == 0:
             return
+        if src.size >= self.compiled_rows and self._move_compiled(src, dst, amount, reason, episode, step):
+            return
         if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")
         if min(src.min(), dst.min()) < 0:
@@ -156,6 +162,20 @@ class Ledger:
         self._pending.append((ids[src], ids[dst], amount, reason, episode, step))
         self.count += src.size
 
+    def _move_compiled(self, src, dst, amount, reason, episode, step: int) -> bool:
+        """The same transfer in one compiled call that also writes its log rows; False: it moved nothing and
+        the numpy path decides (an error to raise, or balances near int64)."""
+        from market.ledger_kernel import move
+
+        rows = np.empty(src.size, dtype=TRANSFER_DTYPE)
+        pop = self.pop
+        if not move(pop.wealth, pop.alive, pop.ids, src, dst, amount.reshape(-1), reason.reshape(-1),
+                    episode.reshape(-1), step, _SAFE, rows):
+            return False
+        self._pending.append(rows)
+        self.count += src.size
+        return True
+
     def _check_exact(self, src, dst, amount) -> None:
         """Refuse, before anything moves, a transfer after which some balance would be past MAX_MICRO."""
         balance = {}
@@ -168,20 +188,28 @@ class Ledger:
                                   f"micro-credits, past int64 (|balance| <= {MAX_MICRO})")
 
     def pending(self) -> np.ndarray:
-        """The transfers since the last flush, in order, without flushing (a learner reads its round's)."""
-        sizes = [len(p[0]) for p in self._pending]
-        rows = np.empty(sum(sizes), dtype=TRANSFER_DTYPE)
-        if self._pending:
-            *arrays, steps = zip(*self._pending)
-            for name, parts in zip(TRANSFER_DTYPE.names, arrays):  # scalars expanded here, not on the hot path
-                rows[name] = parts[0] if len(parts) == 1 else np.concatenate(
-                    [c if c.ndim else np.repeat(c, size) for c, size in zip(parts, sizes)])
-            rows["step"] = np.repeat(steps, sizes)  # one step per call
+        """The transfers since the last flush, in order, without flushing (a learner reads its round's); read-only."""
+        rows = self._rows()
+        rows = rows.view()
+        rows.flags.writeable = False  # it may be the compiled path's own rows, which flush will hash
         return rows
+
+    def _rows(self) -> np.ndarray:
+        """Pack the pending calls: runs of column calls in one go each, compiled calls' rows as they are."""
+        chunks, run = [], []
+        for call in self._pending:
+            if isinstance(call, np.ndarray):
+                chunks += [pack(run), call] if run else [call]
+                run = []
+            else:
+                run.append(call)
+        if run or not chunks:
+            chunks.append(pack(run))
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
     def flush(self) -> np.ndarray:
         """Return the transfers since the last flush (in order, read-only) and fold them into the hash."""
-        rows = self.pending()
+        rows = self._rows()
         self._pending.clear()
         rows.flags.writeable = False  # the hash may still be reading them
         self._digest.update(rows)  # its bytes, as tobytes() would give them, without the copy
@@ -197,6 +225,20 @@ class Ledger:
     def hash(self) -> str:
         """sha256 of the flushed log so far (call :meth:`flush` first for the whole log)."""
         return self._digest.hexdigest()
+
+
+def pack(calls: list[tuple]) -> np.ndarray:
+    """Log rows of transfer() calls kept as columns: (src ids, dst ids, amount, reason, episode, step) each,
+    where amount, reason and episode may be scalars (expanded here, not on the hot path); one step per call."""
+    sizes = [len(c[0]) for c in calls]
+    rows = np.empty(sum(sizes), dtype=TRANSFER_DTYPE)
+    if calls:
+        *arrays, steps = zip(*calls)
+        for name, parts in zip(TRANSFER_DTYPE.names, arrays):
+            rows[name] = parts[0] if len(parts) == 1 else np.concatenate(
+                [c if c.ndim else np.repeat(c, size) for c, size in zip(parts, sizes)])
+        rows["step"] = np.repeat(steps, sizes)
+    return rows
 
 
 def as_columns(*arrays: np.ndarray) -> list[np.ndarray]:

@@ -187,3 +187,46 @@ def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_o
     assert not logs[2].flags.writeable
     with pytest.raises(ValueError):
         logs[2]["amount"] = 0
+
+
+# ------------------------------------------------------------------ property: the compiled path is the numpy path
+call = st.tuples(
+    st.lists(st.integers(0, 5), min_size=1, max_size=12),  # src rows: live
+    st.lists(st.integers(0, 5), min_size=1, max_size=12),  # dst rows: live
+    st.one_of(st.none(), st.sampled_from([-1, 6, 7, 8])),  # a bad row put last in src or dst: no such row (-1),
+    st.booleans(),                                         # dead (6, 7), past the population (8)
+    st.one_of(st.integers(-3, 10**6), st.lists(st.integers(-3, 10**6), min_size=12, max_size=12),
+              st.just(2**61)),  # one amount or one per row; 2**61: near int64, the numpy path's exact check
+    st.one_of(st.sampled_from(list(Reason)), st.lists(st.sampled_from(list(Reason)), min_size=12, max_size=12)),
+    st.one_of(st.integers(0, 9), st.lists(st.integers(0, 9), min_size=12, max_size=12)),
+    st.integers(-1, 5),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(call, min_size=1, max_size=6))
+def test_the_compiled_path_moves_logs_and_refuses_what_the_numpy_path_does(calls):
+    """Every transfer through market/ledger_kernel.py (compiled_rows = 1) against every one through numpy: the
+    same balances, log rows, hash and errors, call after call (a refused call falls back to numpy to raise)."""
+    books = []
+    for compiled_rows in (1, 10**9):
+        pop = Population(capacity=8)
+        ledger = Ledger(pop)
+        ledger.compiled_rows = compiled_rows
+        rows = pop.allocate(7)
+        pop.ids[rows], pop.alive[rows] = rows * 10, True
+        pop.release(rows[-2:])  # rows 6 and 7 dead (7 was never born)
+        outcomes = []
+        for src, dst, bad, in_src, amount, reason, episode, step in calls:
+            n = min(len(src), len(dst))
+            cut = (lambda x: np.array(x[:n]) if isinstance(x, list) else x)
+            if bad is not None:
+                (src if in_src else dst)[n - 1] = bad
+            try:
+                ledger.transfer(cut(src), cut(dst), cut(amount), cut(reason), cut(episode), step)
+                outcomes.append(("ok", pop.wealth.tolist(), ledger.pending().tobytes()))
+            except (LedgerError, IndexError) as err:
+                outcomes.append((type(err).__name__, str(err), pop.wealth.tolist()))
+        outcomes.append(ledger.flush().tobytes())
+        books.append((outcomes, ledger.hash, ledger.count))
+    assert books[0] == books[1]
