@@ -123,7 +123,7 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
         x = obs[:, rules.feature]  # [B, N, T]
         sign = (x > rules.value).view(np.uint8) + (x >= rules.value).view(np.uint8)
         return (np.bitwise_and.reduce(rules.op >> sign, axis=2) & 1).view(bool)
-    distinct, inverse = np.unique(obs, axis=0, return_inverse=True)
+    distinct, inverse = distinct_rows(obs)
     holds = np.ones((distinct.shape[0], rules.action.size), dtype=bool)
     for t in range(rules.op.shape[1]):
         op = rules.op[:, t]
@@ -132,4 +132,22 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
         x, v = distinct[:, rules.feature[:, t]], rules.value[:, t]
         sign = (x > v).view(np.uint8) + (x >= v).view(np.uint8)  # 0: below, 1: equal, 2: above
         holds &= ((op >> sign) & 1).view(bool)
-    return holds[inverse.ravel()]
+    return holds[inverse]
+
+
+def distinct_rows(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """([U, F] each distinct row of ``obs`` once, in first-seen order; [B] each row's index among them).
+
+    A dict over the rows' bytes: for the few worlds of a round this is 2-40 us, where ``np.unique(axis=0)``
+    (which sorts) took ~0.1 ms even for one world, an eighth of a 10k-agent auction step. Rows whose bytes
+    differ but whose values compare equal (-0.0 and 0.0) are merely evaluated twice.
+    """
+    rows = np.ascontiguousarray(obs)
+    index: dict[bytes, int] = {}  # a row's bytes -> its index among the distinct rows
+    first, inverse = [], []
+    for i, key in enumerate(map(bytes, rows)):
+        if key not in index:
+            index[key] = len(first)
+            first.append(i)
+        inverse.append(index[key])
+    return rows[first], np.array(inverse, dtype=np.intp)

@@ -162,3 +162,10 @@ def test_small_and_large_evaluation_agree(monkeypatch):
     small = R.evaluate(table, obs)
     monkeypatch.setattr(R, "_SMALL", 0)
     assert (R.evaluate(table, obs) == small).all()
+
+
+def test_distinct_rows_gives_each_row_once_in_first_seen_order():
+    obs = np.array([[1, 2], [0, 0], [1, 2], [3, 1], [0, 0]])
+    distinct, inverse = R.distinct_rows(obs)
+    assert distinct.tolist() == [[1, 2], [0, 0], [3, 1]] and inverse.tolist() == [0, 1, 0, 2, 1]
+    assert (distinct[inverse] == obs).all()
