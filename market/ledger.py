@@ -54,7 +54,7 @@ class Digest:
     """sha256 of the ordered log, whose large chunks are hashed on a worker thread.
 
     Hashing is the one pass over every byte of the log: 0.1 ms a step for Boltzmann's ~4k gifts at N = 10k,
-    as long as the step's own numpy work. hashlib releases the GIL on a chunk this large, so one worker thread
+    a quarter of the step. hashlib releases the GIL on a chunk this large, so one worker thread
     per process (FIFO: a ledger's chunks fold in the order they came) hashes a step while the next one runs.
     Small chunks are hashed in place unless a large one is still queued (a thread hand-off costs more than
     hashing a few rows). ``hexdigest`` waits for the queue.

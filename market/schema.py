@@ -20,9 +20,10 @@ database upgrades an older one, and refuses one whose revision this code does
 not know. An empty database gets the current schema straight from the classes
 below and is stamped with its revision, as alembic's own docs build a database
 from scratch (importing alembic alone costs a fresh run ~0.25 s); a test keeps
-that equal to what the migrations build. Several processes may write runs into one database at once: SQLite
-transactions take the write lock up front (``BEGIN IMMEDIATE``) and wait for it
-(``busy_timeout``), and schema changes happen under a lock on either backend.
+that equal to what the migrations build. Several processes may write runs into
+one database at once: SQLite transactions take the write lock up front (``BEGIN
+IMMEDIATE``) and wait for it (``busy_timeout``), and schema changes happen under
+a lock on either backend.
 """
 
 from __future__ import annotations

@@ -134,8 +134,8 @@ def play(u, cell, held, kind, offsets, degree):
     moment: those that were there at the start of the step and have not moved yet, then those that moved
     in, each in turn order. Each cell keeps them as one window of ``slots`` (turn indices, a segment per cell
     sized for its stayers and its arrivals): leaving advances the window's start, arriving appends at its
-    end. Every loop after the shuffle runs in turn order and writes by turn, so only the agents' own cells
-    and units are read at random (half the time of a loop by agent, which wrote four arrays at random).
+    end. Every loop after the shuffle runs in turn order and writes by turn; the moves loop reads each
+    agent's cell and units at random, and counts the cells' stayers and arrivals in a loop of its own.
     """
     n, cells = cell.size, kind.size
     turn = np.arange(n, dtype=np.int32)
