@@ -96,16 +96,19 @@ def _uniform(state):
 
 
 @numba.njit(cache=True)
-def _lean_step(cell, units, neighbours, degree, state):
-    """One step of the model, draws included, on plain arrays (cells and units in place) -> (Gini, state)."""
+def _lean_step(cell, units, neighbours, degree, state, order, new, stay_from, arrive_from, stayers, arrivals, gone,
+               arrived):
+    """One step of the model, draws included, on plain arrays (cells and units in place; the arrays after
+    ``state`` are scratch, allocated once, as play's workspace) -> (Gini, state)."""
     n, cells = cell.size, degree.size
-    order = np.arange(n)
+    for i in range(n):
+        order[i] = i
     for i in range(n - 1, 0, -1):  # Fisher-Yates: a uniform activation order
         x, state = _uniform(state)
         k = int(x * (i + 1))
         order[i], order[k] = order[k], order[i]
-    new = np.empty(n, np.int64)
-    stay_from, arrive_from = np.zeros(cells + 1, np.int64), np.zeros(cells + 1, np.int64)
+    stay_from[:] = 0
+    arrive_from[:] = 0
     for j in range(n):
         x, state = _uniform(state)
         new[j] = neighbours[cell[j], int(x * degree[cell[j]])]
@@ -115,8 +118,8 @@ def _lean_step(cell, units, neighbours, degree, state):
     for c in range(cells):
         stay_from[c + 1] += stay_from[c]
         arrive_from[c + 1] += arrive_from[c]
-    stayers, arrivals = np.empty(n, np.int64), np.empty(n, np.int64)
-    gone, arrived = stay_from[:-1].copy(), arrive_from[:-1].copy()
+    gone[:] = stay_from[:-1]
+    arrived[:] = arrive_from[:-1]
     for j in order:
         stayers[gone[cell[j]]] = j
         gone[cell[j]] += 1
@@ -153,9 +156,13 @@ class Lean:
         self.units = np.ones(n, dtype=np.int64)
         self.state = np.uint64(seed)
         self.gini = [0.0]
+        cells = side * side
+        self.scratch = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(cells + 1, np.int64),
+                        np.empty(cells + 1, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+                        np.empty(cells, np.int64), np.empty(cells, np.int64))
 
     def step(self) -> None:
-        gini, state = _lean_step(self.cell, self.units, self.neighbours, self.degree, self.state)
+        gini, state = _lean_step(self.cell, self.units, self.neighbours, self.degree, self.state, *self.scratch)
         self.state = np.uint64(state)  # numba hands a uint64 back as a Python int
         self.gini.append(gini)
 
