@@ -41,6 +41,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import Field, SQLModel, create_engine
 
+from market.ledger import Reason
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 SCHEMA = "0005"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
 BASELINE = "0001"  # the schema databases had before it was versioned
@@ -345,8 +347,6 @@ def migrate(engine) -> None:
 def create_current(conn) -> None:
     """The :data:`SCHEMA` revision in an empty database: the tables from their classes, the reason names from
     :class:`market.ledger.Reason`, :data:`VIEWS`, and alembic's version table saying :data:`SCHEMA`."""
-    from market.ledger import Reason
-
     SQLModel.metadata.create_all(conn, tables=[SQLModel.metadata.tables[name] for name in sorted(TABLES)])
     conn.execute(insert(ReasonName.__table__), [{"code": int(r), "name": r.name} for r in Reason])
     for view in VIEWS:

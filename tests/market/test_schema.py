@@ -10,8 +10,9 @@ from market.schema import MIGRATIONS, SCHEMA, TABLES, StoreError, head, make_eng
 from tests.pg import new_database
 
 
-def migrated(url: str):
-    """An engine on ``url`` after alembic's own upgrade of the empty database to head (every migration run)."""
+def migrated(url: str, revision: str = "head", then: list[str] | None = None):
+    """An engine on ``url`` after alembic's own upgrade to ``revision`` (every migration up to it run), and
+    ``then`` (SQL) in the same transaction."""
     from alembic import command
     from alembic.config import Config
 
@@ -20,7 +21,9 @@ def migrated(url: str):
     cfg.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, revision)
+        for statement in then or []:
+            conn.execute(text(statement))
     return engine
 
 
@@ -55,18 +58,10 @@ def test_migrations_and_a_fresh_database_build_exactly_the_tables_the_code_write
 
 def test_a_database_from_before_versioning_is_stamped_and_upgraded(tmp_path):
     """The baseline tables with a run in them, no alembic_version: opened, upgraded, the run kept."""
-    from alembic import command
-    from alembic.config import Config
-
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    with create_engine(url).begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
-        conn.execute(text("DROP TABLE alembic_version"))
-        conn.execute(text("INSERT INTO run (id, scenario, seed, config, status, started_at, episodes) "
-                          "VALUES ('old', 'relay', 0, '{}', 'finished', '2026-01-01 00:00:00', 5)"))
+    migrated(url, "0001", then=["DROP TABLE alembic_version",
+                                "INSERT INTO run (id, scenario, seed, config, status, started_at, episodes) "
+                                "VALUES ('old', 'relay', 0, '{}', 'finished', '2026-01-01 00:00:00', 5)"]).dispose()
     engine = make_engine(url)
     with engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == head()
