@@ -29,7 +29,8 @@ def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
         assert all(0 <= r[k] <= 1 for k in ("ndcg10_initial", "ndcg10_final", "recall50_initial", "recall50_final"))
         assert r["baseline"] in text and 0 < r["baseline_ndcg10"] < 1
     for r in runs["pools"]:
-        assert 0 < r["live"] <= 10 and all(0 <= r[k] <= 1 for k in ("train_success", "eval_full", "eval_dropout"))
+        assert 0 < r["live"] <= 10 and all(0 <= r[k] <= 1 for k in ("train_success", "eval_full", "eval_dropout", "ceiling"))
+        assert r["eval_dropout"] <= r["ceiling"] + 1e-12 and len(r["specialists"]) == 5
 
 
 def test_episodes_to_target():
@@ -37,3 +38,21 @@ def test_episodes_to_target():
     assert bids_compare.episodes_to(success, 1.0, 3) == 5  # episodes 3..5 all succeeded
     assert bids_compare.episodes_to(success, 1.0, 9) is None
     assert bids_compare.episodes_to(np.zeros(10), 0.5, 2) is None
+
+
+def test_no_draw_that_breaks_the_chain_is_solved_and_the_ceiling_bounds_the_dropout_eval():
+    """The ceiling is an upper bound, draw by draw: with a stage's last specialist removed nothing advances it."""
+    setup = bids_compare.Setup(relay_episodes=400)
+    exp, model, success = bids_compare.train(bids_compare.config("relay", "holland", 0, setup, pool=30))
+    able = bids_compare.specialists(model, exp.scenario.stages)
+    assert success[-100:].mean() > 0.9 and able.any(axis=1).all()  # a trained chain, every stage covered
+    assert bids_compare.chain_kept(able, np.array([], dtype=np.int64))
+    for stage in range(exp.scenario.stages):  # remove every specialist of one stage: broken, and never solved
+        drop = np.flatnonzero(able[stage])
+        assert not bids_compare.chain_kept(able, drop)
+        assert bids_compare.frozen_success(model, 20, drop) == 0.0
+    live = np.flatnonzero(model.population.traders)
+    rng = np.random.default_rng(0)
+    for drop in (rng.choice(live, size=3, replace=False) for _ in range(10)):
+        if not bids_compare.chain_kept(able, drop):
+            assert bids_compare.frozen_success(model, 20, drop) == 0.0
