@@ -36,6 +36,10 @@ class SkillsConfig:
     """Edits diagnosed and gated per pass: the edit budget."""
     gate_delta: float = Field(0.0, ge=0)
     """Largest drop of the mean validation score a candidate library may show and still replace the current one."""
+    prune_se: float = Field(0.0, ge=0)
+    """A prune may drop the mean validation score by up to this many standard errors of the paired
+    differences more (the one-standard-error rule at 1: of two libraries the validation cannot tell apart,
+    keep the smaller; skills/gate.py); 0: a prune faces the same test as any edit."""
     p_use: float = Field(0.8, gt=0, le=1)
     """Probability that a skill an acting agent holds is applied in a rollout (recsys: an applicable rule
     clause runs; LLM agents: the line is in the prompt), drawn afresh per rollout: the randomised
@@ -55,4 +59,4 @@ class SkillsConfig:
         return DiagnosisConfig(min_support=self.min_support, max_cases=self.max_edits, prune_below=prune_below)
 
     def gate_config(self) -> GateConfig:
-        return GateConfig(delta=self.gate_delta)
+        return GateConfig(delta=self.gate_delta, prune_se=self.prune_se)

@@ -7,6 +7,15 @@ edit's effect and little noise). With d_i = candidate_i - current_i::
 
     accept  <=>  mean_i d_i >= -delta          (gate.delta, default 0)
 
+A prune (every edit of the candidate removes a skill) may also pass on the one-standard-error rule
+(Breiman et al. 1984; Hastie et al., ESL 7.10): between two libraries the validation questions cannot
+tell apart, keep the smaller one::
+
+    accept a prune  <=>  mean_i d_i >= -delta - prune_se x sd(d) / sqrt(n)      (gate.prune_se, default 0)
+
+so a skill that does nothing measurable (a rule that fires on users the library ranks no better than
+chance, say) can go, while a prune that costs more than the paired differences' noise is still refused.
+
 Either way the edits are written (skills/library.py): accepted versions join
 the library, rejected ones are kept with status ``rejected``, and each edit
 records the verdict and both mean scores.
@@ -31,6 +40,9 @@ Evaluate = Callable[[list[Skill], np.ndarray, np.ndarray], np.ndarray]
 class GateConfig:
     delta: float = Field(0.0, ge=0)
     """Largest drop of the mean validation score a candidate may show and still be accepted."""
+    prune_se: float = Field(0.0, ge=0)
+    """A prune may also drop the mean by up to this many standard errors of the paired differences (the
+    one-standard-error rule at 1); 0: a prune faces the same test as any edit."""
 
 
 @dataclass
@@ -46,8 +58,9 @@ class GateResult:
 
 
 def compare(evaluate: Evaluate, current: list[Skill], candidate: list[Skill], questions: np.ndarray,
-            seeds: np.ndarray, cfg: GateConfig) -> GateResult:
-    """Score both libraries on the same questions and seeds; accept if the mean drops by at most delta."""
+            seeds: np.ndarray, cfg: GateConfig, smaller: bool = False) -> GateResult:
+    """Score both libraries on the same questions and seeds; accept if the mean drops by at most delta (a
+    ``smaller`` candidate, one that only prunes: by at most delta plus prune_se standard errors)."""
     questions, seeds = np.asarray(questions), np.asarray(seeds)
     if questions.shape != seeds.shape or questions.ndim != 1:
         raise ValueError(f"questions {questions.shape} and seeds {seeds.shape} must be two [n] arrays")
@@ -59,12 +72,16 @@ def compare(evaluate: Evaluate, current: list[Skill], candidate: list[Skill], qu
         scores.append(s)
     before, after = scores
     diffs = after - before
-    return GateResult(bool(diffs.mean() >= -cfg.delta), float(before.mean()), float(after.mean()), diffs)
+    tolerance = cfg.delta
+    if smaller and cfg.prune_se and diffs.size > 1:
+        tolerance += cfg.prune_se * diffs.std(ddof=1) / np.sqrt(diffs.size)
+    return GateResult(bool(diffs.mean() >= -tolerance), float(before.mean()), float(after.mean()), diffs)
 
 
 def validate(library: SkillLibrary, edits: list[Edit], evaluate: Evaluate, questions: np.ndarray,
              seeds: np.ndarray, cfg: GateConfig | None = None) -> tuple[GateResult, list[Skill]]:
     """Gate ``edits`` as one candidate library and write them with the verdict; return it and the new versions."""
     _, candidate = library.plan(edits)
-    result = compare(evaluate, library.current(), candidate, questions, seeds, cfg or GateConfig())
+    smaller = all(e.operator == "prune" for e in edits)
+    result = compare(evaluate, library.current(), candidate, questions, seeds, cfg or GateConfig(), smaller)
     return result, library.apply(edits, gate=result)

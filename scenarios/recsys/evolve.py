@@ -12,7 +12,9 @@ the questions and rollout seeds of each iteration, the rule diagnoser, the edit
 writer (:mod:`scenarios.recsys.edits`), the budget (``max_edits`` gated edits
 per pass) and the validation gate (skills/gate.py): a candidate library
 replaces the current one only if the mean NDCG@k of the validation users does
-not drop by more than ``gate_delta``.
+not drop by more than ``gate_delta`` (a prune: by more than that plus ``prune_se``
+standard errors of the paired differences, so the smaller of two libraries the
+validation users cannot tell apart is kept).
 Edits are gated one at a time, so the validation NDCG of the current library
 never decreases.
 

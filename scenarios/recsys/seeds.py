@@ -112,7 +112,7 @@ def write_start(library, cfg, world, trained: tuple = ()) -> None:
     harm = harmful(cfg.harm, world.pipeline.features)
     if cfg.seed_library:
         import_library(library, cfg.seed_library)
-        held = {s.name for s in library.current()}
+        held = {s.name for s in library.versions()}  # a skill the exported run pruned stays pruned
         baseline = best_baseline(world.signals.tuned.best) if cfg.start == "initial+best_baseline" else ()
         seed(library, 0, tuple(s for s in baseline + trained + harm[: cfg.plant_harmful] if s[0] not in held))
     else:

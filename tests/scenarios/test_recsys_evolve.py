@@ -40,8 +40,13 @@ def test_a_short_run_reports_and_persists(short_run):
     assert len(episodes) == 192 and all(0 <= e["reward"] <= 1_000_000 for e in episodes)
 
 
-def test_the_gate_never_lets_validation_ndcg_drop(short_run):
+def test_the_gate_lets_validation_ndcg_drop_only_on_a_prune_and_within_its_standard_error(short_run):
+    """recsys ships skills.prune_se = 1: an accepted prune may cost one standard error of the paired per-user
+    NDCG differences, which lie in [-1, 1], so at most 1 / sqrt(validation users); every other edit none."""
     summary, db = short_run
+    exp = load("recsys", OVERRIDES, seed=1)
+    assert exp.skills.prune_se == 1.0
+    tolerance = exp.skills.prune_se / np.sqrt(exp.scenario.validation_users)
     library = SkillLibrary.open(db, summary["run_id"])
     edits = sorted((e for e in library.edits().values() if e.gate != "ungated"), key=lambda e: e.id)
     accepted = [e for e in edits if e.gate == "accepted"]
@@ -50,7 +55,7 @@ def test_the_gate_never_lets_validation_ndcg_drop(short_run):
     for e in edits:  # each candidate was compared with the library in use at the time
         assert e.score_before == pytest.approx(score, abs=1e-6)  # the summary rounds to 6 digits
         if e.gate == "accepted":
-            assert e.score_after >= e.score_before
+            assert e.score_after >= e.score_before - (tolerance if e.operator == "prune" else 0.0)
             score = e.score_after
         else:
             assert e.score_after < e.score_before
@@ -72,7 +77,7 @@ def test_the_evolved_library_exports_as_skill_md_and_its_lineage_builds(short_ru
         (v.label, v.status, v.rule) for v in library.versions()]
     g = skill_graph(library)
     assert nx.is_directed_acyclic_graph(g) and set(g) == {v.label for v in library.versions()}
-    revised = next(v for v in library.current() if v.version > 1)
+    revised = next(v for v in library.versions() if v.version > 1)  # an edit's version (accepted or not)
     root = f"{revised.name}@1"
     assert edit_path(g, root, revised.label)[-1][1] == revised.label
     assert sorted(summary["skills_final"]) == sorted(v.label for v in library.current())

@@ -47,6 +47,35 @@ def test_delta_is_the_drop_the_gate_tolerates(library):
         compare(evaluate, current, candidate, QUESTIONS, SEEDS[:3], GateConfig())
 
 
+def test_a_prune_within_one_standard_error_passes_and_a_costlier_one_does_not():
+    """The one-standard-error rule: a prune may cost up to prune_se x sd(d) / sqrt(n); other edits may not."""
+    d = np.tile([0.1, -0.1], 30) - 0.01  # mean -0.01, sd 0.1008 (ddof 1), n 60: one standard error 0.0130
+    scores = {"current": np.zeros(60), "near": d, "costly": d - 0.02}
+
+    def by_name(skills, questions, seeds):
+        return scores[skills[0]]
+
+    se1 = GateConfig(prune_se=1.0)
+    assert np.isclose(d.std(ddof=1) / np.sqrt(60), 0.01301, atol=1e-5)
+    assert compare(by_name, ["current"], ["near"], QUESTIONS, SEEDS, se1, smaller=True).accepted
+    assert not compare(by_name, ["current"], ["near"], QUESTIONS, SEEDS, se1).accepted  # not a prune: strict
+    assert not compare(by_name, ["current"], ["near"], QUESTIONS, SEEDS, GateConfig(), smaller=True).accepted
+    assert not compare(by_name, ["current"], ["costly"], QUESTIONS, SEEDS, se1, smaller=True).accepted  # -0.03
+    assert compare(by_name, ["current"], ["costly"], QUESTIONS, SEEDS, GateConfig(prune_se=2.5), smaller=True).accepted
+
+
+def test_validate_gives_the_prune_rule_to_prunes_only(library):
+    """validate marks a candidate that only prunes as smaller: pruning recall-broad (worth +0.1 on half the
+    rollouts) is refused strictly and passes at a tolerance of just enough standard errors."""
+    seed_library(library)
+    strict, _ = validate(library, [Edit("prune", "recall-broad")], evaluate, QUESTIONS, SEEDS)
+    assert not strict.accepted
+    se = strict.diffs.std(ddof=1) / np.sqrt(strict.diffs.size)
+    k = -strict.delta / se + 0.01  # just enough standard errors
+    loose, _ = validate(library, [Edit("prune", "recall-broad")], evaluate, QUESTIONS, SEEDS, GateConfig(prune_se=k))
+    assert loose.accepted and "recall-broad" not in {s.name for s in library.current()}
+
+
 def test_one_round_of_evolution_end_to_end(library):
     """rollouts -> group-relative credit -> diagnosis -> edit -> gate: the planted skill goes, the library improves."""
     seed_library(library)
