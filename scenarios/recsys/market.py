@@ -75,8 +75,13 @@ class RolePolicy(Policy):
         self.held = [h & names for h in self.held]
 
     # --- market.protocols.Policy
+    def armed(self) -> np.ndarray:
+        """[rows]: holds at least one current skill. An agent whose skills all left the library (pruned, merged
+        away) has nothing to do in its role: it does not bid, and it is never fielded."""
+        return np.fromiter(map(bool, self.held), dtype=bool, count=len(self.held))
+
     def eligible(self, obs: np.ndarray) -> np.ndarray:
-        return self.role[None, :] == obs[:, :1]
+        return (self.role[None, :] == obs[:, :1]) & self.armed()[None, :]
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         return winners
@@ -174,7 +179,7 @@ class RecsysWorld(MarketWorld):
 
 
 class FieldedTeam:
-    """The gate's evaluation in market mode: each role played by its richest agent, holding its skills."""
+    """The gate's evaluation in market mode: each role played by its richest agent that holds a skill."""
 
     def __init__(self, model: "RecsysMarket"):
         self.model = model
@@ -184,7 +189,7 @@ class FieldedTeam:
         wealth, live = m.population.wealth, m.population.traders
         out = {}
         for r, role in enumerate(ROLES):
-            rows = np.flatnonzero(live & (m.policy.unwrapped.role == r))
+            rows = np.flatnonzero(live & (m.policy.unwrapped.role == r) & m.policy.unwrapped.armed())
             out[role] = m.policy.unwrapped.held[rows[np.argmax(wealth[rows])]] if rows.size else frozenset()
         return out
 

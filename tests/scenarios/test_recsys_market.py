@@ -95,6 +95,8 @@ def test_the_role_policy_bids_wakes_and_mutates_by_role():
     assert policy.role[7] == 0 and len(policy.held[7] ^ policy.held[1]) == 1  # one skill added or dropped
     policy.set_library([type("S", (), {"name": "rank-a", "role": "rank"})()])
     assert not policy.held[1] and policy.held[2] == {"rank-a"}  # pruned skills are forgotten
+    assert not policy.eligible(np.array([[0]]))[0, [1, 4, 7]].any()  # recall agents left empty-handed sit out
+    assert policy.eligible(np.array([[1]]))[0, 2]  # the rank agent still holds rank-a
     state = policy.state_dict()
     again = RolePolicy(0.01)
     again.load_state_dict(state)
