@@ -16,7 +16,7 @@ not drop by more than ``gate_delta`` (a prune: by more than that plus ``prune_se
 standard errors of the paired differences, so the smaller of two libraries the
 validation users cannot tell apart is kept).
 Edits are gated one at a time, so the validation NDCG of the current library
-never decreases.
+never decreases, but by a prune within that tolerance.
 
 Credit is fitted on the rollouts of the *current* library: up to ``window``
 iterations of them, cleared whenever an edit is accepted (older rollouts ran
