@@ -49,6 +49,7 @@ import numpy as np
 
 from market import PolicyWrapper
 from market.model import gini
+from scenarios import relay
 from scenarios.registry import SCENARIO_DIR
 
 SCHEMES = ("fixed", "fixed_with_eps", "holland", "learned/value", "learned/reinforce")
@@ -187,14 +188,6 @@ def frozen_success(model, episodes: int, drop: np.ndarray | None = None) -> floa
         model.policy = policy
 
 
-def specialists(model, stages: int) -> np.ndarray:
-    """[K, N]: agent n is a live specialist of stage s (it wakes when the item is at s and its action is
-    advance_s): the agents that can carry relay's chain through stage s."""
-    rules = model.policy.unwrapped.rules
-    wakes = model.policy.eligible(np.arange(stages)[:, None])
-    return wakes & (rules.action[None, :] == np.arange(stages)[:, None]) & model.population.traders[None, :]
-
-
 def chain_kept(able: np.ndarray, drop: np.ndarray) -> bool:
     """Whether every stage still has a specialist once the rows in ``drop`` are removed: no bid scheme can
     finish an item through a stage with none, so the share of draws that keep the chain is the ceiling of
@@ -211,7 +204,7 @@ def pool_run(job: tuple) -> dict:
     live = np.flatnonzero(model.population.traders)
     rng = np.random.default_rng([seed, pool])
     drops = [rng.choice(live, size=max(1, round(0.2 * live.size)), replace=False) for _ in range(setup.draws)]
-    able = specialists(model, exp.scenario.stages)
+    able = relay.specialists(model, exp.scenario.stages)
     return {
         "scheme": scheme, "pool": pool, "seed": seed, "live": int(live.size),
         "specialists": able.sum(axis=1).tolist(),

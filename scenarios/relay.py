@@ -204,17 +204,20 @@ def credit_signals(stages: int, actions: tuple[str, ...], embed: bool = False):
     return signals
 
 
+def specialists(model, stages: int) -> np.ndarray:
+    """[K, N]: row n is a live specialist of stage s, the agents that can carry the chain through s: it
+    wakes when the item is at stage s and its action is advance_s."""
+    wakes = model.policy.eligible(np.arange(stages)[:, None])
+    advances = model.policy.unwrapped.rules.action[None, :] == np.arange(stages)[:, None]
+    return wakes & advances & model.population.traders[None, :]
+
+
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:
-    """``success_rate`` over the last 20% of episodes; ``stage_solvent`` per stage."""
+    """``success_rate`` over the last 20% of episodes; ``stage_solvent``: each stage has a specialist with money."""
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
-    rules = model.policy.unwrapped.rules
-    live = model.population.traders
-    rich = live & (model.population.wealth > 0)
-    # a specialist of stage s: its action is advance_s and it wakes when the item is at stage s
-    wakes = model.policy.eligible(np.arange(cfg.stages)[:, None])  # [K, N]
-    solvent = [bool((rich & wakes[s] & (rules.action == s)).any()) for s in range(cfg.stages)]
+    solvent = (specialists(model, cfg.stages) & (model.population.wealth > 0)[None, :]).any(axis=1)
     return {
         "success_rate": float(np.mean([e["success"] for e in tail])),
-        "stage_solvent": solvent,
+        "stage_solvent": solvent.tolist(),
         "population": model.population.size,
     }

@@ -6,6 +6,7 @@ import json
 import numpy as np
 
 from experiments import bids_compare
+from scenarios import relay
 
 
 def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
@@ -44,7 +45,7 @@ def test_no_draw_that_breaks_the_chain_is_solved_and_the_ceiling_bounds_the_drop
     """The ceiling is an upper bound, draw by draw: with a stage's last specialist removed nothing advances it."""
     setup = bids_compare.Setup(relay_episodes=400)
     exp, model, success = bids_compare.train(bids_compare.config("relay", "holland", 0, setup, pool=30))
-    able = bids_compare.specialists(model, exp.scenario.stages)
+    able = relay.specialists(model, exp.scenario.stages)
     assert success[-100:].mean() > 0.9 and able.any(axis=1).all()  # a trained chain, every stage covered
     assert bids_compare.chain_kept(able, np.array([], dtype=np.int64))
     for stage in range(exp.scenario.stages):  # remove every specialist of one stage: broken, and never solved

@@ -64,7 +64,7 @@ def test_a_prune_within_one_standard_error_passes_and_a_costlier_one_does_not():
     assert compare(by_name, ["current"], ["costly"], QUESTIONS, SEEDS, GateConfig(prune_se=2.5), smaller=True).accepted
 
 
-def test_validate_gives_the_prune_rule_to_prunes_only(library):
+def test_validate_marks_a_prune_as_smaller(library):
     """validate marks a candidate that only prunes as smaller: pruning recall-broad (worth +0.1 on half the
     rollouts) is refused strictly and passes at a tolerance of just enough standard errors."""
     seed_library(library)
