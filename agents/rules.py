@@ -107,7 +107,7 @@ def describe(rules: CompiledRules, row: int, space: RuleSpace) -> str:
     return f"{' and '.join(terms) or 'always'} -> {space.actions[rules.action[row]]}"
 
 
-_SMALL = 1 << 12
+_SMALL = 1 << 10
 """(world, row) cells up to which :func:`evaluate` takes every term of every world at once: there the
 cost is numpy's per-call overhead, not the cells (a round of a small economy is mostly such calls)."""
 
@@ -116,22 +116,18 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
     """[B, F] observations -> [B, N] bool: which rules' conditions hold.
 
     A small economy evaluates all terms at once, on [B, N, T] arrays. A large one evaluates each
-    distinct observation once (lockstep worlds often share states), one term column at a time, on
-    [U, N] uint8 arrays.
+    distinct observation once (lockstep worlds often share states), in one compiled pass
+    (agents/rules_kernel.py).
     """
     if obs.shape[0] * rules.action.size <= _SMALL:
         x = obs[:, rules.feature]  # [B, N, T]
         sign = (x > rules.value).view(np.uint8) + (x >= rules.value).view(np.uint8)
         return (np.bitwise_and.reduce(rules.op >> sign, axis=2) & 1).view(bool)
+    from agents.rules_kernel import evaluate as evaluate_compiled  # numba: loaded by large populations only
+
     distinct, inverse = distinct_rows(obs)
-    holds = np.ones((distinct.shape[0], rules.action.size), dtype=bool)
-    for t in range(rules.op.shape[1]):
-        op = rules.op[:, t]
-        if (op == ALWAYS).all():
-            continue
-        x, v = distinct[:, rules.feature[:, t]], rules.value[:, t]
-        sign = (x > v).view(np.uint8) + (x >= v).view(np.uint8)  # 0: below, 1: equal, 2: above
-        holds &= ((op >> sign) & 1).view(bool)
+    holds = np.empty((distinct.shape[0], rules.action.size), dtype=bool)
+    evaluate_compiled(rules.feature, rules.op, rules.value, distinct, holds)
     return holds[inverse]
 
 

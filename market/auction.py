@@ -27,6 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 CLEARING_RULES = ("first_price", "second_price", "softmax", "random")
+COMPILED_CELLS = 1 << 10
+"""Auctions of this many (world, row) cells or more clear on the compiled path (market/auction_kernel.py, numba:
+imported on first use, so a small economy never loads it), except under ``softmax``; the result is the same."""
 
 
 def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Generator, temperature: float = 1.0):
@@ -35,6 +38,8 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
         raise ValueError(f"unknown clearing rule {rule!r}; expected one of {CLEARING_RULES}")
     B = eligible.shape[0]
     bids = np.asarray(bids, dtype=np.int64)
+    if eligible.size >= COMPILED_CELLS and rule != "softmax":
+        return _clear_compiled(bids, eligible, rule, rng)
     masked = np.where(eligible, bids, -1)  # bids are >= 0: -1 marks the ineligible
     if rule in ("first_price", "second_price"):
         top = masked.max(axis=1, keepdims=True)
@@ -64,6 +69,19 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
     if rule == "second_price":
         masked[worlds, row[best]] = -1
         price[worlds] = np.maximum(masked[worlds].max(axis=1), 0)
+    return winner, price
+
+
+def _clear_compiled(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Generator):
+    """:func:`clear` in two compiled passes, the candidates' draws taken from ``rng`` in between."""
+    from market.auction_kernel import candidates, pick
+
+    B = eligible.shape[0]
+    bids, by_bid = np.broadcast_to(bids, eligible.shape), rule != "random"
+    top, count = np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64)
+    draw = rng.random(candidates(bids, eligible, by_bid, top, count))
+    winner, price = np.full(B, -1, dtype=np.int64), np.zeros(B, dtype=np.int64)
+    pick(bids, eligible, by_bid, rule == "second_price", top, draw, winner, price)
     return winner, price
 
 

@@ -152,7 +152,8 @@ def test_state_dict_round_trip():
 
 
 def test_small_and_large_evaluation_agree(monkeypatch):
-    """Small economies take every term at once, large ones each distinct observation term by term: the same holds."""
+    """Small economies take every term at once on numpy, large ones each distinct observation in one compiled pass
+    (agents/rules_kernel.py): the same holds."""
     rng = np.random.default_rng(3)
     table = R.empty_rules(40, SPACE.max_terms)
     table.feature[:] = rng.integers(len(SPACE.features), size=table.feature.shape)

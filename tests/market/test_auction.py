@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from market import CLEARING_RULES, clear
+from market import CLEARING_RULES, auction, clear
 
 
 def chi2(counts, probs):
@@ -177,14 +177,21 @@ def reference_clear(bids, eligible, rule, rng, temperature):
     )),
     st.sampled_from(CLEARING_RULES),
     st.booleans(),
+    st.booleans(),
     st.integers(0, 2**32 - 1),
 )
-def test_clear_follows_the_documented_draws(bids_eligible, rule, shared_bids, seed):
-    """Winners, prices and the rng's state after a clear are exactly the reference's (runs replay bit for bit)."""
+def test_clear_follows_the_documented_draws(bids_eligible, rule, shared_bids, compiled, seed):
+    """Winners, prices and the rng's state after a clear are exactly the reference's (runs replay bit for bit),
+    on numpy and on the compiled path of large markets (market/auction_kernel.py)."""
     bids, eligible = bids_eligible
     if shared_bids:  # the market's [N] bids, broadcast over the worlds
         bids = bids[0]
     rng_a, rng_b = np.random.default_rng(seed), np.random.default_rng(seed)
-    got, expected = clear(bids, eligible, rule, rng_a, 2.0), reference_clear(bids, eligible, rule, rng_b, 2.0)
+    cells, auction.COMPILED_CELLS = auction.COMPILED_CELLS, 0 if compiled else auction.COMPILED_CELLS
+    try:
+        got = clear(bids, eligible, rule, rng_a, 2.0)
+    finally:
+        auction.COMPILED_CELLS = cells
+    expected = reference_clear(bids, eligible, rule, rng_b, 2.0)
     assert got[0].tolist() == expected[0].tolist() and got[1].tolist() == expected[1].tolist()
     assert rng_a.random() == rng_b.random()
