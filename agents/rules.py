@@ -26,6 +26,7 @@ import numpy as np
 OPS = {"<": 0b001, "<=": 0b011, "==": 0b010, "!=": 0b101, ">": 0b100, ">=": 0b110}
 OP_NAMES = {mask: op for op, mask in OPS.items()}
 ALWAYS = 0b111
+FEATURE_DTYPE = np.int16
 TERM = re.compile(r"^\s*([A-Za-z_]\w*)\s*(==|!=|<=|>=|<|>)\s*(-?\d{1,18})\s*$")  # 18 digits: fits int64
 
 
@@ -43,12 +44,16 @@ class RuleSpace:
     actions: tuple[str, ...]
     max_terms: int = 3
 
+    def __post_init__(self):
+        if len(self.features) > np.iinfo(FEATURE_DTYPE).max:
+            raise ValueError(f"{len(self.features)} features: a rule's feature index is an {FEATURE_DTYPE.__name__}")
+
 
 @dataclass
 class CompiledRules:
     """Struct-of-arrays rules, one row per agent."""
 
-    feature: np.ndarray  # [N, T] int
+    feature: np.ndarray  # [N, T] int16: the feature's index (2 bytes a term: a million rules are held at once)
     op: np.ndarray  # [N, T] 3-bit operator mask (ALWAYS: unused term)
     value: np.ndarray  # [N, T] int
     action: np.ndarray  # [N] int
@@ -60,7 +65,7 @@ FIELDS = tuple(f.name for f in fields(CompiledRules))
 
 def empty_rules(n: int, max_terms: int) -> CompiledRules:
     return CompiledRules(
-        feature=np.zeros((n, max_terms), dtype=np.int64),
+        feature=np.zeros((n, max_terms), dtype=FEATURE_DTYPE),
         op=np.full((n, max_terms), ALWAYS, dtype=np.uint8),
         value=np.zeros((n, max_terms), dtype=np.int64),
         action=np.zeros(n, dtype=np.int64),

@@ -25,12 +25,16 @@ processes held the cores, the CPU time does not, so the curve's shape is read fr
 time and the fit ``c + a N + b N B`` (least squares in relative error) is made on it.
 
 Memory. Every N runs in a fresh subprocess. ``baseline`` is its resident set (VmRSS from
-/proc) after the imports; *resident per agent* is (VmRSS after building the model - baseline)
-/ N: population arrays, rules and the ledger's pending funding transfers (no Mesa ``Trader``
-facade exists until someone reads ``model.agents``, market/agent.py); *peak per agent* is
-(``ru_maxrss`` after the B = 1 rounds - baseline) / N, the most the process held while stepping
-at B = 1 (larger B adds [B, N] temporaries of the auction, reported as
-``peak_all``). *arrays per agent* is the bytes of the population's and the rules' numpy
+/proc) after the imports and after a throwaway economy of 2,048 agents has stepped once, which
+loads the engine's compiled kernels (numba and their machine code: reported apart as
+``compiled_code_mib``, a cost of the process whatever N is: since the ledger funds a large cohort
+on its compiled path, a baseline taken before it counted numba's import in the build, 281 bytes per
+agent at 1M instead of 153). *resident per agent* is (VmRSS after building the model -
+baseline) / N: population arrays, rules and the ledger's pending funding transfers (no Mesa
+``Trader`` facade exists until someone reads ``model.agents``, market/agent.py); *peak per agent*
+is (``VmHWM`` after the B = 1 rounds - baseline) / N, the high-water mark reset at the baseline:
+the most the process held while stepping at B = 1 (larger B adds [B, N] temporaries of the
+auction, reported as ``peak_all``). *arrays per agent* is the bytes of the population's and the rules' numpy
 columns alone. Last, ``model.agents`` is read once, as a Mesa user would: *facades* is the time
 it takes to build the N facades and their resident bytes per agent, what asking costs.
 """
@@ -38,8 +42,8 @@ it takes to build the N facades and their resident bytes per agent, what asking 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -54,13 +58,23 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._units import label  # noqa: E402
 
+COMPILED_AGENTS = 2048
+"""A throwaway economy this large, stepped once before the baseline, loads the engine's compiled kernels
+(the ledger's, the auction's, the rule interpreter's): a fixed cost of the process, not of its agents."""
 
-def vm_rss() -> int:
-    """Resident set size of this process, in bytes."""
+
+def vm_rss(field: str = "VmRSS") -> int:
+    """Resident set size of this process (``VmHWM``: its high-water mark since :func:`reset_peak`), in bytes."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def reset_peak() -> None:
+    """Set the high-water mark to the current resident set (Linux >= 4.0), so a peak read later is this
+    model's, not the warm-up's."""
+    Path("/proc/self/clear_refs").write_text("5")
 
 
 def worker(n: int, batches: list[int], rounds: int) -> dict:
@@ -69,16 +83,24 @@ def worker(n: int, batches: list[int], rounds: int) -> dict:
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import relay
 
+    def build(agents: int) -> MarketModel:
+        world, policy = relay.build(relay.Config(stages=5))
+        market = MarketConfig(batch=1, bid_scheme="holland", rent=0.0)
+        population = PopulationConfig(initial_agents=agents, max_agents=agents, min_agents=0, p_exploit=0.0,
+                                      p_explore=0.0, birth_interval=0)
+        return MarketModel(world, policy, market, population, seed=0)
+
+    before_code = vm_rss()
+    build(COMPILED_AGENTS).step()  # loads the compiled kernels (numba and its machine code), once per process
+    code = vm_rss() - before_code
+    gc.collect()
     baseline = vm_rss()
+    reset_peak()
     start = time.perf_counter()
-    world, policy = relay.build(relay.Config(stages=5))
-    market = MarketConfig(batch=1, bid_scheme="holland", rent=0.0)
-    population = PopulationConfig(initial_agents=n, max_agents=n, min_agents=0, p_exploit=0.0, p_explore=0.0,
-                                  birth_interval=0)
-    model = MarketModel(world, policy, market, population, seed=0)
+    model = build(n)
     build_s = time.perf_counter() - start
     resident = vm_rss() - baseline
-    rules = policy.rules
+    rules = model.policy.rules
     arrays = sum(getattr(model.population, c).nbytes for c in ("ids", "alive", "wealth", "bid", "parent", "born"))
     arrays += sum(getattr(rules, c).nbytes for c in FIELDS)
     w0 = time.perf_counter()
@@ -97,14 +119,14 @@ def worker(n: int, batches: list[int], rounds: int) -> dict:
             cpus.append((time.process_time() - c0) / steps)
         wall[str(batch)], cpu[str(batch)] = 1e3 * statistics.median(walls), 1e3 * statistics.median(cpus)
         if batch == 1:
-            peak_b1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
-    peak_all = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline
+            peak_b1 = vm_rss("VmHWM") - baseline
+    peak_all = vm_rss("VmHWM") - baseline
     assert int(model.population.wealth.sum()) == 0  # money is conserved
     before, w0 = vm_rss(), time.perf_counter()
     assert len(model.agents) == model.population.size  # the Mesa face, built on first ask
     facades_s, facade_bytes = time.perf_counter() - w0, vm_rss() - before
     return {"N": n, "build_s": build_s, "first_round_s": first_round_s, "facades_s": facades_s,
-            "facade_bytes_per_agent": facade_bytes / n, "resident_per_agent": resident / n,
+            "facade_bytes_per_agent": facade_bytes / n, "compiled_code_bytes": code, "resident_per_agent": resident / n,
             "peak_per_agent": peak_b1 / n,
             "peak_all_per_agent": peak_all / n, "arrays_per_agent": arrays / n, "ms_per_step": wall,
             "cpu_ms_per_step": cpu, "alive_at_end": model.population.size}
@@ -187,7 +209,7 @@ def main(argv=None) -> int:
     big = rows[-1]
     print(f"memory at N = {label(big['N'])}: {big['resident_per_agent']:.0f} B resident per agent after building "
           f"({big['arrays_per_agent']:.0f} B of it numpy columns, the rest the ledger's pending funding and the "
-          f"allocator), "
+          f"allocator; before it, loading the compiled kernels took {big['compiled_code_bytes'] / 2**20:.0f} MiB, whatever N), "
           f"peak {big['peak_per_agent']:.0f} B per agent stepping at B = 1, {big['peak_all_per_agent']:.0f} B with B up to {batches[-1]}")
     print(f"build {big['build_s']:.2f} s, first round {big['first_round_s']:.2f} s (the N birth records); "
           f"reading model.agents then builds the Mesa facades: {big['facades_s']:.2f} s, "
@@ -207,7 +229,8 @@ def main(argv=None) -> int:
                 f"facade_bytes_per_agent_{label(big['N'])}": round(big["facade_bytes_per_agent"]),
                 f"bytes_per_agent_{label(big['N'])}": round(big["resident_per_agent"]),
                 f"peak_bytes_per_agent_{label(big['N'])}": round(big["peak_per_agent"]),
-                f"array_bytes_per_agent_{label(big['N'])}": round(big["arrays_per_agent"]), "plot": str(png)}
+                f"array_bytes_per_agent_{label(big['N'])}": round(big["arrays_per_agent"]),
+                "compiled_code_mib": round(big["compiled_code_bytes"] / 2**20, 1), "plot": str(png)}
         out |= {f"fit_{k}": round(v, 3) for k, v in f.items()}
         print(json.dumps(out))
     return 0

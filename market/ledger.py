@@ -250,8 +250,9 @@ def as_columns(*arrays: np.ndarray) -> list[np.ndarray]:
 
 
 def column(a: np.ndarray, shape: tuple) -> np.ndarray:
-    """``a`` broadcast to ``shape`` and flattened; already 1-D of that shape, as it is."""
-    return a if a.shape == shape and a.ndim == 1 else np.broadcast_to(a, shape).ravel()
+    """``a`` broadcast to ``shape`` and flattened; already 1-D of that shape, as it is (a scalar broadcast to 1-D
+    stays a view: funding a million newborns from the house copies no column of house rows)."""
+    return a if a.shape == shape and a.ndim == 1 else np.broadcast_to(a, shape).reshape(-1)
 
 
 def replay(transfers: np.ndarray) -> dict[int, int]:

@@ -373,9 +373,10 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                                                       *self.trace.failures(parents[explore]), self.rng)
         self.policy.spawn(rows[~mutants], self.rng)
         self.policy.inherit(rows[mutants & ~revised], parents[mutants & ~revised], self.rng)
-        funder, grant = np.full(rows.size, HOUSE_ROW), np.full(rows.size, self._money["initial_wealth"])
+        funder, grant = HOUSE_ROW, self._money["initial_wealth"]  # scalars broadcast: a million-agent build holds no copies
         if self.pop_cfg.child_share > 0 and kinds is not None:  # Hayek: a rich agent endows its child itself
             endowed = kinds == EXPLOIT
+            funder, grant = np.full(rows.size, funder), np.full(rows.size, grant)
             funder[endowed] = parents[endowed]
             grant[endowed] = share(pop.wealth[parents[endowed]], self.pop_cfg.child_share)
         self.ledger.transfer(funder, rows, grant, Reason.FUND, max(self.episodes_done - 1, 0), -1)
