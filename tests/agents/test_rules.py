@@ -170,3 +170,11 @@ def test_distinct_rows_gives_each_row_once_in_first_seen_order():
     distinct, inverse = R.distinct_rows(obs)
     assert distinct.tolist() == [[1, 2], [0, 0], [3, 1]] and inverse.tolist() == [0, 1, 0, 2, 1]
     assert (distinct[inverse] == obs).all()
+
+
+def test_a_space_with_more_features_than_an_int16_index_is_refused():
+    """A rule's feature index is an int16 (a million rules are held at once): a larger space would wrap."""
+    names = tuple(f"f{i}" for i in range(np.iinfo(R.FEATURE_DTYPE).max + 1))
+    with pytest.raises(ValueError, match="features"):
+        R.RuleSpace(names, (0,) * len(names), (1,) * len(names), ("a",))
+    R.RuleSpace(names[:-1], (0,) * (len(names) - 1), (1,) * (len(names) - 1), ("a",))
