@@ -113,8 +113,8 @@ def describe(rules: CompiledRules, row: int, space: RuleSpace) -> str:
 
 
 _SMALL = 1 << 10
-"""(world, row) cells up to which :func:`evaluate` takes every term of every world at once: there the
-cost is numpy's per-call overhead, not the cells (a round of a small economy is mostly such calls)."""
+"""(world, row) cells up to which :func:`evaluate` stays on numpy, every term of every world at once: there the
+cost is numpy's per-call overhead, not the cells, and an economy this small never loads numba."""
 
 
 def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:

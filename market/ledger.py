@@ -144,7 +144,8 @@ class Ledger:
                 amount, reason, episode = (a[keep] if a.ndim else a for a in (amount, reason, episode))
         if src.size == 0:
             return
-        if max(src.size, self.pop.capacity) >= self.compiled_rows and self._move_compiled(src, dst, amount, reason, episode, step):
+        large = max(src.size, self.pop.capacity) >= self.compiled_rows
+        if large and self._move_compiled(src, dst, amount, reason, episode, step):
             return
         if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")

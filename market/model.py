@@ -373,7 +373,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                                                       *self.trace.failures(parents[explore]), self.rng)
         self.policy.spawn(rows[~mutants], self.rng)
         self.policy.inherit(rows[mutants & ~revised], parents[mutants & ~revised], self.rng)
-        funder, grant = HOUSE_ROW, self._money["initial_wealth"]  # scalars broadcast: a million-agent build holds no copies
+        funder, grant = HOUSE_ROW, self._money["initial_wealth"]  # scalars: a million-row build copies neither
         if self.pop_cfg.child_share > 0 and kinds is not None:  # Hayek: a rich agent endows its child itself
             endowed = kinds == EXPLOIT
             funder, grant = np.full(rows.size, funder), np.full(rows.size, grant)
