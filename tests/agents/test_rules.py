@@ -160,6 +160,8 @@ def test_small_and_large_evaluation_agree(monkeypatch):
     table.op[:] = rng.choice([*R.OPS.values(), R.ALWAYS], size=table.op.shape)
     table.value[:] = rng.integers(-2, 4, size=table.value.shape)
     obs = rng.integers(-2, 4, size=(30, len(SPACE.features)))
+    # each path chosen explicitly: at the default threshold these 30 x 40 cells take the compiled path both times
+    monkeypatch.setattr(R, "_SMALL", obs.shape[0] * table.action.size)
     small = R.evaluate(table, obs)
     monkeypatch.setattr(R, "_SMALL", 0)
     assert (R.evaluate(table, obs) == small).all()
