@@ -1,8 +1,8 @@
 """The rule interpreter's compiled path for large populations: one pass over (observation, rule) pairs (numba).
 
-:func:`agents.rules.evaluate` on numpy takes, per term column, a gather of the observed features, two
-comparisons, a shift and an and: six passes over [U, N] a term, most of an auction step's rule work at
-N = 10k. Here each rule is read once per distinct observation, without a branch (a rule's outcome is
+:func:`agents.rules.evaluate`'s large path on numpy took, per term column, a gather of the observed
+features, two comparisons, a shift and an and: six passes over [U, N] a term, most of an auction step's
+rule work at N = 10k. Here each rule is read once per distinct observation, without a branch (a rule's outcome is
 as good as random to the branch predictor).
 """
 
