@@ -133,7 +133,7 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
     distinct, inverse = distinct_rows(obs)
     holds = np.empty((distinct.shape[0], rules.action.size), dtype=bool)
     evaluate_compiled(rules.feature, rules.op, rules.value, distinct, holds)
-    return holds[inverse]
+    return holds if distinct.shape[0] == obs.shape[0] else holds[inverse]  # all distinct: inverse is 0..B-1
 
 
 def distinct_rows(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,6 +144,8 @@ def distinct_rows(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     differ but whose values compare equal (-0.0 and 0.0) are merely evaluated twice.
     """
     rows = np.ascontiguousarray(obs)
+    if rows.shape[0] == 1:  # one world
+        return rows, np.zeros(1, dtype=np.intp)
     index: dict[bytes, int] = {}  # a row's bytes -> its index among the distinct rows
     first, inverse = [], []
     for i, key in enumerate(map(bytes, rows)):

@@ -45,14 +45,13 @@ def plan_births(
     before, after = episodes
     n_episodes = after - before
     live = np.flatnonzero(traders)
-    by_wealth = live[np.argsort(-wealth[live], kind="stable")]  # richest first
-
-    n_exploit = min(rng.binomial(n_episodes, cfg.p_exploit), live.size)
-    exploit = by_wealth[:n_exploit]
+    n_exploit = rng.binomial(n_episodes, cfg.p_exploit)
+    exploit = live[first_sorted(-wealth[live], n_exploit)]  # the richest, richest first (ties: lower row first)
 
     n_explore = rng.binomial(n_episodes, cfg.p_explore)
-    failed = np.concatenate([bankrupt, by_wealth[::-1]])  # the bankrupt first, then the poorest
-    explore = failed[:n_explore]
+    by_row_down = live[::-1]  # the poorest, poorest first (ties: higher row first)
+    poorest = by_row_down[first_sorted(wealth[by_row_down], n_explore - bankrupt.size)]
+    explore = np.concatenate([bankrupt, poorest])[:n_explore]  # the bankrupt first
 
     periodic = after // cfg.birth_interval - before // cfg.birth_interval if cfg.birth_interval else 0
     parents = np.concatenate([exploit, explore, np.full(periodic, RANDOM_NEWCOMER)]).astype(np.int64)
@@ -67,3 +66,16 @@ def plan_births(
     if not cfg.births:
         parents, kinds = parents[:0], kinds[:0]
     return (parents, kinds) if with_kinds else parents
+
+
+def first_sorted(keys: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")[:k]`` without sorting every key: a round's few parents out of a large
+    population (a stable sort of 10k wealths is ~0.1-0.6 ms, the partition that finds the k-th key ~30 us)."""
+    k = max(min(k, keys.size), 0)
+    if k == 0:
+        return np.empty(0, dtype=np.intp)
+    if k == keys.size:
+        return np.argsort(keys, kind="stable")
+    kth = np.partition(keys, k - 1)[k - 1]
+    below = np.flatnonzero(keys < kth)  # fewer than k, and all of them come first
+    return np.concatenate([below[np.argsort(keys[below], kind="stable")], np.flatnonzero(keys == kth)[: k - below.size]])

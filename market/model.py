@@ -94,8 +94,8 @@ def gini(values: np.ndarray) -> float:
     v = np.sort(np.clip(np.asarray(values, dtype=np.float64), 0, None))
     if v.size == 0 or v.sum() == 0:
         return 0.0
-    ranks = np.arange(1, v.size + 1)
-    return float((2 * ranks - v.size - 1) @ v / (v.size * v.sum()))
+    weights = np.arange(1 - v.size, v.size, 2, dtype=np.float64)  # 2i - n - 1 for ranks i = 1..n, as floats
+    return float(weights @ v / (v.size * v.sum()))
 
 
 class MarketModel(LazyTraders, mesa.Model, Economy):

@@ -1,10 +1,12 @@
 """Struct-of-arrays population: row recycling, growth, ids; the Mesa facade over it; births."""
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.helpers import relay_model
 
 from market import HOUSE_ROW, MarketConfig, Population, PopulationConfig
-from market.births import RANDOM_NEWCOMER, plan_births
+from market.births import RANDOM_NEWCOMER, first_sorted, plan_births
 from market.agent import Trader
 
 
@@ -102,3 +104,11 @@ def test_plan_births_bounds():
     assert plan_births(wealth, traders, none, (0, 1), cfg, rng).tolist() == [RANDOM_NEWCOMER] * 3
     cfg = PopulationConfig(p_exploit=0.0, p_explore=0.0, birth_interval=3, min_agents=0, max_agents=10)
     assert plan_births(wealth, traders, none, (2, 7), cfg, rng).tolist() == [RANDOM_NEWCOMER] * 2  # 3 and 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-3, 3), max_size=40), st.integers(-2, 45))
+def test_first_sorted_is_the_stable_sorts_prefix(keys, k):
+    """The parents' order (richest or poorest first, ties by row) is the stable sort's, without sorting all."""
+    keys = np.array(keys, dtype=np.int64)
+    assert first_sorted(keys, k).tolist() == np.argsort(keys, kind="stable")[: max(k, 0)].tolist()

@@ -96,6 +96,9 @@ def test_share_is_exact_across_int64(micro, fraction):
     """share() split at the credit: micro x ppm would leave int64 from 9.2e7 credits on (holland bids)."""
     ppm = round(fraction * 1_000_000)
     assert int(share(np.array([micro]), fraction)[0]) == micro * ppm // 1_000_000 == share(micro, fraction)
+    small = [-7_654_321, 0, 3, 999_999, 1_000_001]  # an array's products either all fit int64, or it is split
+    for values in ([micro, *small], small):
+        assert share(np.array(values), fraction).tolist() == [v * ppm // 1_000_000 for v in values]
 
 
 def run_cli(argv, capsys):
