@@ -139,18 +139,19 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
 def distinct_rows(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """([U, F] each distinct row of ``obs`` once, in first-seen order; [B] each row's index among them).
 
-    A dict over the rows' bytes: for the few worlds of a round this is 2-40 us, where ``np.unique(axis=0)``
+    A dict over the rows' bytes: for the few worlds of a round this is 2-25 us, where ``np.unique(axis=0)``
     (which sorts) took ~0.1 ms even for one world, an eighth of a 10k-agent auction step. Rows whose bytes
     differ but whose values compare equal (-0.0 and 0.0) are merely evaluated twice.
     """
     rows = np.ascontiguousarray(obs)
     if rows.shape[0] == 1:  # one world
         return rows, np.zeros(1, dtype=np.intp)
+    buf, width = rows.tobytes(), rows.dtype.itemsize * rows.shape[1]  # slices of one buffer: no view per row
     index: dict[bytes, int] = {}  # a row's bytes -> its index among the distinct rows
     first, inverse = [], []
-    for i, key in enumerate(map(bytes, rows)):
-        if key not in index:
-            index[key] = len(first)
+    for i in range(rows.shape[0]):
+        k = index.setdefault(buf[i * width : (i + 1) * width], len(first))
+        if k == len(first):
             first.append(i)
-        inverse.append(index[key])
+        inverse.append(k)
     return rows[first], np.array(inverse, dtype=np.intp)

@@ -9,6 +9,7 @@ import numpy as np
 from agents import RuleSpace
 from agents.tasks import Draw
 from market.protocols import World
+from scenarios.blocks import kernel
 from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOLUTION, SOURCE, Config
 
 
@@ -19,6 +20,7 @@ ORACLE = True
 """BlocksWorld.oracle: Hayek's hand-written solution (SOLUTION) as the sero objective's solver; it reads
 SOLVER_FEATURES, which the run's ``blocks.features`` must include (scenarios/blocks/scenario.py validate)."""
 SOLVER_FEATURES = ("wrong1", "need_at", "need_depth")
+_MOVES = np.array(MOVES, dtype=np.int64)
 BRANCHES = True
 """BlocksWorld.snapshot / restore: an instance is its arrays' rows, so a branch starts from any state a rollout reached."""
 STATE = ("stack", "height", "n", "limit", "t", "invalid", "over", "_solved")
@@ -151,55 +153,23 @@ class BlocksWorld(World):
     # --- dynamics --------------------------------------------------------
     def _prefix(self) -> np.ndarray:
         """[B] length of stack 1's correct prefix."""
-        H = self.stack.shape[2]
-        match = (self.stack[:, 1] == self.stack[:, 0]) & (np.arange(H) < self.height[:, 1:2])
-        return np.cumprod(match, axis=1).sum(axis=1)
+        out = np.empty(self.stack.shape[0], dtype=np.int64)
+        kernel.prefixes(self.stack, self.height, out)
+        return out
 
     def _complete(self) -> np.ndarray:
         return (self.height[:, 1] == self.n) & (self._prefix() == self.n)
 
     def observe(self) -> np.ndarray:
         """[B, F + 3]: the rules' features, then MARKET_COLUMNS (no rule reads those)."""
-        B, H = self.stack.shape[0], self.stack.shape[2]
-        rows = np.arange(B)
-        prefix = self._prefix()
-        need = np.where(prefix < self.n, self.stack[rows, 0, np.minimum(prefix, H - 1)], 0)
-        # depth of the topmost copy of the needed colour in stacks 1 (above the prefix), 2, 3
-        idx = np.arange(H)
-        copy = (self.stack[:, 1:] == need[:, None, None]) & (idx < self.height[:, 1:, None]) & (need[:, None, None] > 0)
-        copy[:, 0] &= idx >= prefix[:, None]
-        top = np.where(copy, idx, -1).max(axis=2)  # [B, 3] index of the topmost copy, -1: none
-        depth = np.where(top >= 0, self.height[:, 1:] - 1 - top, 10**9)
-        order = depth[:, [1, 2, 0]]  # ties: stack 2, then 3, then 1
-        best = order.argmin(axis=1)
-        found = order[rows, best] < 10**9
-        need_at = np.where(found, np.array([2, 3, 1])[best], 0)
-        need_depth = np.where(found, np.minimum(order[rows, best], CLIP), 0)
-        tops = np.where(self.height > 0, self.stack[rows[:, None], np.arange(4), np.maximum(self.height - 1, 0)], 0)
-        features = np.stack([
-            np.minimum(self.height[:, 1] - prefix, CLIP), np.minimum(prefix, CLIP), PROGRESS * prefix // self.n,
-            need_at, need_depth, need,
-            tops[:, 1], tops[:, 2], tops[:, 3],
-        ], axis=1)[:, self.columns]
-        return np.concatenate([features, self.height[:, 1:]], axis=1)
+        features = np.empty((self.stack.shape[0], len(FEATURES)), dtype=np.int64)
+        kernel.features(self.stack, self.height, self.n, features)
+        return np.concatenate([features[:, self.columns], self.height[:, 1:]], axis=1)
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
-        B = self.stack.shape[0]
-        rows = np.arange(B)
         live = ~self.over
-        actions = np.asarray(actions)
-        move = np.asarray(MOVES)[np.clip(actions, 0, len(MOVES) - 1)]
-        src, dst = move[:, 0], move[:, 1]
-        acting = np.asarray(acting) & live & (actions >= 0) & (actions < len(MOVES))
-        legal = acting & (self.height[rows, src] > 0)
-        self.invalid += acting & ~legal
-        b, s, d = rows[legal], src[legal], dst[legal]
-        block = self.stack[b, s, self.height[b, s] - 1]
-        self.stack[b, s, self.height[b, s] - 1] = 0
-        self.height[b, s] -= 1
-        self.stack[b, d, self.height[b, d]] = block
-        self.height[b, d] += 1
-
+        kernel.apply_moves(self.stack, self.height, _MOVES, np.asarray(actions, dtype=np.int64),
+                           np.asarray(acting, dtype=bool) & live, self.invalid)
         self.t += live
         solved = self._complete() & live
         self._solved |= solved

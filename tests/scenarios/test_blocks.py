@@ -79,6 +79,39 @@ def test_features():
     assert hidden.space.features == ("wrong1", "need_at") and hidden.observe().tolist() == [[0, 3, 0, 1, 1]]
 
 
+def reference_features(goal: list, piles: list[list]) -> list[int]:
+    """FEATURES read off the stacks as lists, the way blocks/config.py defines them (the spec of the kernel)."""
+    prefix = 0
+    while prefix < min(len(piles[0]), len(goal)) and piles[0][prefix] == goal[prefix]:
+        prefix += 1
+    need = goal[prefix] if prefix < len(goal) else 0
+    reachable = []  # (blocks on top of the topmost copy, stack), in the tie order: stacks 2, 3, 1
+    for s in (2, 3, 1):
+        pile = piles[s - 1]
+        copies = [i for i in range(prefix if s == 1 else 0, len(pile)) if pile[i] == need]
+        if need and copies:
+            reachable.append((len(pile) - 1 - max(copies), s))
+    depth, at = min(reachable, key=lambda r: r[0]) if reachable else (0, 0)
+    tops = [pile[-1] if pile else 0 for pile in piles]
+    return [min(len(piles[0]) - prefix, 3), min(prefix, 3), 10 * prefix // len(goal), at, min(depth, 3), need, *tops]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_features_of_random_states_match_their_definition(seed):
+    """The compiled observation against the definition, on instances of every size walked by random moves."""
+    rng = np.random.default_rng(seed)
+    instances = [blocks.generate(int(n), 3, rng) for n in rng.choice([1, 2, 4, 8, 16, 32], size=16)]
+    world = blocks.BlocksWorld(blocks.Config(features=list(blocks.FEATURES), horizon_factor=50), instances)
+    world.reset(len(instances), None)
+    for _ in range(60):
+        obs = world.observe()
+        for b in range(len(instances)):
+            piles = [world.stack[b, s, : world.height[b, s]].tolist() for s in (1, 2, 3)]
+            goal = world.stack[b, 0, : world.n[b]].tolist()
+            assert obs[b].tolist() == reference_features(goal, piles) + [len(p) for p in piles]
+        world.step(rng.integers(-1, len(blocks.ACTIONS) + 1, size=len(instances)), rng.random(len(instances)) < 0.9)
+
+
 def test_generator_is_deterministic_and_deals_the_goals_blocks():
     cfg = blocks.Config(heldout_count=20)
     a, b = blocks.heldout(cfg, 8), blocks.heldout(cfg, 8)
