@@ -63,7 +63,7 @@ class OneHotFeatures:
         obs = np.asarray(obs, dtype=np.int64)[:, : self.low.size]
         index = np.clip(obs, self.low, self.high) - self.low + self.offset  # [M, F] columns to set
         phi = np.zeros((obs.shape[0], self.size), dtype=np.float32)
-        np.put_along_axis(phi, index, 1.0, axis=1)
+        phi[np.arange(obs.shape[0])[:, None], index] = 1.0  # (put_along_axis builds the same index, at 5x the cost)
         return phi
 
 
