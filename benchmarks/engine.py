@@ -13,7 +13,8 @@ K = 5 stages) with the ``rule`` policy, first-price clearing, bucket-brigade pay
 terminal reward to the final owner, rent; one ``model.step()`` is one round of B lockstep
 episodes. The population is held fixed for the measurement (no births:
 ``p_exploit = p_explore = 0``, ``birth_interval = 0``, ``min_agents = 0``,
-``max_agents = N``; rent is small so nobody starves during the run).
+``max_agents = N``; every trader starts with ``BENCH_WEALTH`` credits, so rent and fees bankrupt nobody
+during the run: the last column of the table says how many are alive at the end).
 
 *naive*: :class:`NaiveRelayModel` (``benchmarks/_naive_relay.py``), the same economy written the
 straightforward Mesa way: one ``mesa.Agent`` per trader holding its own wealth and rule,
@@ -67,15 +68,20 @@ from scenarios import relay  # noqa: E402
 
 STAGES = 5
 SEED = 7
+BENCH_WEALTH = 100.0
+"""Credits each trader starts with in the timed runs: enough that rent and fees bankrupt nobody however many
+rounds the engine gets through, so both models are timed on the same N (at 0.5 a 1k x 32 engine shrank to 30
+agents within its 0.2 s chunks while the slower naive model still held 1,000, and the rate compared the two)."""
 
 
 # ---------------------------------------------------------------------------- the engine
-def build_engine(n: int, batch: int, scheme: str = "holland", rent: float = 0.0001, seed: int = SEED):
-    """A MarketModel on relay with a fixed population of ``n`` and a step counter on its world."""
+def build_engine(n: int, batch: int, scheme: str = "holland", rent: float = 0.0001, seed: int = SEED,
+                 wealth: float = 0.5):
+    """A MarketModel on relay with a population of ``n`` (no births) and a step counter on its world."""
     world, policy = relay.build(relay.Config(stages=STAGES))
     market = MarketConfig(batch=batch, bid_scheme=scheme, rent=rent)
     population = PopulationConfig(initial_agents=n, max_agents=n, min_agents=0, p_exploit=0.0, p_explore=0.0,
-                                  birth_interval=0)
+                                  birth_interval=0, initial_wealth=wealth)
     model = MarketModel(world, policy, market, population, seed=seed)
     counter = {"steps": 0}
     observe = world.observe
@@ -160,7 +166,7 @@ def first_divergence(engine_logs: list[np.ndarray], naive_logs: list[np.ndarray]
 # ------------------------------------------------------------------------- benchmark
 def bench(n: int, batch: int, repeats: int, engine_s: float, naive_s: float, naive_max_steps: int,
           scheme: str = "holland") -> dict:
-    engine = build_engine(n, batch, scheme)
+    engine = build_engine(n, batch, scheme, wealth=BENCH_WEALTH)
     naive = NaiveRelayModel(engine)
     engine_rounds(engine, 1)  # warm-up (numpy buffers); the naive model replays it as its first round
     e_rates, n_rates = [], []
@@ -181,7 +187,7 @@ def bench(n: int, batch: int, repeats: int, engine_s: float, naive_s: float, nai
     identical = naive.round_hashes == engine.round_hashes[: naive.rounds] if naive.rounds else None
     ratio = statistics.median(e / v for e, v in zip(e_rates, n_rates))  # paired: adjacent in time
     return {"N": n, "B": batch, "engine": statistics.median(e_rates), "naive": statistics.median(n_rates),
-            "ratio": ratio, "naive_rounds": naive.rounds, "identical": identical}
+            "ratio": ratio, "naive_rounds": naive.rounds, "identical": identical, "alive": engine.population.size}
 
 
 
@@ -216,14 +222,15 @@ def main(argv=None) -> int:
                 (100000, 1, 5, 0.4, 1.5, 10**6), (100000, 32, 5, 0.6, 2.0, 3)]
     print("\nagent-bids per second (agent-bid = one live agent x one world x one auction step), "
           "relay K=5, holland bids, medians of interleaved repeats:")
-    print(f"  {'N':>7} {'B':>3} {'engine bids/s':>15} {'naive bids/s':>14} {'ratio':>8}  naive rounds  identical")
+    print(f"  {'N':>7} {'B':>3} {'engine bids/s':>15} {'naive bids/s':>14} {'ratio':>8}  naive rounds  identical"
+          "  alive at the end")
     rows = []
     for n, batch, repeats, engine_s, naive_s, naive_max in plan:
         r = bench(n, batch, repeats, engine_s, naive_s, naive_max)
         rows.append(r)
         ident = "n/a (<1 round)" if r["identical"] is None else str(r["identical"])
         print(f"  {n:>7} {batch:>3} {r['engine']:>15,.0f} {r['naive']:>14,.0f} {r['ratio']:>7.1f}x  "
-              f"{r['naive_rounds']:>12}  {ident}", flush=True)
+              f"{r['naive_rounds']:>12}  {ident:9s}  {r['alive']:,}", flush=True)
 
     identical = all(c["identical"] for c in checks) and all(r["identical"] is not False for r in rows)
     print(f"\nidentical: {identical}")

@@ -185,8 +185,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         payments = Payments()
         # a step's payments as [3, B] grids, in the ledger's order: bids, fees, step rewards (then terminal rewards)
         house, fee = np.full(B, HOUSE_ROW), np.full(B, self._money["fee"])
-        reasons = np.repeat(np.array([Reason.BID, Reason.FEE, Reason.REWARD]), B).reshape(3, B)
-        where = np.tile(worlds, (3, 1))
+        reasons = np.array([[Reason.BID], [Reason.FEE], [Reason.REWARD]]).repeat(B, axis=1)
+        where = worlds[None, :].repeat(3, axis=0)
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
         for t in range(len(path)):
