@@ -152,14 +152,15 @@ class Ledger:
             return
         if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")
-        if min(src.min(), dst.min()) < 0:
+        rows = np.concatenate((src, dst))
+        if rows.min() < 0:
             raise LedgerError("transfer names row -1: no such account")
         alive, wealth = self.pop.alive, self.pop.wealth
-        if not (alive[src].all() and alive[dst].all()):
+        if not alive[rows].all():
             raise LedgerError("transfer touches a dead account")
-        # int64 cannot overflow when n amounts and the largest |balance| stay below 2^62 (every call of an
-        # ordinary run); otherwise each touched balance is computed exactly in Python ints first
-        if float(amount.max()) * src.size + max(float(wealth.max()), -float(wealth.min())) >= _SAFE:
+        # int64 cannot overflow when n amounts and the largest touched |balance| stay below 2^62 (every call of
+        # an ordinary run); otherwise each touched balance is computed exactly in Python ints first
+        if float(amount.max()) * src.size + float(np.abs(wealth[rows]).max()) >= _SAFE:
             self._check_exact(src, dst, np.broadcast_to(amount, src.shape))
         np.subtract.at(wealth, src, amount)  # .at: a row may appear several times
         np.add.at(wealth, dst, amount)
