@@ -20,11 +20,11 @@ ORACLE = True
 """BlocksWorld.oracle: Hayek's hand-written solution (SOLUTION) as the sero objective's solver; it reads
 SOLVER_FEATURES, which the run's ``blocks.features`` must include (scenarios/blocks/scenario.py validate)."""
 SOLVER_FEATURES = ("wrong1", "need_at", "need_depth")
-_MOVES = np.array(MOVES, dtype=np.int64)
 BRANCHES = True
 """BlocksWorld.snapshot / restore: an instance is its arrays' rows, so a branch starts from any state a rollout reached."""
 STATE = ("stack", "height", "n", "limit", "t", "invalid", "over", "_solved")
 """The per-instance arrays (first axis B) that are an instance's whole state."""
+_MOVES = np.array(MOVES, dtype=np.int64)  # action index -> (from stack, to stack), as the move kernel reads it
 
 
 @dataclass(frozen=True)
