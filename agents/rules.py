@@ -18,6 +18,7 @@ bit 1: equal, bit 2: above). Unused terms carry the all-true mask.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, fields
 
@@ -117,6 +118,14 @@ _SMALL = 1 << 10
 cost is numpy's per-call overhead, not the cells, and an economy this small never loads numba."""
 
 
+@functools.cache
+def _kernel():
+    """agents/rules_kernel.py, imported on first use (numba: loaded by large populations only)."""
+    from agents import rules_kernel
+
+    return rules_kernel
+
+
 def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
     """[B, F] observations -> [B, N] bool: which rules' conditions hold.
 
@@ -128,11 +137,9 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
         x = obs[:, rules.feature]  # [B, N, T]
         sign = (x > rules.value).view(np.uint8) + (x >= rules.value).view(np.uint8)
         return (np.bitwise_and.reduce(rules.op >> sign, axis=2) & 1).view(bool)
-    from agents.rules_kernel import evaluate as evaluate_compiled  # numba: loaded by large populations only
-
     distinct, inverse = distinct_rows(obs)
     holds = np.empty((distinct.shape[0], rules.action.size), dtype=bool)
-    evaluate_compiled(rules.feature, rules.op, rules.value, distinct, holds)
+    _kernel().evaluate(rules.feature, rules.op, rules.value, distinct, holds)
     return holds if distinct.shape[0] == obs.shape[0] else holds[inverse]  # all distinct: inverse is 0..B-1
 
 

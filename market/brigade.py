@@ -67,24 +67,24 @@ class Payments:
     """One round's in-episode payments, in the order made: step, world, payer row, payee row, amount, reason."""
 
     def __init__(self):
-        self._parts: list[tuple] = []
+        self._parts: list[tuple] = []  # per add(): its arguments as given
+        self._columns: tuple[np.ndarray, ...] | None = None
 
     def add(self, t: int, worlds, src, dst, amount, reason) -> None:
-        """Record payments made at step ``t``; the arguments broadcast as the ledger's (``reason`` too)."""
-        arrays = (np.asarray(x, dtype=np.int64) for x in (worlds, src, dst, amount, reason))
-        worlds, src, dst, amount, reason = as_columns(*arrays)
-        keep = amount != 0  # as the ledger: a zero amount moves nothing
-        if not keep.all():
-            worlds, src, dst, amount, reason = worlds[keep], src[keep], dst[keep], amount[keep], reason[keep]
-        if amount.size:
-            self._parts.append((t, worlds, src, dst, amount, reason))
+        """Record payments made at step ``t``; the arguments broadcast as the ledger's (``reason`` too). They are
+        kept as given and brought to columns when read: a round's record is read by a learner or a credit
+        estimator, if at all, once, while the checks cost every auction step."""
+        self._parts.append((t, worlds, src, dst, amount, reason))
+        self._columns = None
 
     def columns(self) -> tuple[np.ndarray, ...]:
-        """(t, world, src, dst, amount, reason), each [M]."""
-        if not self._parts:
-            return tuple(np.zeros(0, dtype=np.int64) for _ in range(6))
-        steps, *rest = zip(*self._parts)
-        return np.repeat(np.asarray(steps, dtype=np.int64), [len(w) for w in rest[0]]), *map(np.concatenate, rest)
+        """(t, world, src, dst, amount, reason), each [M], zero amounts left out (as the ledger leaves them)."""
+        if self._columns is None:
+            parts = [as_columns(*(np.asarray(x, dtype=np.int64) for x in (t, *arrays))) for t, *arrays in self._parts]
+            columns = [np.concatenate(c) for c in zip(*parts)] if parts else [np.zeros(0, np.int64)] * 6
+            keep = columns[4] != 0
+            self._columns = tuple(c[keep] for c in columns)
+        return self._columns
 
     def holdings(self, path: np.ndarray) -> tuple[Holdings, np.ndarray]:
         """The round's holdings, given its winners ``path`` [T, B] (-1: nobody acted), and for every

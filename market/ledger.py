@@ -21,6 +21,7 @@ economy's next step runs while its last one is hashed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -97,6 +98,15 @@ class LedgerError(RuntimeError):
     """A transfer broke an invariant (negative amount, dead account, a balance past int64)."""
 
 
+@functools.cache
+def _kernel():
+    """market/ledger_kernel.py, imported on first use (numba: a small economy never loads it); cached, as a
+    ``from ... import`` in the hot path costs a microsecond or two of every transfer."""
+    from market import ledger_kernel
+
+    return ledger_kernel
+
+
 class Ledger:
     """Balances by row plus the append-only log of transfers by account id.
 
@@ -137,6 +147,11 @@ class Ledger:
         shape = np.broadcast(src, dst, amount, reason, episode).shape
         src, dst = column(src, shape), column(dst, shape)
         amount, reason, episode = (a if a.ndim == 0 else column(a, shape) for a in (amount, reason, episode))
+        if src.size == 0:
+            return
+        if max(src.size, self.pop.capacity) >= self.compiled_rows and self._move_compiled(
+                src, dst, amount, reason, episode, step):
+            return
         if amount.ndim == 0:
             if amount == 0:
                 return
@@ -145,11 +160,8 @@ class Ledger:
             if not keep.all():
                 src, dst = src[keep], dst[keep]
                 amount, reason, episode = (a[keep] if a.ndim else a for a in (amount, reason, episode))
-        if src.size == 0:
-            return
-        large = max(src.size, self.pop.capacity) >= self.compiled_rows
-        if large and self._move_compiled(src, dst, amount, reason, episode, step):
-            return
+            if src.size == 0:
+                return
         if amount.min() < 0:
             raise LedgerError(f"negative transfer amount {amount.min()}")
         rows = np.concatenate((src, dst))
@@ -169,17 +181,17 @@ class Ledger:
         self.count += src.size
 
     def _move_compiled(self, src, dst, amount, reason, episode, step: int) -> bool:
-        """The same transfer in one compiled call that also writes its log rows; False: it moved nothing and
-        the numpy path decides (an error to raise, or balances near int64)."""
-        from market.ledger_kernel import move
-
+        """The same transfer in one compiled call that also drops zero amounts and writes the log rows; False:
+        it moved nothing and the numpy path decides (an error to raise, or balances near int64)."""
         rows = np.empty(src.size, dtype=TRANSFER_DTYPE)
         pop = self.pop
-        if not move(pop.wealth, pop.alive, pop.ids, src, dst, amount.reshape(-1), reason.reshape(-1),
-                    episode.reshape(-1), step, _SAFE, rows):
+        written = _kernel().move(pop.wealth, pop.alive, pop.ids, src, dst, amount.reshape(-1), reason.reshape(-1),
+                                 episode.reshape(-1), step, _SAFE, rows)
+        if written < 0:
             return False
-        self._pending.append(rows)
-        self.count += src.size
+        if written:
+            self._pending.append(rows if written == rows.size else rows[:written])
+            self.count += written
         return True
 
     def _check_exact(self, src, dst, amount) -> None:

@@ -17,32 +17,37 @@ import numba
 
 
 @numba.njit(cache=True, nogil=True)
-def move(wealth, alive, ids, src, dst, amount, reason, episode, step, safe, rows) -> bool:
-    """Move ``amount[i]`` from row ``src[i]`` to row ``dst[i]`` and write row i of ``rows`` (the log's dtype).
+def move(wealth, alive, ids, src, dst, amount, reason, episode, step, safe, rows) -> int:
+    """Move ``amount[i]`` from row ``src[i]`` to row ``dst[i]`` and write its log row into ``rows`` (the log's
+    dtype), skipping zero amounts (they move nothing); returns how many rows it wrote.
 
     ``amount``, ``reason`` and ``episode`` hold one value for every transfer or one each; ``safe`` is the
     bound below which n amounts plus the largest |balance| cannot overflow (the ledger's ``_SAFE``).
-    Returns False, having changed nothing, where the numpy path must decide (an error, or near overflow).
+    Returns -1, having changed nothing, where the numpy path must decide (an error, or near overflow).
     """
     n, rows_in_population = src.size, wealth.size
     largest = 0
     for i in range(n):  # 1. every check, before anything moves
         s, d, a = src[i], dst[i], amount[i if amount.size > 1 else 0]
         if a < 0 or s < 0 or d < 0 or s >= rows_in_population or d >= rows_in_population:
-            return False
+            return -1
         if not (alive[s] and alive[d]):
-            return False
+            return -1
         largest = max(largest, a)
     richest = 0  # only the touched balances change: theirs bound the result (not a scan of every row)
     for i in range(n):
         richest = max(richest, abs(wealth[src[i]]), abs(wealth[dst[i]]))
     if float(largest) * n + float(richest) >= safe:
-        return False
+        return -1
+    written = 0
     for i in range(n):  # 2. the balances and the log, in order
         s, d, a = src[i], dst[i], amount[i if amount.size > 1 else 0]
+        if a == 0:
+            continue
         wealth[s] -= a
         wealth[d] += a
-        row = rows[i]
+        row = rows[written]
         row.src, row.dst, row.amount, row.step = ids[s], ids[d], a, step
         row.reason, row.episode = reason[i if reason.size > 1 else 0], episode[i if episode.size > 1 else 0]
-    return True
+        written += 1
+    return written

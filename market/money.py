@@ -53,13 +53,18 @@ def share(micro, fraction: float):
     """``fraction`` of integer micro-credit amount(s), in whole micro-credits (the fraction is rounded
     to parts per million first, so the result is exact integer arithmetic on every machine). Split at the
     credit (``micro = q MICRO + r``) so no product leaves int64: ``micro x ppm`` would from 9.2e7 credits on."""
-    ppm = round(fraction * MICRO)
+    ppm = to_ppm(fraction)
     if isinstance(micro, np.ndarray) and micro.size:  # one multiply and one division where no product leaves int64
         limit = MAX_MICRO // max(abs(ppm), 1)  # (a quarter of divmod's time: Holland's bids at every auction step)
         if -limit <= micro.min() and micro.max() <= limit:
             return micro * ppm // MICRO
     q, r = divmod(micro, MICRO)
     return q * ppm + r * ppm // MICRO
+
+
+def to_ppm(fraction: float) -> int:
+    """A fraction in whole parts per million: the rounding :func:`share` applies before its integer arithmetic."""
+    return round(fraction * MICRO)
 
 
 def to_credits(micro) -> float | np.ndarray:

@@ -195,3 +195,21 @@ def test_clear_follows_the_documented_draws(bids_eligible, rule, shared_bids, co
     expected = reference_clear(bids, eligible, rule, rng_b, 2.0)
     assert got[0].tolist() == expected[0].tolist() and got[1].tolist() == expected[1].tolist()
     assert rng_a.random() == rng_b.random()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arrays(np.int64, st.integers(1, 8), elements=st.integers(-2**63 + 1, 2**63 - 1) | st.integers(-10**7, 10**7)),
+    st.floats(0, 1), st.integers(0, 10**6), st.floats(0.001, 1) | st.just(1.0), st.booleans(),
+)
+def test_holland_bids_are_exact_on_both_paths(wealth, c, base, bid_cap, compiled):
+    """max(base, c x wealth) capped at bid_cap x max(wealth, 0), each product floored in exact integers (Python
+    ints here), on numpy and on the compiled path; the extremes of int64 take the split at the credit."""
+    cells, auction.COMPILED_CELLS = auction.COMPILED_CELLS, 0 if compiled else auction.COMPILED_CELLS
+    try:
+        got = auction.holland_bids(wealth, c, base, bid_cap)
+    finally:
+        auction.COMPILED_CELLS = cells
+    c_ppm, cap_ppm = round(c * 10**6), round(bid_cap * 10**6)
+    expected = [min(max(base, w * c_ppm // 10**6), max(w, 0) * cap_ppm // 10**6) for w in wealth.tolist()]
+    assert got.dtype == np.int64 and got.tolist() == expected
