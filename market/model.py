@@ -177,8 +177,11 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         snapshots, tree = [], None  # the full rollouts' states before each step; (source, prefix) once branched
         steps = np.zeros(B, dtype=np.int64)
         earned = np.zeros(B, dtype=np.int64)
-        seen, live = [], []  # observations per step and which worlds were in play, for the trace
-        record = []  # per step: winner, price, reward, done (and the auctions in full for a policy that reads them)
+        # the trace's [T, B] columns, written in place step by step (a list of rows stacked at the end cost more)
+        grid = {name: np.zeros((len(path), B), dtype) for name, dtype in
+                (("live", bool), ("winner", np.int64), ("price", np.int64), ("reward", np.float64), ("done", bool))}
+        seen = None  # [T, B, F] the observations, allocated once the first one shows its shape
+        auctions = []  # per step, for a policy that reads the auctions in full: eligibility and wealth
         payments = Payments()
         # a step's payments as [3, B] grids, in the ledger's order: bids, fees, step rewards (then terminal rewards)
         house, fee = np.full(B, HOUSE_ROW), np.full(B, self._money["fee"])
@@ -191,13 +194,16 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 snapshots.append(world.snapshot())
             # 1-3. eligibility, bids, the auction of each world
             obs = world.observe()
-            seen.append(obs)
-            live.append(active.copy())
+            if seen is None:
+                seen = np.zeros((len(path), *np.shape(obs)), np.asarray(obs).dtype)
+            seen[t], grid["live"][t] = obs, active
             eligible = self.policy.eligible(obs) & traders
             eligible[~active] = False  # (an & with active[:, None] broadcasts by a slow strided loop: 11 us at 10k)
             bids = self.current_bids(obs)
             winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
-            step_record = [winner, price] + ([eligible, pop.wealth.copy()] if self.policy.reads_auctions else [])
+            grid["winner"][t], grid["price"][t] = winner, price
+            if self.policy.reads_auctions:
+                auctions.append((eligible, pop.wealth.copy()))
             # 5. the winner acts; action -1 from a winner: invalid, it forfeits (pays and earns nothing)
             actions = self.policy.act(obs, winner)
             won = (winner >= 0) & (actions >= 0)
@@ -208,20 +214,20 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             path[t] = winner
             steps += active
             done &= active
-            reward_micro = rint_micro(np.where(active, np.asarray(reward) * self._money["reward"], 0))
+            reward = np.where(active, reward, 0.0)
+            reward_micro = rint_micro(reward * self._money["reward"])
             earned += reward_micro
-            record.append(step_record + [np.where(active, reward, 0.0), done.copy()])
+            grid["reward"][t], grid["done"][t] = reward, done
 
             # 4-6. the step's money in one ledger call (no world reads a balance, so it may move after the act):
             # the winner pays the seller (bucket brigade) or the house, pays its action fee (Baum: agents pay
             # for the computation they use), gets the step reward; a finished world's terminal reward goes to
             # its final owner or its path's authors
             if settle:
-                amount = np.array([price, fee, reward_micro])
-                paid = np.array([pays, won, won & ~done]) & (amount != 0)
+                paid = np.array([pays, won, won & ~done])  # (zero amounts are the ledger's to drop)
                 columns = [np.array([payer, winner, house])[paid], np.array([payee, house, winner])[paid],
-                           amount[paid], reasons[paid], where[paid]]
-                finished = worlds[done & (reward_micro > 0) & (owner >= 0)]
+                           np.array([price, fee, reward_micro])[paid], reasons[paid], where[paid]]
+                finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if done.any() else worlds[:0]
                 if finished.size:
                     k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
                     terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD), finished[k]]
@@ -232,7 +238,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                     payments.add(t, at, src, dst, amount, reason)
             active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
             if N and tree is None and not active[:M].any():
-                tree = self._fork(world, snapshots, seen, path, owner, steps, M)
+                tree = self._fork(world, snapshots, seen[: t + 1], path, owner, steps, M)
                 active[M:] = True
             if not active.any():
                 break
@@ -240,18 +246,18 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         solved = np.asarray(world.solved)
         if settle:
             self.last_success_rate = float(solved.mean())
-            T = len(seen)
-            columns = [np.stack(c) for c in zip(*record)]
-            winners, prices, *auctions, rewards, dones = columns
-            extra = dict(zip(("eligible", "wealth"), auctions)) | dict(zip(("source", "prefix"), tree or ()))
-            self.trace = Trace(path[:T], np.stack(seen), solved.copy(), winners, prices, rewards, dones, payments,
-                               np.stack(live), **extra)
+            T = t + 1
+            extra = dict(zip(("eligible", "wealth"), map(np.stack, zip(*auctions))))
+            extra |= dict(zip(("source", "prefix"), tree or ()))
+            column = {name: g[:T] for name, g in grid.items()}
+            self.trace = Trace(path[:T], seen[:T], solved.copy(), column["winner"], column["price"], column["reward"],
+                               column["done"], payments, column["live"], **extra)
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
             for e, s, n, r in zip(episode_ids, solved, steps, earned)
         ]
 
-    def _fork(self, world: World, snapshots: list, seen: list, path: np.ndarray, owner: np.ndarray,
+    def _fork(self, world: World, snapshots: list, seen: np.ndarray, path: np.ndarray, owner: np.ndarray,
               steps: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
         """Start the branches, worlds M.., from the states of the full rollouts the policy picks. A branch takes
         over the world as its source held it then: its next winner pays the owner of that moment (bucket
@@ -260,7 +266,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         prefix [B]) for the trace."""
         B, T = path.shape[1], len(seen)
         outcome = np.asarray(world.solved[:M], dtype=np.float64)
-        source, prefix = self.policy.plan_branches(np.stack(seen)[:, :M], steps[:M].copy(), outcome, self.rng)
+        source, prefix = self.policy.plan_branches(seen[:, :M], steps[:M].copy(), outcome, self.rng)
         source, prefix = np.asarray(source, dtype=np.int64), np.asarray(prefix, dtype=np.int64)
         if source.shape != (B - M,) or prefix.shape != source.shape or ((source < 0) | (source >= M)).any() \
                 or ((prefix < 0) | (prefix >= np.maximum(steps[source], 1))).any():

@@ -47,7 +47,7 @@ class Population:
 
     @property
     def size(self) -> int:
-        return int(self.alive.sum()) - 1
+        return int(np.count_nonzero(self.alive)) - 1  # (a bool sum converts every element: 5x slower)
 
     def allocate(self, n: int) -> np.ndarray:
         """Rows for ``n`` newborns (not yet alive): recycled rows first, then new ones."""
