@@ -72,8 +72,8 @@ class Payments:
 
     def add(self, t: int, worlds, src, dst, amount, reason) -> None:
         """Record payments made at step ``t``; the arguments broadcast as the ledger's (``reason`` too). They are
-        kept as given and brought to columns when read: a round's record is read by a learner or a credit
-        estimator, if at all, once, while the checks cost every auction step."""
+        kept as given, so they must not change afterwards, and brought to columns when read: a round's record
+        is read by a learner or a credit estimator, if at all, once, while the checks cost every auction step."""
         self._parts.append((t, worlds, src, dst, amount, reason))
         self._columns = None
 
