@@ -18,11 +18,12 @@ bit 1: equal, bit 2: above). Unused terms carry the all-true mask.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+from market.kernels import kernel
 
 OPS = {"<": 0b001, "<=": 0b011, "==": 0b010, "!=": 0b101, ">": 0b100, ">=": 0b110}
 OP_NAMES = {mask: op for op, mask in OPS.items()}
@@ -118,14 +119,6 @@ _SMALL = 1 << 10
 cost is numpy's per-call overhead, not the cells, and an economy this small never loads numba."""
 
 
-@functools.cache
-def _kernel():
-    """agents/rules_kernel.py, imported on first use (numba: loaded by large populations only)."""
-    from agents import rules_kernel
-
-    return rules_kernel
-
-
 def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
     """[B, F] observations -> [B, N] bool: which rules' conditions hold.
 
@@ -139,7 +132,7 @@ def evaluate(rules: CompiledRules, obs: np.ndarray) -> np.ndarray:
         return (np.bitwise_and.reduce(rules.op >> sign, axis=2) & 1).view(bool)
     distinct, inverse = distinct_rows(obs)
     holds = np.empty((distinct.shape[0], rules.action.size), dtype=bool)
-    _kernel().evaluate(rules.feature, rules.op, rules.value, distinct, holds)
+    kernel("agents.rules_kernel").evaluate(rules.feature, rules.op, rules.value, distinct, holds)
     return holds if distinct.shape[0] == obs.shape[0] else holds[inverse]  # all distinct: inverse is 0..B-1
 
 

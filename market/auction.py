@@ -24,10 +24,10 @@ reproducible.
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
+from market.kernels import kernel
 from market.money import share, to_ppm
 
 CLEARING_RULES = ("first_price", "second_price", "softmax", "random")
@@ -35,14 +35,6 @@ COMPILED_CELLS = 1 << 10
 """Auctions of this many (world, row) cells or more clear on the compiled path (market/auction_kernel.py, numba:
 imported on first use, so a small economy never loads it), except under ``softmax``; the result is the same.
 Holland's bids of this many rows or more are computed there too."""
-
-
-@functools.cache
-def _kernel():
-    """market/auction_kernel.py, imported on first use (numba: a small economy never loads it)."""
-    from market import auction_kernel
-
-    return auction_kernel
 
 
 def capped(raw: np.ndarray, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
@@ -59,7 +51,7 @@ def holland_bids(wealth: np.ndarray, c: float, base: int, bid_cap: float) -> np.
     if wealth.size < COMPILED_CELLS:
         return capped(np.maximum(share(wealth, c), base), wealth, bid_cap)
     out = np.empty_like(wealth)
-    _kernel().holland(wealth, to_ppm(c), base, to_ppm(bid_cap), out)
+    kernel("market.auction_kernel").holland(wealth, to_ppm(c), base, to_ppm(bid_cap), out)
     return out
 
 
@@ -105,13 +97,13 @@ def clear(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Gene
 
 def _clear_compiled(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.random.Generator):
     """:func:`clear` in two compiled passes, the candidates' draws taken from ``rng`` in between."""
-    candidates, pick = _kernel().candidates, _kernel().pick
+    compiled = kernel("market.auction_kernel")
     B = eligible.shape[0]
     bids, by_bid = bids.reshape(-1, eligible.shape[1]), rule != "random"  # [N] bids: one row every world reads
     top, count = np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64)
-    draw = rng.random(candidates(bids, eligible, by_bid, top, count))
+    draw = rng.random(compiled.candidates(bids, eligible, by_bid, top, count))
     winner, price = np.full(B, -1, dtype=np.int64), np.zeros(B, dtype=np.int64)
-    pick(bids, eligible, by_bid, rule == "second_price", top, draw, winner, price)
+    compiled.pick(bids, eligible, by_bid, rule == "second_price", top, draw, winner, price)
     return winner, price
 
 

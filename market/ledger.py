@@ -21,7 +21,6 @@ economy's next step runs while its last one is hashed.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +28,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from market.kernels import kernel
 from market.money import MAX_MICRO
 
 TRANSFER_DTYPE = np.dtype(
@@ -96,15 +96,6 @@ def _worker() -> ThreadPoolExecutor:
 
 class LedgerError(RuntimeError):
     """A transfer broke an invariant (negative amount, dead account, a balance past int64)."""
-
-
-@functools.cache
-def _kernel():
-    """market/ledger_kernel.py, imported on first use (numba: a small economy never loads it); cached, as a
-    ``from ... import`` in the hot path costs a microsecond or two of every transfer."""
-    from market import ledger_kernel
-
-    return ledger_kernel
 
 
 class Ledger:
@@ -185,8 +176,8 @@ class Ledger:
         it moved nothing and the numpy path decides (an error to raise, or balances near int64)."""
         rows = np.empty(src.size, dtype=TRANSFER_DTYPE)
         pop = self.pop
-        written = _kernel().move(pop.wealth, pop.alive, pop.ids, src, dst, amount.reshape(-1), reason.reshape(-1),
-                                 episode.reshape(-1), step, _SAFE, rows)
+        written = kernel("market.ledger_kernel").move(pop.wealth, pop.alive, pop.ids, src, dst, amount.reshape(-1),
+                                                      reason.reshape(-1), episode.reshape(-1), step, _SAFE, rows)
         if written < 0:
             return False
         if written:

@@ -276,3 +276,15 @@ def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
         assert (np.bincount(ids, earned, size) == books).all() and len(earned) > 8
         rewarded += (log["reason"] == Reason.REWARD).sum()
     assert rewarded > 0, rewarded
+
+
+def test_a_small_economy_never_loads_numba():
+    """The compiled paths are for large markets: a small one (a fresh interpreter, 20 rounds of a 16-agent
+    relay economy with births and bankruptcies) runs on numpy alone and never pays numba's import."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom tests.helpers import relay_model\nmodel = relay_model()\n"
+            "for _ in range(20):\n    model.step()\nprint('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
