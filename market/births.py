@@ -45,12 +45,12 @@ def plan_births(
     before, after = episodes
     n_episodes = after - before
     live = np.flatnonzero(traders)
-    # (most rounds of a small batch have no such births: then no key is gathered, 50 us at N = 10k)
+    # the richest, richest first (ties: lower row first); the poorest, poorest first (ties: higher row first).
+    # Most rounds of a small batch have no such birth: then no key is gathered (50 us at N = 10k).
     n_exploit = rng.binomial(n_episodes, cfg.p_exploit)
-    exploit = live[first_sorted(-wealth[live], n_exploit)] if n_exploit else live[:0]  # the richest, richest first
-    # (ties: lower row first)
+    exploit = live[first_sorted(-wealth[live], n_exploit)] if n_exploit else live[:0]
     n_explore = rng.binomial(n_episodes, cfg.p_explore)
-    by_row_down = live[::-1]  # the poorest, poorest first (ties: higher row first)
+    by_row_down = live[::-1]
     n_poorest = n_explore - bankrupt.size
     poorest = by_row_down[first_sorted(wealth[by_row_down], n_poorest)] if n_poorest > 0 else live[:0]
     explore = np.concatenate([bankrupt, poorest])[:n_explore]  # the bankrupt first
