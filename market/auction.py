@@ -24,7 +24,6 @@ reproducible.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from market.kernels import kernel
@@ -47,8 +46,10 @@ def capped(raw: np.ndarray, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
 
 def holland_bids(wealth: np.ndarray, c: float, base: int, bid_cap: float) -> np.ndarray:
     """Holland's bids ``max(base, c x wealth)`` in micro-credits, :func:`capped`. Seven passes over the
-    population on numpy, one on the compiled path (large markets); the same integers either way."""
-    if wealth.size < COMPILED_CELLS:
+    population on numpy, one on the compiled path (large markets); the same integers either way. The kernel
+    relies on both fractions being at most 1 (no product leaves int64), as the config allows; any other
+    fraction takes the numpy path, exact for every fraction."""
+    if wealth.size < COMPILED_CELLS or not (0 <= c <= 1 and 0 <= bid_cap <= 1):
         return capped(np.maximum(share(wealth, c), base), wealth, bid_cap)
     out = np.empty_like(wealth)
     kernel("market.auction_kernel").holland(wealth, to_ppm(c), base, to_ppm(bid_cap), out)

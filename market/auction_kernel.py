@@ -68,7 +68,6 @@ def pick(bids, eligible, by_bid, second, top, draw, winner, price) -> None:
             price[b] = runner_up
 
 
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _share(x, ppm):
     """:func:`market.money.share` of one amount (``ppm`` <= MICRO): one multiply and one floor division where

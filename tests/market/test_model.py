@@ -1,6 +1,9 @@
 """MarketModel: the books balance after every round of random economies; bucket brigade; births; lockstep."""
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,8 @@ from market import MarketConfig, MarketModel, PopulationConfig, Reason, gini
 from scenarios import relay
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the subprocess imports tests.helpers from it
 
 credits = st.floats(0.0, 0.3, allow_nan=False)
 market_configs = st.builds(
@@ -280,11 +285,8 @@ def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
 
 def test_a_small_economy_never_loads_numba():
     """The compiled paths are for large markets: a small one (a fresh interpreter, 20 rounds of a 16-agent
-    relay economy with births and bankruptcies) runs on numpy alone and never pays numba's import."""
-    import subprocess
-    import sys
-
+    relay economy on the default market and population configs) runs on numpy alone and never pays numba's import."""
     code = ("import sys\nfrom tests.helpers import relay_model\nmodel = relay_model()\n"
             "for _ in range(20):\n    model.step()\nprint('numba' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "False"
