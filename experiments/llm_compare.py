@@ -1,0 +1,133 @@
+"""wordmath's market arms against the complete agent, paired by seed: the LLM-learning issue's table.
+
+    python -m experiments.llm_compare                          # every arm, seeds 0-4 (~2 h on 2 cores)
+    python -m experiments.llm_compare --arms holland learned --seeds 0 1 2 --workers 2
+    python -m experiments.llm_compare --quick                  # toy sizes (what the test runs)
+
+Each run is ``catallax run wordmath --seed S`` with only the arm's keys set (the shipped file
+otherwise: 96 training episodes, 64 held-out problems), through the runner into a temporary SQLite
+file (the run's skill library lives there). Every run also measures, on the same held-out problems,
+the **complete agent** (one agent holding the calculator, every correct skill line of the pool and
+the roles' summed token budgets, playing every step itself; greedy, so it scores the same in every
+run) and the **best single agent** of its own trained population. The arms (``ARMS``) are the
+issue's: the market under ``fixed``, ``fixed_with_eps``, ``holland`` and ``learned`` (value) bids,
+and learned or holland bids with LoRA GRPO on the policy (``agents.actions = "grpo"``).
+
+The table: held-out accuracy, mean ± sd over seeds and per seed, and each seed's difference from the
+complete agent of the same run; training success (the last 20% of training episodes) and LoRA
+updates. One worker runs one run on one core (the hf backend takes cores - 1 threads; with two
+workers each is pinned to one), so ``--workers 2`` halves the wall time on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ARMS = {
+    "fixed": ["agents.bids=fixed"],
+    "fixed_with_eps": ["agents.bids=fixed_with_eps"],
+    "holland": ["agents.bids=holland"],
+    "learned": ["agents.bids=learned"],
+    "holland+grpo": ["agents.bids=holland", "agents.actions=grpo"],
+    "learned+grpo": ["agents.bids=learned", "agents.actions=grpo"],
+}
+QUICK = ["run.episodes=8", "market.batch=4", "wordmath.heldout=4"]
+
+
+def run_arm(job: tuple[str, int, list[str]]) -> dict:
+    """One wordmath run of one arm and seed -> its summary's comparable numbers."""
+    arm, seed, extra = job
+    from scenarios.run.config import load
+    from scenarios.run.runner import run_experiment
+
+    exp = load("wordmath", [*ARMS[arm], *extra, "wordmath.llm.threads=1"], seed=seed)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        m = run_experiment(exp, f"sqlite:///{folder}/wordmath.db", progress=False)
+    return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
+            "policy_updates": m.get("policy_updates", 0),
+            **{k: m[k] for k in ("heldout_accuracy", "complete_agent_accuracy", "single_agent_accuracy",
+                                 "train_success_rate", "ledger_hash", "invalid_actions", "actions")}}
+
+
+def fmt(values, digits: int = 3) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
+
+
+def table(rows: list[dict]) -> str:
+    """The README table: one row per arm, plus the complete and best-single agents measured in the same runs."""
+    seeds = sorted({r["seed"] for r in rows})
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    by = {(r["arm"], r["seed"]): r for r in rows}
+    complete = {s: next(r["complete_agent_accuracy"] for r in rows if r["seed"] == s) for s in seeds}
+    lines = ["| arm | held-out accuracy (mean ± sd) | per seed | minus complete agent (per seed) | "
+             "train success | policy updates |", "|---|---|---|---|---|---|"]
+    per_seed = [complete[s] for s in seeds]
+    lines.append(f"| complete agent (every tool, correct skills, summed budget) | {fmt(per_seed)} | "
+                 f"{' '.join(f'{v:.3f}' for v in per_seed)} | | | |")
+    for arm in arms:
+        runs = [by[arm, s] for s in seeds if (arm, s) in by]
+        held = [r["heldout_accuracy"] for r in runs]
+        gap = " ".join(f"{r['heldout_accuracy'] - complete[r['seed']]:+.3f}" for r in runs)
+        updates = " ".join(str(r["policy_updates"]) for r in runs) if any(r["policy_updates"] for r in runs) else ""
+        lines.append(f"| market, {arm} | {fmt(held)} | {' '.join(f'{v:.3f}' for v in held)} | {gap} | "
+                     f"{np.mean([r['train_success_rate'] for r in runs]):.2f} | {updates} |")
+    single = [max((by[a, s]["single_agent_accuracy"] for a in arms if (a, s) in by)) for s in seeds]
+    lines.append(f"| best single agent (best of any arm's population) | {fmt(single)} | "
+                 f"{' '.join(f'{v:.3f}' for v in single)} | | | |")
+    return "\n".join(lines)
+
+
+def best_arm(rows: list[dict]) -> dict:
+    """The best market arm on mean held-out accuracy, and its mean paired difference from the complete agent."""
+    arms = sorted({r["arm"] for r in rows}, key=list(ARMS).index)
+    means = {a: float(np.mean([r["heldout_accuracy"] for r in rows if r["arm"] == a])) for a in arms}
+    best = max(arms, key=means.get)
+    gaps = [r["heldout_accuracy"] - r["complete_agent_accuracy"] for r in rows if r["arm"] == best]
+    return {"best_arm": best, "best_heldout": means[best], "best_minus_complete": float(np.mean(gaps)),
+            "beats_complete": bool(np.mean(gaps) > 0)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path("runs/llm_compare.md"),
+                        help="the table; each finished run is appended to OUT with suffix .jsonl as it lands")
+    parser.add_argument("--report", action="store_true", help="run nothing: the table of every run in the .jsonl")
+    parser.add_argument("--quick", action="store_true", help="toy sizes: 8 episodes, 4 held-out problems")
+    args = parser.parse_args(argv)
+    log = args.out.with_suffix(".jsonl")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if not args.report:
+        jobs = [(arm, seed, QUICK if args.quick else []) for seed in args.seeds for arm in args.arms]
+        with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as workers:
+            for row in workers.imap_unordered(run_arm, jobs):
+                with log.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"{row['arm']} seed {row['seed']}: held-out {row['heldout_accuracy']:.3f} "
+                      f"({row['seconds']:.0f} s)", file=sys.stderr)
+    runs = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    rows = list({(r["arm"], r["seed"]): r for r in runs}.values())  # a re-run replaces the earlier row
+    report = table(rows)
+    args.out.write_text(report + "\n")
+    print(report)
+    print(f"wrote {args.out} ({len(rows)} runs) in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    print(json.dumps({"rows": rows, **best_arm(rows)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
