@@ -42,20 +42,24 @@ ARMS = {
 QUICK = ["run.episodes=8", "market.batch=4", "wordmath.heldout=4"]
 
 
-def run_arm(job: tuple[str, int, list[str]]) -> dict:
-    """One wordmath run of one arm and seed -> its summary's comparable numbers."""
-    arm, seed, extra = job
+def run_arm(job: tuple[str, int, list[str], Path | None]) -> dict:
+    """One wordmath run of one arm and seed -> its summary's comparable numbers (and, with ``keep``, its
+    database kept as KEEP/ARM-sSEED.db: the trace of every episode, for reading why a run failed)."""
+    arm, seed, extra, keep = job
     from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
     exp = load("wordmath", [*ARMS[arm], *extra, "wordmath.llm.threads=1"], seed=seed)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        m = run_experiment(exp, f"sqlite:///{folder}/wordmath.db", progress=False)
+        db = Path(keep or folder) / f"{arm}-s{seed}.db"
+        db.unlink(missing_ok=True)
+        m = run_experiment(exp, f"sqlite:///{db}", progress=False)
     return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
             "policy_updates": m.get("policy_updates", 0),
             **{k: m[k] for k in ("heldout_accuracy", "complete_agent_accuracy", "single_agent_accuracy",
-                                 "train_success_rate", "ledger_hash", "invalid_actions", "actions")}}
+                                 "train_success_rate", "ledger_hash", "invalid_actions", "actions", "roles",
+                                 "run_id")}}
 
 
 def fmt(values, digits: int = 3) -> str:
@@ -105,6 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("runs/llm_compare.md"),
                         help="the table; each finished run is appended to OUT with suffix .jsonl as it lands")
+    parser.add_argument("--keep", type=Path, help="keep each run's database in this folder")
     parser.add_argument("--report", action="store_true", help="run nothing: the table of every run in the .jsonl")
     parser.add_argument("--quick", action="store_true", help="toy sizes: 8 episodes, 4 held-out problems")
     args = parser.parse_args(argv)
@@ -112,7 +117,9 @@ def main(argv=None) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if not args.report:
-        jobs = [(arm, seed, QUICK if args.quick else []) for seed in args.seeds for arm in args.arms]
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+        jobs = [(arm, seed, QUICK if args.quick else [], args.keep) for seed in args.seeds for arm in args.arms]
         with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as workers:
             for row in workers.imap_unordered(run_arm, jobs):
                 with log.open("a") as f:
