@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import sqlite3
 import sys
 import tempfile
 import time
@@ -62,6 +63,30 @@ def run_arm(job: tuple[str, int, list[str], Path | None]) -> dict:
                                  "run_id")}}
 
 
+def read_trace(db: Path) -> dict:
+    """What a kept run's training episodes did, from its ledger: each step's winner is the payer of that
+    step's BID transfer, and the ``agent`` table holds every agent's role and skill lines at birth.
+
+    ``expression``: share of training episodes in which the calculator acted (it wakes only once an
+    extractor wrote a legal expression); ``solved_given_expression``: success among those (the rest of
+    the failures are wrong expressions or answers); ``wrong_example_turns``: share of extractor turns won
+    by an agent holding one of the pool's deliberately wrong worked examples."""
+    from scenarios.wordmath import WRONG
+
+    wrong = tuple(line.split("=>")[1].strip() for line in WRONG)
+    with sqlite3.connect(db) as con:
+        skill = dict(con.execute("SELECT agent_id, skill FROM agent"))
+        turns = con.execute("SELECT episode, src FROM transfer WHERE reason_name = 'BID'").fetchall()
+        solved = dict(con.execute("SELECT episode, success FROM episode"))
+    role = {a: text.split(" ", 1)[0] for a, text in skill.items()}
+    computed = {e for e, a in turns if role.get(a) == "calculator"}
+    extracting = [a for _, a in turns if role.get(a) == "extractor"]
+    held_wrong = [any(f"=> {w}" in skill[a] for w in wrong) for a in extracting]
+    return {"expression": len(computed) / max(1, len(solved)),
+            "solved_given_expression": float(np.mean([solved[e] for e in computed])) if computed else 0.0,
+            "wrong_example_turns": float(np.mean(held_wrong)) if held_wrong else 0.0}
+
+
 def fmt(values, digits: int = 3) -> str:
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
@@ -89,6 +114,21 @@ def table(rows: list[dict]) -> str:
     single = [max((by[a, s]["single_agent_accuracy"] for a in arms if (a, s) in by)) for s in seeds]
     lines.append(f"| best single agent (best of any arm's population) | {fmt(single)} | "
                  f"{' '.join(f'{v:.3f}' for v in single)} | | | |")
+    return "\n".join(lines)
+
+
+def trace_table(rows: list[dict]) -> str:
+    """Per arm, mean over the seeds whose databases were kept: what :func:`read_trace` reads."""
+    lines = ["| arm | training episodes with an expression | solved given an expression | "
+             "extractor turns by a holder of a wrong example | final roles (extractor/calculator/answerer/generalist) |",
+             "|---|---|---|---|---|"]
+    for arm in [a for a in ARMS if any(r["arm"] == a and "trace" in r for r in rows)]:
+        runs = [r for r in rows if r["arm"] == arm and "trace" in r]
+        mean = {k: np.mean([r["trace"][k] for r in runs]) for k in runs[0]["trace"]}
+        roles = " ".join("/".join(str(r["roles"].get(k, 0)) for k in ("extractor", "calculator", "answerer", "generalist"))
+                         for r in runs)
+        lines.append(f"| {arm} | {mean['expression']:.2f} | {mean['solved_given_expression']:.2f} | "
+                     f"{mean['wrong_example_turns']:.2f} | {roles} |")
     return "\n".join(lines)
 
 
@@ -128,7 +168,11 @@ def main(argv=None) -> int:
                       f"({row['seconds']:.0f} s)", file=sys.stderr)
     runs = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
     rows = list({(r["arm"], r["seed"]): r for r in runs}.values())  # a re-run replaces the earlier row
-    report = table(rows)
+    for r in rows:
+        db = args.keep and args.keep / f"{r['arm']}-s{r['seed']}.db"
+        if db and db.exists():
+            r["trace"] = read_trace(db)
+    report = table(rows) + (f"\n\n{trace_table(rows)}" if any("trace" in r for r in rows) else "")
     args.out.write_text(report + "\n")
     print(report)
     print(f"wrote {args.out} ({len(rows)} runs) in {time.perf_counter() - start:.0f} s", file=sys.stderr)

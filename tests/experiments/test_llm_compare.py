@@ -2,6 +2,7 @@
 pairs each arm with the complete agent of the same seed, and one toy run goes through end to end."""
 
 import json
+import sqlite3
 
 import numpy as np
 import pytest
@@ -36,15 +37,38 @@ def test_table_pairs_each_arm_with_the_complete_agent_of_its_seed():
     assert not best["beats_complete"]
 
 
+def test_read_trace_splits_training_failures_into_no_expression_and_wrong_ones(tmp_path):
+    """Three episodes: 0 extractor (holding a wrong example) -> calculator -> answerer, solved; 1 the same chain
+    with a correct extractor, not solved; 2 a generalist alone. The tables are named as the store's views."""
+    db = tmp_path / "run.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE agent (agent_id, skill)")
+        con.execute("CREATE TABLE transfer (episode, src, reason_name)")
+        con.execute("CREATE TABLE episode (episode, success)")
+        wrong = "example: Kim ... => 4 + 3 + 2"
+        con.executemany("INSERT INTO agent VALUES (?, ?)", [(1, f"extractor v0 theta=0.10: {wrong}"),
+                        (2, "extractor v1 theta=0.00: example: Kim ... => 4 + 3 - 2"), (3, "calculator v2 theta=0.00: (no skills)"),
+                        (4, "answerer v3 theta=0.00: (no skills)"), (5, "generalist v4 theta=0.00: (no skills)")])
+        con.executemany("INSERT INTO transfer VALUES (?, ?, ?)", [(0, 1, "BID"), (0, 3, "BID"), (0, 4, "BID"), (0, 4, "RENT"),
+                        (1, 2, "BID"), (1, 3, "BID"), (1, 4, "BID"), (2, 5, "BID")])
+        con.executemany("INSERT INTO episode VALUES (?, ?)", [(0, 1), (1, 0), (2, 0)])
+    assert llm_compare.read_trace(db) == {"expression": pytest.approx(2 / 3), "solved_given_expression": 0.5,
+                                          "wrong_example_turns": 0.5}
+
+
 @pytest.mark.slow
 def test_llm_compare_quick_runs_an_arm_and_reports_from_its_log(tmp_path, capsys):
     out = tmp_path / "llm.md"
-    assert llm_compare.main(["--quick", "--arms", "holland", "--seeds", "0", "--workers", "1", "--out", str(out)]) == 0
+    sets = ["--quick", "--arms", "holland", "--seeds", "0", "--workers", "1", "--out", str(out), "--keep", str(tmp_path / "db")]
+    assert llm_compare.main(sets) == 0
     [run] = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
     assert run["arm"] == "holland" and run["policy_updates"] == 0 and 0 <= run["heldout_accuracy"] <= 1
     assert 0 <= run["complete_agent_accuracy"] <= 1 and len(run["ledger_hash"]) == 64
     capsys.readouterr()
-    assert llm_compare.main(["--report", "--out", str(out)]) == 0  # the table again, from the log alone
+    assert llm_compare.main(["--report", "--out", str(out), "--keep", str(tmp_path / "db")]) == 0  # from the log
     printed = capsys.readouterr().out.splitlines()
     assert "\n".join(printed[:-1]) == out.read_text().strip() and "| market, holland |" in out.read_text()
-    assert json.loads(printed[-1])["best_arm"] == "holland"
+    summary = json.loads(printed[-1])
+    assert summary["best_arm"] == "holland" and "| holland | " in out.read_text()  # its row of the trace table
+    trace = summary["rows"][0]["trace"]
+    assert 0 <= trace["expression"] <= 1 and 0 <= trace["solved_given_expression"] <= 1
