@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.bids_compare import fmt
+
 ARMS = {
     "fixed": ["agents.bids=fixed"],
     "fixed_with_eps": ["agents.bids=fixed_with_eps"],
@@ -87,12 +89,6 @@ def read_trace(db: Path) -> dict:
             "wrong_example_turns": float(np.mean(held_wrong)) if held_wrong else 0.0}
 
 
-def fmt(values, digits: int = 3) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
-
-
 def table(rows: list[dict]) -> str:
     """The README table: one row per arm, plus the complete and best-single agents measured in the same runs."""
     seeds = sorted({r["seed"] for r in rows})
@@ -102,17 +98,17 @@ def table(rows: list[dict]) -> str:
     lines = ["| arm | held-out accuracy (mean ± sd) | per seed | minus complete agent (per seed) | "
              "train success | policy updates |", "|---|---|---|---|---|---|"]
     per_seed = [complete[s] for s in seeds]
-    lines.append(f"| complete agent (every tool, correct skills, summed budget) | {fmt(per_seed)} | "
+    lines.append(f"| complete agent (every tool, correct skills, summed budget) | {fmt(per_seed, 3)} | "
                  f"{' '.join(f'{v:.3f}' for v in per_seed)} | | | |")
     for arm in arms:
         runs = [by[arm, s] for s in seeds if (arm, s) in by]
         held = [r["heldout_accuracy"] for r in runs]
         gap = " ".join(f"{r['heldout_accuracy'] - complete[r['seed']]:+.3f}" for r in runs)
         updates = " ".join(str(r["policy_updates"]) for r in runs) if any(r["policy_updates"] for r in runs) else ""
-        lines.append(f"| market, {arm} | {fmt(held)} | {' '.join(f'{v:.3f}' for v in held)} | {gap} | "
+        lines.append(f"| market, {arm} | {fmt(held, 3)} | {' '.join(f'{v:.3f}' for v in held)} | {gap} | "
                      f"{np.mean([r['train_success_rate'] for r in runs]):.2f} | {updates} |")
     single = [max((by[a, s]["single_agent_accuracy"] for a in arms if (a, s) in by)) for s in seeds]
-    lines.append(f"| best single agent (best of any arm's population) | {fmt(single)} | "
+    lines.append(f"| best single agent (best of any arm's population) | {fmt(single, 3)} | "
                  f"{' '.join(f'{v:.3f}' for v in single)} | | | |")
     return "\n".join(lines)
 
