@@ -1,6 +1,6 @@
 """wordmath's market arms against the complete agent, paired by seed: the LLM-learning issue's table.
 
-    python -m experiments.llm_compare                          # every arm, seeds 0-4 (~2 h on 2 cores)
+    python -m experiments.llm_compare                          # every arm, seeds 0-4 (25 runs of 5 arms: ~100 min on 2 cores)
     python -m experiments.llm_compare --arms holland learned --seeds 0 1 2 --workers 2
     python -m experiments.llm_compare --quick                  # toy sizes (what the test runs)
 
