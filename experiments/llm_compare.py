@@ -1,6 +1,6 @@
 """wordmath's market arms against the complete agent, paired by seed: the LLM-learning issue's table.
 
-    python -m experiments.llm_compare                          # every arm, seeds 0-4 (25 runs of 5 arms: ~100 min on 2 cores)
+    python -m experiments.llm_compare                          # every arm, seeds 0-4 (40 runs of 8 arms: ~3.5 h on 2 cores)
     python -m experiments.llm_compare --arms holland learned --seeds 0 1 2 --workers 2
     python -m experiments.llm_compare --quick                  # toy sizes (what the test runs)
 
@@ -11,7 +11,9 @@ the **complete agent** (one agent holding the calculator, every correct skill li
 the roles' summed token budgets, playing every step itself; greedy, so it scores the same in every
 run) and the **best single agent** of its own trained population. The arms (``ARMS``) are the
 issue's: the market under ``fixed``, ``fixed_with_eps``, ``holland`` and ``learned`` (value) bids,
-and learned or holland bids with LoRA GRPO on the policy (``agents.actions = "grpo"``).
+learned or holland bids with LoRA GRPO on the policy (``agents.actions = "grpo"``), holland bids with
+the skill-evolution issue's GRSE edit passes and LLM diagnoser, and ``flagship`` (scenarios/flagship.toml:
+every mechanism at once), whose runs also fill a third table of their edit passes.
 
 The table: held-out accuracy, mean ± sd over seeds and per seed, and each seed's difference from the
 complete agent of the same run; training success (the last 20% of training episodes) and LoRA
@@ -41,7 +43,12 @@ ARMS = {
     "learned": ["agents.bids=learned"],
     "holland+grpo": ["agents.bids=holland", "agents.actions=grpo"],
     "learned+grpo": ["agents.bids=learned", "agents.actions=grpo"],
+    "holland+grse": ["agents.bids=holland", "skills.credit=grse", "skills.diagnoser=llm"],
+    "flagship": [],
 }
+SCENARIO = {"flagship": "flagship"}  # an arm's scenario file, when it is not wordmath.toml
+SKILL_COUNTS = ("heldout_accuracy_initial", "skill_edits_proposed", "skill_edits_accepted", "skill_edits_rejected",
+                "diagnoses_llm", "diagnoses_fallback", "edit_passes", "skill_pass_seconds")
 QUICK = ["run.episodes=8", "market.batch=4", "wordmath.heldout=4"]
 
 
@@ -52,7 +59,7 @@ def run_arm(job: tuple[str, int, list[str], Path | None]) -> dict:
     from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
-    exp = load("wordmath", [*ARMS[arm], *extra, "wordmath.llm.threads=1"], seed=seed)
+    exp = load(SCENARIO.get(arm, "wordmath"), [*ARMS[arm], *extra, "wordmath.llm.threads=1"], seed=seed)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         db = Path(keep or folder) / f"{arm}-s{seed}.db"
@@ -62,7 +69,8 @@ def run_arm(job: tuple[str, int, list[str], Path | None]) -> dict:
             "policy_updates": m.get("policy_updates", 0),
             **{k: m[k] for k in ("heldout_accuracy", "complete_agent_accuracy", "single_agent_accuracy",
                                  "train_success_rate", "ledger_hash", "invalid_actions", "actions", "roles",
-                                 "run_id")}}
+                                 "run_id")},
+            **{k: m[k] for k in SKILL_COUNTS if k in m}}
 
 
 def read_trace(db: Path) -> dict:
@@ -128,6 +136,23 @@ def trace_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def edits_table(rows: list[dict]) -> str:
+    """Per arm with skill edit passes, each seed's numbers (``;`` between seeds): held-out accuracy before
+    the first pass, edits proposed / accepted / rejected by the gate, the LLM diagnoser's verdicts used and
+    its fallbacks to the rule diagnoser, and the wall seconds of one edit pass."""
+    lines = ["| arm | held-out before training | edits proposed / accepted / rejected | LLM verdicts used / fallbacks | "
+             "s per edit pass |", "|---|---|---|---|---|"]
+    for arm in [a for a in ARMS if any(r["arm"] == a and r.get("edit_passes") for r in rows)]:
+        runs = sorted((r for r in rows if r["arm"] == arm and r.get("edit_passes")), key=lambda r: r["seed"])
+        before = "; ".join(f"{r['heldout_accuracy_initial']:.3f}" if "heldout_accuracy_initial" in r else "-" for r in runs)
+        edits = "; ".join(f"{r['skill_edits_proposed']} / {r['skill_edits_accepted']} / {r['skill_edits_rejected']}"
+                          for r in runs)
+        verdicts = "; ".join(f"{r.get('diagnoses_llm', 0)} / {r.get('diagnoses_fallback', 0)}" for r in runs)
+        seconds = "; ".join(f"{r['skill_pass_seconds'] / r['edit_passes']:.0f}" for r in runs)
+        lines.append(f"| {arm} | {before} | {edits} | {verdicts} | {seconds} |")
+    return "\n".join(lines)
+
+
 def best_arm(rows: list[dict]) -> dict:
     """The best market arm on mean held-out accuracy, and its mean paired difference from the complete agent."""
     arms = sorted({r["arm"] for r in rows}, key=list(ARMS).index)
@@ -168,7 +193,8 @@ def main(argv=None) -> int:
         db = args.keep and args.keep / f"{r['arm']}-s{r['seed']}.db"
         if db and db.exists():
             r["trace"] = read_trace(db)
-    report = table(rows) + (f"\n\n{trace_table(rows)}" if any("trace" in r for r in rows) else "")
+    report = "\n\n".join([table(rows), *([trace_table(rows)] if any("trace" in r for r in rows) else []),
+                            *([edits_table(rows)] if any(r.get("edit_passes") for r in rows) else [])])
     args.out.write_text(report + "\n")
     print(report)
     print(f"wrote {args.out} ({len(rows)} runs) in {time.perf_counter() - start:.0f} s", file=sys.stderr)

@@ -11,11 +11,19 @@ from experiments import llm_compare
 from scenarios.run.config import load
 
 
+NAMED = {  # arm -> (bid scheme, policy actions, skill credit, diagnoser): what its name promises
+    "fixed": ("fixed", "rule", "none", "rule"), "fixed_with_eps": ("fixed_with_eps", "rule", "none", "rule"),
+    "holland": ("holland", "rule", "none", "rule"), "learned": ("learned", "rule", "none", "rule"),
+    "holland+grpo": ("holland", "grpo", "none", "rule"), "learned+grpo": ("learned", "grpo", "none", "rule"),
+    "holland+grse": ("holland", "rule", "grse", "llm"), "flagship": ("learned", "grpo", "grse", "llm"),
+}
+
+
 @pytest.mark.parametrize("arm", list(llm_compare.ARMS))
 def test_every_arm_is_a_valid_wordmath_config_that_sets_what_it_names(arm):
-    exp = load("wordmath", llm_compare.ARMS[arm], seed=3)
-    bids, _, actions = arm.partition("+")
-    assert exp.market.bid_scheme == bids and exp.agents.actions == (actions or "rule") and exp.run.seed == 3
+    exp = load(llm_compare.SCENARIO.get(arm, "wordmath"), llm_compare.ARMS[arm], seed=3)
+    assert exp.run.scenario == "wordmath" and exp.run.seed == 3
+    assert (exp.market.bid_scheme, exp.agents.actions, exp.skills.credit, exp.skills.diagnoser) == NAMED[arm]
 
 
 def row(arm, seed, heldout, complete, single=0.03, updates=0):
@@ -56,19 +64,36 @@ def test_read_trace_splits_training_failures_into_no_expression_and_wrong_ones(t
                                           "wrong_example_turns": 0.5}
 
 
+def test_edits_table_has_a_row_per_arm_with_edit_passes_and_a_cell_per_seed():
+    counts = {"skill_edits_proposed": 6, "skill_edits_accepted": 4, "skill_edits_rejected": 2, "diagnoses_llm": 5,
+              "diagnoses_fallback": 1, "edit_passes": 6, "skill_pass_seconds": 300.0}
+    rows = [row("holland", 0, 0.3, 0.4), {**row("flagship", 1, 0.2, 0.4), **counts, "heldout_accuracy_initial": 0.25},
+            {**row("flagship", 0, 0.1, 0.4), **counts, "skill_edits_accepted": 6, "skill_edits_rejected": 0}]
+    text = llm_compare.edits_table(rows).splitlines()
+    assert len(text) == 3 and text[2] == "| flagship | -; 0.250 | 6 / 6 / 0; 6 / 4 / 2 | 5 / 1; 5 / 1 | 50; 50 |"
+
+
 @pytest.mark.slow
-def test_llm_compare_quick_runs_an_arm_and_reports_from_its_log(tmp_path, capsys):
+def test_llm_compare_quick_runs_arms_and_reports_from_its_log(tmp_path, capsys):
+    """holland alone and the flagship (every mechanism on), at toy size: two real runs of SmolLM2."""
     out = tmp_path / "llm.md"
-    sets = ["--quick", "--arms", "holland", "--seeds", "0", "--workers", "1", "--out", str(out), "--keep", str(tmp_path / "db")]
+    sets = ["--quick", "--arms", "holland", "flagship", "--seeds", "0", "--workers", "2", "--out", str(out),
+            "--keep", str(tmp_path / "db")]
     assert llm_compare.main(sets) == 0
-    [run] = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
-    assert run["arm"] == "holland" and run["policy_updates"] == 0 and 0 <= run["heldout_accuracy"] <= 1
-    assert 0 <= run["complete_agent_accuracy"] <= 1 and len(run["ledger_hash"]) == 64
+    runs = {r["arm"]: r for r in map(json.loads, out.with_suffix(".jsonl").read_text().splitlines())}
+    assert runs["holland"]["policy_updates"] == 0 and "edit_passes" not in runs["holland"]
+    assert runs["flagship"]["policy_updates"] >= 1 and runs["flagship"]["edit_passes"] == 2
+    for run in runs.values():
+        assert 0 <= run["heldout_accuracy"] <= 1 and len(run["ledger_hash"]) == 64
+        assert run["complete_agent_accuracy"] == runs["holland"]["complete_agent_accuracy"]  # greedy, same problems
     capsys.readouterr()
     assert llm_compare.main(["--report", "--out", str(out), "--keep", str(tmp_path / "db")]) == 0  # from the log
     printed = capsys.readouterr().out.splitlines()
-    assert "\n".join(printed[:-1]) == out.read_text().strip() and "| market, holland |" in out.read_text()
+    report = out.read_text()
+    assert "\n".join(printed[:-1]) == report.strip() and "| market, holland |" in report
+    assert "| holland | " in report and "| flagship | " in report  # the trace table's rows
+    assert llm_compare.edits_table(list(runs.values())).splitlines()[2].startswith("| flagship | ")
+    assert llm_compare.edits_table(list(runs.values())) in report
     summary = json.loads(printed[-1])
-    assert summary["best_arm"] == "holland" and "| holland | " in out.read_text()  # its row of the trace table
     trace = summary["rows"][0]["trace"]
     assert 0 <= trace["expression"] <= 1 and 0 <= trace["solved_given_expression"] <= 1
