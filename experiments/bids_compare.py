@@ -23,12 +23,15 @@ Gini of the live agents' wealth at the end; blocks also reports held-out success
 NDCG@10 and Recall@50 of the fielded team before and after, and the strongest tuned baseline's NDCG@10
 on the same split for reference.
 
-**Pool scaling and dropout** (relay, learned/value and holland): the default economy with pools of
+**Pool scaling and dropout** (relay, learned/value and holland, each under first-price and softmax
+clearing): the default economy with pools of
 different sizes (initial = max agents, floor a third of it); after training, the population is
 evaluated frozen (no money moves) on ``eval_episodes`` episodes with every agent, and again with a
 random 20% of the live agents removed (they never wake; mean of ``draws`` draws per seed: whether a removal
 breaks relay's chain is close to all or nothing, so a seed's dropout score is a probability, and 3 draws
-measured it only to a third).
+measured it only to a third). *Top bidders advance*: the share of the same draws in which every stage's
+top remaining bidder is one of its specialists (:func:`top_bidders_advance`), what a frozen first-price
+market can reach.
 
 Weak spots, said plainly: five seeds; blocks trained for a sixth of its default run.
 """
@@ -53,7 +56,10 @@ from scenarios import relay
 from scenarios.registry import SCENARIO_DIR
 
 SCHEMES = ("fixed", "fixed_with_eps", "holland", "learned/value", "learned/reinforce")
-POOL_SCHEMES = ("learned/value", "holland")
+POOL_SCHEMES = ("learned/value", "learned/value@softmax", "holland", "holland@softmax")
+"""``@CLEARING`` sets ``market.clearing`` (first_price otherwise): a frozen first-price market hands a state to its
+top bidder every step, so one that wakes there and does nothing holds it to the horizon; softmax clearing
+lets the next bidder have it."""
 RECSYS_SCHEMES = ("market",) + SCHEMES
 TABLES = ("compare", "recsys", "pools")
 TARGET = {"relay": 0.9, "blocks": 0.5}
@@ -88,7 +94,10 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
         data["recsys"]["mode"] = "market"
     if pool:
         data.setdefault("population", {}).update(initial_agents=pool, max_agents=pool, min_agents=pool // 3)
+    scheme, _, clearing = scheme.partition("@")
     bids, _, objective = scheme.partition("/")
+    if clearing:
+        data["market"]["clearing"] = clearing
     agents = data.setdefault("agents", {})
     agents["bids"] = bids
     if bids != "learned" or objective == "reinforce":  # the shipped value-bid settings belong to value bids
@@ -197,6 +206,21 @@ def chain_kept(able: np.ndarray, drop: np.ndarray) -> bool:
     return bool(able.any(axis=1).all())
 
 
+def top_bidders_advance(model, able: np.ndarray, drop: np.ndarray) -> bool:
+    """Whether, with the rows in ``drop`` removed, every stage's top bidder (each of them, on a tie) is one of
+    its specialists. Under frozen first-price clearing a stage's state does not change until someone advances
+    it, and neither do the bids, so a top bidder that does not advance holds the item to the horizon: the
+    share of draws where this holds is what the frozen eval can reach under first-price clearing."""
+    stages = np.arange(able.shape[0])[:, None]
+    awake = model.policy.eligible(stages) & model.population.traders[None, :]
+    awake[:, drop] = False
+    bids = np.where(awake, np.broadcast_to(model.current_bids(stages), awake.shape), -1)
+    top = awake & (bids == bids.max(axis=1, keepdims=True))
+    advances = able.copy()
+    advances[:, drop] = False
+    return bool(awake.any(axis=1).all() and not (top & ~advances).any())
+
+
 def pool_run(job: tuple) -> dict:
     scheme, pool, seed, setup = job
     _threads()
@@ -212,6 +236,7 @@ def pool_run(job: tuple) -> dict:
         "eval_full": frozen_success(model, setup.eval_episodes),
         "eval_dropout": float(np.mean([frozen_success(model, setup.eval_episodes, d) for d in drops])),
         "ceiling": float(np.mean([chain_kept(able, d) for d in drops])),
+        "top_bidders_advance": float(np.mean([top_bidders_advance(model, able, d) for d in drops])),
     }
 
 
@@ -264,7 +289,8 @@ def recsys_table(rows: list[dict]) -> str:
 
 def pool_table(rows: list[dict]) -> str:
     lines = ["| bids | pool (max agents) | live at end | specialists per stage | train success | frozen eval | "
-             "eval, 20% removed | ceiling: chain kept | drop |", "|---|---|---|---|---|---|---|---|---|"]
+             "eval, 20% removed | ceiling: chain kept | top bidders advance | drop |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for scheme in POOL_SCHEMES:
         for pool in sorted({r["pool"] for r in rows}):
             runs = [r for r in rows if r["scheme"] == scheme and r["pool"] == pool]
@@ -274,7 +300,8 @@ def pool_table(rows: list[dict]) -> str:
             lines.append(f"| {scheme} | {pool} | {fmt([r['live'] for r in runs], 0)} | "
                          f"{fmt([np.mean(r['specialists']) for r in runs], 1)} | "
                          f"{fmt([r['train_success'] for r in runs])} | {fmt([r['eval_full'] for r in runs])} | "
-                         f"{fmt([r['eval_dropout'] for r in runs])} | {fmt([r['ceiling'] for r in runs])} | {fmt(drop)} |")
+                         f"{fmt([r['eval_dropout'] for r in runs])} | {fmt([r['ceiling'] for r in runs])} | "
+                         f"{fmt([r['top_bidders_advance'] for r in runs])} | {fmt(drop)} |")
     return "\n".join(lines)
 
 

@@ -18,9 +18,9 @@ def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
         assert f"| relay (target 0.9) | {scheme} |" in text and f"| blocks (target 0.5) | {scheme} |" in text
     for scheme in bids_compare.RECSYS_SCHEMES:
         assert sum(line.startswith(f"| {scheme} | 0.") for line in text.splitlines()) == 1  # its recsys row
-    assert "| learned/value | 10 |" in text and "| holland | 10 |" in text
+    assert all(f"| {scheme} | 10 |" in text for scheme in bids_compare.POOL_SCHEMES)
     runs = json.loads(out.with_suffix(".json").read_text())
-    assert len(runs["compare"]) == 2 * len(bids_compare.SCHEMES) and len(runs["pools"]) == 2
+    assert len(runs["compare"]) == 2 * len(bids_compare.SCHEMES) and len(runs["pools"]) == len(bids_compare.POOL_SCHEMES)
     for r in runs["compare"]:
         assert 0 <= r["success"] <= 1 and 0 <= r["gini"] <= 1
         assert r["episodes_to_target"] is None or 16 <= r["episodes_to_target"] <= 64  # window .. episodes
@@ -30,8 +30,10 @@ def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
         assert all(0 <= r[k] <= 1 for k in ("ndcg10_initial", "ndcg10_final", "recall50_initial", "recall50_final"))
         assert r["baseline"] in text and 0 < r["baseline_ndcg10"] < 1
     for r in runs["pools"]:
-        assert 0 < r["live"] <= 10 and all(0 <= r[k] <= 1 for k in ("train_success", "eval_full", "eval_dropout", "ceiling"))
-        assert r["eval_dropout"] <= r["ceiling"] + 1e-12 and len(r["specialists"]) == 5
+        assert 0 < r["live"] <= 10 and all(0 <= r[k] <= 1 for k in ("train_success", "eval_full", "eval_dropout", "ceiling",
+                                                                     "top_bidders_advance"))
+        assert r["eval_dropout"] <= r["ceiling"] + 1e-12 and r["top_bidders_advance"] <= r["ceiling"] + 1e-12
+        assert len(r["specialists"]) == 5
 
 
 def test_episodes_to_target():
@@ -57,3 +59,29 @@ def test_no_draw_that_breaks_the_chain_is_solved_and_the_ceiling_bounds_the_drop
     for drop in (rng.choice(live, size=3, replace=False) for _ in range(10)):
         if not bids_compare.chain_kept(able, drop):
             assert bids_compare.frozen_success(model, 20, drop) == 0.0
+
+
+def test_softmax_suffix_sets_the_clearing_and_nothing_else():
+    setup = bids_compare.Setup()
+    plain, soft = (bids_compare.config("relay", s, 0, setup, pool=30) for s in ("learned/value", "learned/value@softmax"))
+    assert soft["market"].pop("clearing") == "softmax" and plain["market"].pop("clearing", "first_price") == "first_price"
+    assert soft == plain
+
+
+def test_a_frozen_first_price_market_solves_every_episode_when_every_top_bidder_advances_its_stage():
+    """Draw by draw on a trained holland economy with 20% removed: where every stage's top remaining bidder is
+    one of its specialists the frozen market solves every episode (one step a stage, the horizon is twice
+    that); where the chain is broken, no top bidder can advance the broken stage."""
+    setup = bids_compare.Setup(relay_episodes=400)
+    exp, model, _ = bids_compare.train(bids_compare.config("relay", "holland", 0, setup, pool=30))
+    able = relay.specialists(model, exp.scenario.stages)
+    live = np.flatnonzero(model.population.traders)
+    rng = np.random.default_rng(1)
+    seen = set()
+    for drop in (rng.choice(live, size=round(0.2 * live.size), replace=False) for _ in range(12)):
+        advance = bids_compare.top_bidders_advance(model, able, drop)
+        seen.add(advance)
+        assert advance <= bids_compare.chain_kept(able, drop)
+        if advance:
+            assert bids_compare.frozen_success(model, 20, drop) == 1.0
+    assert seen == {True, False}  # both kinds of draw were tried
