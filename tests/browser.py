@@ -84,13 +84,27 @@ class Browser:
 
     def wait_for(self, *needles: str, timeout: float = 60) -> str:
         """Poll the page's text until every needle is in it; TimeoutError shows what the page said instead."""
-        deadline, text = time.monotonic() + timeout, ""
-        while time.monotonic() < deadline:
-            text = self.text()
-            if all(n in text for n in needles):
-                return text
-            time.sleep(0.5)
+        text = self._poll(self.text, lambda text: all(n in text for n in needles), timeout)
+        if all(n in text for n in needles):
+            return text
         raise TimeoutError(f"page never showed {needles}; it shows:\n{text[:2000]}")
+
+    def wait_until(self, expression: str, timeout: float = 60):
+        """Poll a JavaScript expression until it is truthy (a plot's image arrives after the text that names it)."""
+        value = self._poll(lambda: self.evaluate(expression), bool, timeout)
+        if value:
+            return value
+        raise TimeoutError(f"{expression} stayed {value!r} for {timeout} s")
+
+    @staticmethod
+    def _poll(read, done, timeout: float):
+        """The first value of ``read()`` that is ``done``, else the last one read before the deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = read()
+            if done(value) or time.monotonic() >= deadline:
+                return value
+            time.sleep(0.5)
 
     def click(self, label: str) -> bool:
         """Click the first button whose text is ``label`` (as written, before CSS upper-cases it)."""

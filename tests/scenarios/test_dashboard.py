@@ -45,11 +45,11 @@ def test_dashboard_renders_in_chromium_and_steps(tmp_path):
             text = browser.wait_for("Catallax market: relay", "Wealth of", "after 0 episodes", "Last auction",
                                     "Success rate", "Step: 0")
             assert "No auction yet" in text
-            assert browser.evaluate("document.querySelectorAll('img').length") >= 3  # wealth, population, success
+            assert browser.wait_until("document.querySelectorAll('img').length >= 3")  # wealth, population, success
             assert browser.click("Step")
             text = browser.wait_for("Last auction: winner #", "after 1 episodes", "Step: 1")
             assert "Success rate: " in text and "over the last 1 rounds" in text
-            assert browser.evaluate("document.querySelectorAll('img').length") >= 4  # and now the auction
+            assert browser.wait_until("document.querySelectorAll('img').length >= 4")  # and now the auction
             browser.screenshot(tmp_path / "dashboard.png")
             assert (tmp_path / "dashboard.png").stat().st_size > 10_000
         finally:
