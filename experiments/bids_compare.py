@@ -212,13 +212,10 @@ def top_bidders_advance(model, able: np.ndarray, drop: np.ndarray) -> bool:
     it, and neither do the bids, so a top bidder that does not advance holds the item to the horizon: the
     share of draws where this holds is what the frozen eval can reach under first-price clearing."""
     stages = np.arange(able.shape[0])[:, None]
-    awake = model.policy.eligible(stages) & model.population.traders[None, :]
-    awake[:, drop] = False
+    awake = Without(model.policy, drop).eligible(stages) & model.population.traders[None, :]  # as the market sees it
     bids = np.where(awake, np.broadcast_to(model.current_bids(stages), awake.shape), -1)
     top = awake & (bids == bids.max(axis=1, keepdims=True))
-    advances = able.copy()
-    advances[:, drop] = False
-    return bool(awake.any(axis=1).all() and not (top & ~advances).any())
+    return bool(awake.any(axis=1).all() and not (top & ~able).any())
 
 
 def pool_run(job: tuple) -> dict:

@@ -84,26 +84,24 @@ class Browser:
 
     def wait_for(self, *needles: str, timeout: float = 60) -> str:
         """Poll the page's text until every needle is in it; TimeoutError shows what the page said instead."""
-        text = self._poll(self.text, lambda text: all(n in text for n in needles), timeout)
-        if all(n in text for n in needles):
-            return text
-        raise TimeoutError(f"page never showed {needles}; it shows:\n{text[:2000]}")
+        return self._poll(self.text, lambda text: all(n in text for n in needles), timeout,
+                          lambda text: f"page never showed {needles}; it shows:\n{text[:2000]}")
 
     def wait_until(self, expression: str, timeout: float = 60):
         """Poll a JavaScript expression until it is truthy (a plot's image arrives after the text that names it)."""
-        value = self._poll(lambda: self.evaluate(expression), bool, timeout)
-        if value:
-            return value
-        raise TimeoutError(f"{expression} stayed {value!r} for {timeout} s")
+        return self._poll(lambda: self.evaluate(expression), bool, timeout,
+                          lambda value: f"{expression} stayed {value!r} for {timeout} s")
 
     @staticmethod
-    def _poll(read, done, timeout: float):
-        """The first value of ``read()`` that is ``done``, else the last one read before the deadline."""
+    def _poll(read, done, timeout: float, failure):
+        """The first value of ``read()`` that is ``done``; TimeoutError(failure(last value)) past the deadline."""
         deadline = time.monotonic() + timeout
         while True:
             value = read()
-            if done(value) or time.monotonic() >= deadline:
+            if done(value):
                 return value
+            if time.monotonic() >= deadline:
+                raise TimeoutError(failure(value))
             time.sleep(0.5)
 
     def click(self, label: str) -> bool:

@@ -95,5 +95,6 @@ def test_llm_compare_quick_runs_arms_and_reports_from_its_log(tmp_path, capsys):
     assert llm_compare.edits_table(list(runs.values())).splitlines()[2].startswith("| flagship | ")
     assert llm_compare.edits_table(list(runs.values())) in report
     summary = json.loads(printed[-1])
+    assert summary == {**summary, **llm_compare.best_arm(list(runs.values()))}  # the best arm of these two runs
     trace = summary["rows"][0]["trace"]
     assert 0 <= trace["expression"] <= 1 and 0 <= trace["solved_given_expression"] <= 1
