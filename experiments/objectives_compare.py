@@ -3,7 +3,7 @@
     python -m experiments.objectives_compare --json         # every row, 12 seeds (about 5 min on 2 cores)
     python -m experiments.objectives_compare --readme       # the same run, its table as markdown
     python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl, focus+branches
-    python -m experiments.objectives_compare --economy wordmath --readme   # LoRA on SmolLM2 (WORDMATH; ~20 min)
+    python -m experiments.objectives_compare --economy wordmath --workers 2 --readme   # LoRA on SmolLM2 (WORDMATH)
 
 The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
 fees, births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own
@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import multiprocessing
 import sys
 import time
 from dataclasses import dataclass, field
@@ -84,11 +85,16 @@ class Setup:
     """Extra ``--set`` overrides, the same for every run."""
     economy: str = "blocks"
     """``blocks`` (rule logits) or ``wordmath`` (LoRA on SmolLM2: WORDMATH)."""
+    batch: int | None = None
+    """``market.batch``, episodes per round (None: the scenario's)."""
 
 
-WORDMATH = dict(seeds=2, episodes=32, heldout_sizes=(), heldout_count=32)
-"""``--economy wordmath``: the LoRA learner on SmolLM2, small (2 rounds of 16 = 4 problems x G = 4; one run took
-about 2 minutes of 2 shared cores); held-out = the frozen market's accuracy on ``heldout_count`` problems."""
+WORDMATH = dict(seeds=3, episodes=32, batch=8, heldout_sizes=(), heldout_count=64)
+"""``--economy wordmath``: the LoRA learner on SmolLM2, small: 4 rounds of 8 (2 problems x G = 4), so an objective
+steps up to 4 times; held-out = the frozen market's accuracy on wordmath's shipped 64 held-out problems. A round of
+grpo took about 15 s of one core here and steps only when a group's rollouts differ; tppo, pact, focus and sero train
+every completion of every round (a critic or an oracle has something to say about a group that scored alike), about
+2 minutes of one core a round (some 4,500 prompt and completion tokens, 8 GB resident)."""
 
 
 QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
@@ -107,7 +113,8 @@ def overrides(name: str, setup: Setup) -> list[str]:
         size = [f"wordmath.heldout={setup.heldout_count}"]
     else:
         size = [f"blocks.heldout_sizes={list(setup.heldout_sizes)}", f"blocks.heldout_count={setup.heldout_count}"]
-    return ["agents.actions=grpo", *learner, f"run.episodes={setup.episodes}", *size, *setup.overrides]
+    batch = [f"market.batch={setup.batch}"] if setup.batch else []
+    return ["agents.actions=grpo", *learner, f"run.episodes={setup.episodes}", *batch, *size, *setup.overrides]
 
 
 def refusal(name: str, setup: Setup) -> str | None:
@@ -151,16 +158,19 @@ def train(name: str, seed: int, setup: Setup) -> dict:
             "steps_per_s": steps / seconds}
 
 
-def row(name: str, setup: Setup) -> dict:
+def unrun(name: str, setup: Setup) -> dict | None:
+    """The row of a name that does not run (refused by the config check, or not asked for), else None."""
     why = refusal(name, setup)
+    if why is None and name in setup.objectives:
+        return None
+    status, why = ("refused", why) if why is not None else ("skipped", "not among the objectives asked for (--objectives)")
     rate = "tokens_per_s" if setup.economy == "wordmath" else "steps_per_s"
-    if why is not None:
-        return {"objective": name, "status": "refused", "why": why, "heldout": None, "sd": None,
-                "updates": None, rate: None}
-    if name not in setup.objectives:
-        return {"objective": name, "status": "skipped", "why": "not among the objectives asked for (--objectives)",
-                "heldout": None, "sd": None, "updates": None, rate: None}
-    runs = [train(name, seed, setup) for seed in range(setup.seeds)]
+    return {"objective": name, "status": status, "why": why, "heldout": None, "sd": None, "updates": None, rate: None}
+
+
+def summary(name: str, runs: list[dict], setup: Setup) -> dict:
+    """A row from its runs, one per seed."""
+    rate = "tokens_per_s" if setup.economy == "wordmath" else "steps_per_s"
     heldout = np.array([r["heldout"] for r in runs])
     updates = sorted({r["updates"] for r in runs})
     return {"objective": name, "status": "ran", "why": None,
@@ -173,15 +183,31 @@ def row(name: str, setup: Setup) -> dict:
             "train_seconds": float(sum(r["seconds"] for r in runs))}
 
 
-def compare(setup: Setup) -> list[dict]:
+def one_thread_train(job: tuple[str, int, Setup]) -> dict:
+    """``train`` on one torch thread: the learner's ops are tiny, and equal threads keep the rates comparable."""
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the learner's ops are tiny; one thread keeps the rates comparable
-    try:
-        return [row(name, setup) for name in ROWS]
-    finally:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(1)
+    return train(*job)
+
+
+def compare(setup: Setup, workers: int = 1) -> list[dict]:
+    """Every row: each runnable name's runs over the seeds, ``workers`` runs at a time (spawned processes)."""
+    import torch
+
+    unrun_rows = {name: unrun(name, setup) for name in ROWS}
+    jobs = [(name, seed, setup) for name in ROWS if unrun_rows[name] is None for seed in range(setup.seeds)]
+    if workers > 1:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            runs = pool.map(one_thread_train, jobs, chunksize=1)
+    else:
+        threads = torch.get_num_threads()
+        try:
+            runs = [one_thread_train(job) for job in jobs]
+        finally:
+            torch.set_num_threads(threads)
+    by_name = {name: [run for (n, _, _), run in zip(jobs, runs) if n == name] for name in ROWS}
+    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in ROWS]
 
 
 def short_reason(why: str) -> str:
@@ -196,7 +222,7 @@ def table(rows: list[dict], setup: Setup) -> str:
     wordmath = setup.economy == "wordmath"
     if wordmath:
         head = (f"wordmath (shipped economy, agents.actions = grpo: LoRA on SmolLM2), {seeds} x {setup.episodes} "
-                f"episodes; held-out accuracy of the frozen market on {setup.heldout_count} problems; tokens/s = "
+                f"episodes, market.batch = {setup.batch}; held-out accuracy of the frozen market on {setup.heldout_count} problems; tokens/s = "
                 "tokens the LoRA update trained on per second of training wall time (rollouts included)")
     else:
         head = (f"blocks (shipped economy, agents.actions = grpo), {seeds} x {setup.episodes} episodes; held-out "
@@ -223,8 +249,11 @@ def table(rows: list[dict], setup: Setup) -> str:
 
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=Setup.seeds)
-    ap.add_argument("--episodes", type=int, default=Setup.episodes)
+    ap.add_argument("--seeds", type=int, default=None, help=f"default: {Setup.seeds} (wordmath: {WORDMATH['seeds']})")
+    ap.add_argument("--episodes", type=int, default=None,
+                    help=f"training episodes per run; default: {Setup.episodes} (wordmath: {WORDMATH['episodes']})")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="runs at a time, each a spawned process on one torch thread (2 halves the wall time on 2 cores)")
     ap.add_argument("--objectives", default=None,
                     help="comma-separated rows to run, objectives or tasks=SAMPLER (default: all; --quick: "
                          "grpo,eapo,tasks=rods,tasks=scrl,focus+branches); every name still gets a row")
@@ -246,9 +275,11 @@ def main(argv=None) -> list[dict]:
     elif args.quick:
         setup = dataclasses.replace(QUICK, objectives=chosen, overrides=args.overrides)
     else:
-        setup = Setup(seeds=args.seeds, episodes=args.episodes, objectives=chosen, overrides=args.overrides)
+        setup = Setup(objectives=chosen, overrides=args.overrides)
+    sized = {k: v for k, v in (("seeds", args.seeds), ("episodes", args.episodes)) if v is not None}
+    setup = dataclasses.replace(setup, **sized)
     start = time.perf_counter()
-    rows = compare(setup)
+    rows = compare(setup, args.workers)
     seconds = time.perf_counter() - start
     text = table(rows, setup)
     if args.out:

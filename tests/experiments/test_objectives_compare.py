@@ -40,3 +40,13 @@ def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
     lines = [line for line in table.splitlines() if line.startswith("| ") and "objective" not in line]
     assert [line.split("|")[1].strip() for line in lines] == list(objectives_compare.ROWS)
     assert "| ca_pg | refused: needs item_logits, list_len, target |" in table
+
+
+def test_workers_give_the_serial_numbers(capsys):
+    """--workers 2 runs each seed in a spawned process: the held-out numbers are the serial run's, seed by seed."""
+    args = ["--quick", "--objectives", "grpo", "--seeds", "2", "--json"]
+    serial = {r["objective"]: r for r in objectives_compare.main(args)}
+    parallel = {r["objective"]: r for r in objectives_compare.main([*args, "--workers", "2"])}
+    assert len(serial["grpo"]["per_seed"]) == 2
+    for key in ("per_seed", "per_size", "updates", "rounds"):
+        assert parallel["grpo"][key] == serial["grpo"][key]
