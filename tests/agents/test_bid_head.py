@@ -99,13 +99,13 @@ def test_one_hot_features_and_text_cache():
 
 def test_learned_head_recovers_a_planted_routing_rule():
     model, world = routing_market(lr=0.1, entropy=0.0)
-    phi = torch.as_tensor(model.policy.features(np.arange(4)[:, None]))
-    start = model.policy.head.bids(phi).detach().numpy()[:, 1:5]
+    phi = torch.as_tensor(model.policy.features(np.arange(4)[:, None]), device=model.policy.head.row.device)
+    start = model.policy.head.bids(phi).detach().cpu().numpy()[:, 1:5]
     success = []
     for _ in range(60):
         model.step()
         success.append(model.last_success_rate)
-    bids = model.policy.head.bids(phi).detach().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
+    bids = model.policy.head.bids(phi).detach().cpu().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
     rows = np.flatnonzero(model.population.traders)
     specialty = model.policy.unwrapped.rules.action[rows]  # agent at row rows[k] solves region specialty[k]
     assert (np.argmax(bids, axis=1) == np.argsort(specialty)).all(), (start, bids)
@@ -142,7 +142,7 @@ def test_rows_follow_births_and_growth_keeps_adam_state():
     capacity = head.capacity
     assert opt.state[head.row]["exp_avg"].abs().sum() > 0
     policy.inherit(np.array([2]), np.array([1]), rng)
-    delta = (head.row[2] - head.row[1]).detach().numpy()
+    delta = (head.row[2] - head.row[1]).detach().cpu().numpy()
     assert 0 < np.abs(delta).max() < 5 * policy.cfg.inherit_sigma
     assert opt.state[head.row]["exp_avg"][2].abs().sum() == 0  # the newborn's moments start fresh
     moments = opt.state[head.row]["exp_avg"].clone()
@@ -150,5 +150,5 @@ def test_rows_follow_births_and_growth_keeps_adam_state():
     assert head.row.shape[0] == capacity * 2 and policy.theta.shape[0] == capacity * 2
     grown = opt.state[head.row]["exp_avg"]
     assert grown.shape == head.row.shape and torch.equal(grown[:capacity], moments) and grown[capacity:].abs().sum() == 0
-    policy.learner.step(head.bids(torch.ones(1, head.row.shape[1])).sum())  # Adam steps the grown parameters
+    policy.learner.step(head.bids(torch.ones(1, head.row.shape[1], device=head.row.device)).sum())  # Adam steps the grown parameters
     assert opt.state[head.row]["exp_avg"][capacity:].abs().sum() > 0

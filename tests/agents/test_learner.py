@@ -66,7 +66,7 @@ def test_grpo_teaches_rule_agents_the_right_action():
         model.step()
         success.append(model.last_success_rate)
     rows = np.flatnonzero(model.population.traders)
-    best = policy.theta.detach().numpy()[rows].argmax(axis=1)
+    best = policy.theta.detach().cpu().numpy()[rows].argmax(axis=1)
     wakes = policy.eligible(np.arange(3)[:, None])[:, rows].argmax(axis=0)  # the region each agent wakes in
     assert (best == wakes).all()
     assert success[0] < 0.3 and np.mean(success[-5:]) > 0.9, success
@@ -117,7 +117,7 @@ def test_newborn_rows_reset_only_per_agent_moments():
                            AgentsConfig(bids="learned", bid_objective="reinforce", features="numeric", dim=4))
     policy.resize(6)
     head = policy.head
-    policy.learner.step(head.bids(torch.ones(2, 3)).sum())
+    policy.learner.step(head.bids(torch.ones(2, 3, device=head.row.device)).sum())
     shared = policy.learner.opt.state[head.proj.weight]["exp_avg"].clone()
     policy.inherit(np.array([2]), np.array([1]), np.random.default_rng(0))
     assert policy.learner.opt.state[head.row]["exp_avg"][2].abs().sum() == 0
