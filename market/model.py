@@ -90,12 +90,18 @@ class Trace:
 
 
 def gini(values: np.ndarray) -> float:
-    """Gini coefficient of non-negative values (0: equal, ->1: one holds all)."""
-    v = np.sort(np.clip(np.asarray(values, dtype=np.float64), 0, None))
-    if v.size == 0 or v.sum() == 0:
+    """Gini coefficient of non-negative values (0: equal, ->1: one holds all).
+
+    Sorted in the values' own dtype (the ledger's int64 sorts faster than floats) and clipped after: the
+    same numbers as clipping and converting first, for a fraction of the cost the DataCollector pays
+    every round."""
+    v = np.sort(np.asarray(values))
+    v = np.maximum(v, 0).astype(np.float64, copy=False)
+    total = v.sum()
+    if v.size == 0 or total == 0:
         return 0.0
     weights = np.arange(1 - v.size, v.size, 2, dtype=np.float64)  # 2i - n - 1 for ranks i = 1..n, as floats
-    return float(weights @ v / (v.size * v.sum()))
+    return float(weights @ v / (v.size * total))
 
 
 class MarketModel(LazyTraders, mesa.Model, Economy):

@@ -156,6 +156,14 @@ def test_gini():
     assert gini(np.array([])) == 0.0
 
 
+@given(st.lists(st.integers(-10**12, 10**12), min_size=1, max_size=40))
+def test_gini_is_the_mean_absolute_difference_over_twice_the_mean(values):
+    """The sorted-rank formula against the definition, on the ledger's int64 balances (negatives count as 0)."""
+    x = np.maximum(np.array(values, dtype=np.int64), 0).astype(float)
+    expected = 0.0 if x.sum() == 0 else np.abs(x[:, None] - x[None, :]).sum() / (2 * x.size * x.sum())
+    assert gini(np.array(values, dtype=np.int64)) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
 def _one_edit_apart(parent: str, child: str, space) -> bool:
     """RulePolicy.inherit makes one edit: a term nudged/re-operated/added/dropped, or the action changed."""
     p_terms, p_action = parse(parent, space)
