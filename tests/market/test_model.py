@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agents import RulePolicy, RuleSpace
 from agents.rules import OPS, parse
 from market import MarketConfig, MarketModel, PopulationConfig, Reason, gini
+from market.model import WealthGini
 from scenarios import relay
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
@@ -162,6 +163,17 @@ def test_gini_is_the_mean_absolute_difference_over_twice_the_mean(values):
     x = np.maximum(np.array(values, dtype=np.int64), 0).astype(float)
     expected = 0.0 if x.sum() == 0 else np.abs(x[:, None] - x[None, :]).sum() / (2 * x.size * x.sum())
     assert gini(np.array(values, dtype=np.int64)) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(-10**9, 10**9), min_size=1, max_size=12),
+                          st.lists(st.booleans(), min_size=12, max_size=12)), min_size=1, max_size=6))
+def test_wealth_gini_from_last_rounds_order_is_gini(rounds):
+    """The round-to-round Gini (sorting from the previous order) gives gini's number every round, also when
+    balances reorder, traders come and go, and the capacity changes."""
+    tracker = WealthGini()
+    for balances, alive in rounds:
+        wealth, traders = np.array(balances, dtype=np.int64), np.array(alive[: len(balances)])
+        assert tracker(wealth, traders) == gini(wealth[traders])
 
 
 def _one_edit_apart(parent: str, child: str, space) -> bool:
