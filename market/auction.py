@@ -104,7 +104,7 @@ def _clear_compiled(bids: np.ndarray, eligible: np.ndarray, rule: str, rng: np.r
     top, count = np.empty(B, dtype=np.int64), np.empty(B, dtype=np.int64)
     draw = rng.random(compiled.candidates(bids, eligible, by_bid, top, count))
     winner, price = np.full(B, -1, dtype=np.int64), np.zeros(B, dtype=np.int64)
-    compiled.pick(bids, eligible, by_bid, rule == "second_price", top, draw, winner, price)
+    compiled.pick(bids, eligible, by_bid, rule == "second_price", top, count, draw, winner, price)
     return winner, price
 
 
