@@ -206,10 +206,13 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         seen = None  # [T, B, F] the observations, allocated once the first one shows its shape
         auctions = []  # per step, for a policy that reads the auctions in full: eligibility and wealth
         payments = Payments()
-        # a step's payments as [3, B] grids, in the ledger's order: bids, fees, step rewards (then terminal rewards)
-        house, fee = np.full(B, HOUSE_ROW), np.full(B, self._money["fee"])
-        reasons = np.array([[Reason.BID], [Reason.FEE], [Reason.REWARD]]).repeat(B, axis=1)
-        where = worlds[None, :].repeat(3, axis=0)
+        # a step's payments as three [B] columns end to end, in the ledger's order: prices, fees, step rewards
+        # (then terminal rewards); a payment that is not made carries 0, which the ledger and the round's record
+        # leave out (one product each instead of masking five columns)
+        house, fee = np.full(B, HOUSE_ROW), self._money["fee"]
+        reasons = np.repeat(np.array([Reason.BID, Reason.FEE, Reason.REWARD]), B)
+        where = np.tile(worlds, 3)
+        episodes = episode_ids[where]
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
         for t in range(len(path)):
@@ -247,18 +250,18 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             # for the computation they use), gets the step reward; a finished world's terminal reward goes to
             # its final owner or its path's authors
             if settle:
-                paid = np.array([pays, won, won & ~done])  # (zero amounts are the ledger's to drop)
-                columns = [np.array([payer, winner, house])[paid], np.array([payee, house, winner])[paid],
-                           np.array([price, fee, reward_micro])[paid], reasons[paid], where[paid]]
+                src, dst = np.concatenate((payer, winner, house)), np.concatenate((payee, house, winner))
+                amount = np.concatenate((price * pays, fee * won, reward_micro * (won & ~done)))
+                reason, at, episode = reasons, where, episodes
                 finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if done.any() else worlds[:0]
                 if finished.size:
                     k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
                     terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD), finished[k]]
-                    columns = [np.concatenate(pair) for pair in zip(columns, terminal)]
-                src, dst, amount, reason, at = columns
-                if amount.size:
-                    self.ledger.transfer(src, dst, amount, reason, episode_ids[at], t)
-                    payments.add(t, at, src, dst, amount, reason)
+                    src, dst, amount, reason, at = (np.concatenate(pair) for pair in
+                                                    zip((src, dst, amount, reason, at), terminal))
+                    episode = episode_ids[at]
+                self.ledger.transfer(src, dst, amount, reason, episode, t)
+                payments.add(t, at, src, dst, amount, reason)
             active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
             if N and tree is None and not active[:M].any():
                 tree = self._fork(world, snapshots, seen[: t + 1], path, owner, steps, M)
