@@ -44,12 +44,23 @@ def capped(raw: np.ndarray, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
     return np.minimum(raw, cap)
 
 
-def holland_bids(wealth: np.ndarray, c: float, base: int, bid_cap: float) -> np.ndarray:
+def holland_bids(wealth: np.ndarray, c: float, base: int, bid_cap: float, rows: np.ndarray | None = None,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """Holland's bids ``max(base, c x wealth)`` in micro-credits, :func:`capped`. Seven passes over the
     population on numpy, one on the compiled path (large markets); the same integers either way. The kernel
     relies on both fractions being at most 1 (no product leaves int64), as the config allows; any other
-    fraction takes the numpy path, exact for every fraction."""
-    if wealth.size < COMPILED_CELLS or not (0 <= c <= 1 and 0 <= bid_cap <= 1):
+    fraction takes the numpy path, exact for every fraction.
+
+    With ``rows`` (and ``out``, the bids before), only those rows of ``out`` are rewritten: a bid that reads
+    nothing but its bidder's balance changes only where a payment moved one."""
+    on_numpy = wealth.size < COMPILED_CELLS or not (0 <= c <= 1 and 0 <= bid_cap <= 1)
+    if rows is not None:
+        if on_numpy:
+            out[rows] = holland_bids(wealth[rows], c, base, bid_cap)
+        else:
+            kernel("market.auction_kernel").holland_rows(wealth, rows, to_ppm(c), base, to_ppm(bid_cap), out)
+        return out
+    if on_numpy:
         return capped(np.maximum(share(wealth, c), base), wealth, bid_cap)
     out = np.empty_like(wealth)
     kernel("market.auction_kernel").holland(wealth, to_ppm(c), base, to_ppm(bid_cap), out)

@@ -122,12 +122,24 @@ def _share(x, ppm):
     return x // MICRO * ppm + x % MICRO * ppm // MICRO
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _holland(w, c_ppm, base, cap_ppm):
+    """``min(max(base, c x w), cap x max(w, 0))``, exactly as the numpy path."""
+    cap = max(w, 0)
+    if cap_ppm != MICRO:
+        cap = _share(cap, cap_ppm)
+    return min(max(_share(w, c_ppm), base), cap)
+
+
 @numba.njit(cache=True, nogil=True)
 def holland(wealth, c_ppm, base, cap_ppm, out) -> None:
-    """``out[i] = min(max(base, c x wealth[i]), cap x max(wealth[i], 0))``, exactly as the numpy path."""
+    """``out[i]``: Holland's bid of row ``i``, for every row."""
     for i in range(wealth.size):
-        w = wealth[i]
-        cap = max(w, 0)
-        if cap_ppm != MICRO:
-            cap = _share(cap, cap_ppm)
-        out[i] = min(max(_share(w, c_ppm), base), cap)
+        out[i] = _holland(wealth[i], c_ppm, base, cap_ppm)
+
+
+@numba.njit(cache=True, nogil=True)
+def holland_rows(wealth, rows, c_ppm, base, cap_ppm, out) -> None:
+    """``out[r]``: Holland's bid of row ``r``, for the ``rows`` only (those whose balance moved)."""
+    for r in rows:
+        out[r] = _holland(wealth[r], c_ppm, base, cap_ppm)

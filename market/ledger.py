@@ -125,19 +125,8 @@ class Ledger:
         bloat the log). A scalar ``amount``, ``reason`` or ``episode`` stays one until
         :meth:`pending` writes the rows (broadcasting it here costs more than the call's checks).
         """
-        try:
-            amount = np.asarray(amount)
-            if amount.dtype.kind not in "iub":  # a float amount would be truncated (or wrap) by the cast
-                raise LedgerError(f"transfer amount of dtype {amount.dtype}: amounts are integer micro-credits")
-            src, dst, amount, reason, episode = (
-                np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                amount.astype(np.int64, casting="safe", copy=False), np.asarray(reason, dtype=np.int16),
-                np.asarray(episode, dtype=np.int64))
-        except (OverflowError, TypeError) as err:  # a Python int past int64, a uint64 beyond it
-            raise LedgerError(f"transfer amount not an int64: {err}") from None
-        shape = np.broadcast(src, dst, amount, reason, episode).shape
-        src, dst = column(src, shape), column(dst, shape)
-        amount, reason, episode = (a if a.ndim == 0 else column(a, shape) for a in (amount, reason, episode))
+        if not _are_columns(src, dst, amount, reason, episode):  # (the market's own calls are, and skip this)
+            src, dst, amount, reason, episode = _to_columns(src, dst, amount, reason, episode)
         if src.size == 0:
             return
         if max(src.size, self.pop.capacity) >= self.compiled_rows and self._move_compiled(
@@ -176,8 +165,10 @@ class Ledger:
         it moved nothing and the numpy path decides (an error to raise, or balances near int64)."""
         rows = np.empty(src.size, dtype=TRANSFER_DTYPE)
         pop = self.pop
-        written = kernel("market.ledger_kernel").move(pop.wealth, pop.alive, pop.ids, src, dst, amount.reshape(-1),
-                                                      reason.reshape(-1), episode.reshape(-1), step, _SAFE, rows)
+        if not (amount.ndim and reason.ndim and episode.ndim):  # the kernel reads a scalar as a 1-row column
+            amount, reason, episode = amount.reshape(-1), reason.reshape(-1), episode.reshape(-1)
+        written = kernel("market.ledger_kernel").move(pop.wealth, pop.alive, pop.ids, src, dst, amount, reason,
+                                                      episode, step, _SAFE, rows)
         if written < 0:
             return False
         if written:
@@ -250,6 +241,39 @@ def pack(calls: list[tuple]) -> np.ndarray:
                 [c if c.ndim else np.repeat(c, size) for c, size in zip(parts, sizes)])
         rows["step"] = np.repeat(steps, sizes)
     return rows
+
+
+_COLUMN_DTYPES = (np.dtype(np.int64), np.dtype(np.int64), np.dtype(np.int64), np.dtype(np.int16), np.dtype(np.int64))
+"""A transfer's (src, dst, amount, reason, episode) as the ledger keeps them."""
+
+
+def _are_columns(*arrays) -> bool:
+    """Whether a transfer's arguments are already 1-D arrays of one length and the ledger's dtypes: then
+    :func:`_to_columns` would return them as they are, and skipping it is a third of a small transfer's cost."""
+    n = arrays[0].size if type(arrays[0]) is np.ndarray else -1
+    for a, dtype in zip(arrays, _COLUMN_DTYPES):
+        if type(a) is not np.ndarray or a.ndim != 1 or a.size != n or a.dtype != dtype:
+            return False
+    return True
+
+
+def _to_columns(src, dst, amount, reason, episode) -> tuple[np.ndarray, ...]:
+    """A transfer's arguments as the ledger's columns: ``src`` and ``dst`` broadcast to 1-D, the others 1-D
+    or scalars (a scalar stays one until :func:`pack` writes the rows)."""
+    try:
+        amount = np.asarray(amount)
+        if amount.dtype.kind not in "iub":  # a float amount would be truncated (or wrap) by the cast
+            raise LedgerError(f"transfer amount of dtype {amount.dtype}: amounts are integer micro-credits")
+        src, dst, amount, reason, episode = (
+            np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+            amount.astype(np.int64, casting="safe", copy=False), np.asarray(reason, dtype=np.int16),
+            np.asarray(episode, dtype=np.int64))
+    except (OverflowError, TypeError) as err:  # a Python int past int64, a uint64 beyond it
+        raise LedgerError(f"transfer amount not an int64: {err}") from None
+    shape = np.broadcast(src, dst, amount, reason, episode).shape
+    src, dst = column(src, shape), column(dst, shape)
+    amount, reason, episode = (a if a.ndim == 0 else column(a, shape) for a in (amount, reason, episode))
+    return src, dst, amount, reason, episode
 
 
 def as_columns(*arrays: np.ndarray) -> list[np.ndarray]:

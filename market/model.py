@@ -34,6 +34,10 @@ from market.money import MICRO, rint_micro, share, to_micro, to_micro_array
 from market.population import HOUSE_ROW, Population
 from market.protocols import Economy, Policy, World
 
+BALANCE_BIDS = ("fixed", "fixed_with_eps", "holland")
+"""Bid schemes whose bid reads nothing but the bidder's own state: its balance, and its evolved bid (which
+changes only at births). Within a round their bids change only where a payment moved a balance."""
+
 
 @dataclass
 class RoundLog:
@@ -169,6 +173,17 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             raw = pop.bid
         return capped(raw, pop.wealth, cfg.bid_cap)  # a bid never exceeds bid_cap x wealth: a newcomer earns its way up
 
+    def rebid(self, bids: np.ndarray, rows: np.ndarray) -> None:
+        """``bids`` (this round's, from :meth:`current_bids`) after a payment moved the balances of ``rows``. Only
+        for a scheme whose bid reads nothing but its bidder's balance (``BALANCE_BIDS``): the rows that paid or
+        were paid are bid again, the rest stand (at N = 10k, Holland's bids for every row were an eighth of an
+        auction step, and a step moves a few balances)."""
+        pop, cfg = self.population, self.cfg
+        if cfg.bid_scheme == "holland":
+            holland_bids(pop.wealth, cfg.holland_c, self._money["base_bid"], cfg.bid_cap, rows=rows, out=bids)
+        else:
+            bids[rows] = capped(pop.bid[rows], pop.wealth[rows], cfg.bid_cap)
+
     def _newborn_bid(self) -> int:
         if self.cfg.bid_scheme == "fixed_with_eps" and self.population.size > 0:
             return int(self.population.bid[self.population.traders].max()) + self._money["bid_eps"]
@@ -210,11 +225,13 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         # (then terminal rewards); a payment that is not made carries 0, which the ledger and the round's record
         # leave out (one product each instead of masking five columns)
         house, fee = np.full(B, HOUSE_ROW), self._money["fee"]
-        reasons = np.repeat(np.array([Reason.BID, Reason.FEE, Reason.REWARD]), B)
+        reasons = np.repeat(np.array([Reason.BID, Reason.FEE, Reason.REWARD], dtype=np.int16), B)  # the ledger's dtype
         where = np.tile(worlds, 3)
         episodes = episode_ids[where]
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
+        bids = None  # under BALANCE_BIDS, bid once a round and then again where a payment moved a balance
+        observed_bids = cfg.bid_scheme not in BALANCE_BIDS
         for t in range(len(path)):
             if N and tree is None:
                 snapshots.append(world.snapshot())
@@ -225,7 +242,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             seen[t], grid["live"][t] = obs, active
             eligible = self.policy.eligible(obs) & traders
             eligible[~active] = False  # (an & with active[:, None] broadcasts by a slow strided loop: 11 us at 10k)
-            bids = self.current_bids(obs)
+            if bids is None or observed_bids:
+                bids = self.current_bids(obs)
             winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
             grid["winner"][t], grid["price"][t] = winner, price
             if self.policy.reads_auctions:
@@ -256,12 +274,15 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if done.any() else worlds[:0]
                 if finished.size:
                     k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
-                    terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD), finished[k]]
+                    terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD, np.int16),
+                                finished[k]]
                     src, dst, amount, reason, at = (np.concatenate(pair) for pair in
                                                     zip((src, dst, amount, reason, at), terminal))
                     episode = episode_ids[at]
                 self.ledger.transfer(src, dst, amount, reason, episode, t)
                 payments.add(t, at, src, dst, amount, reason)
+                if not observed_bids:
+                    self.rebid(bids, np.concatenate((src, dst)))
             active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
             if N and tree is None and not active[:M].any():
                 tree = self._fork(world, snapshots, seen[: t + 1], path, owner, steps, M)

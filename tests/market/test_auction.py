@@ -214,3 +214,20 @@ def test_holland_bids_are_exact_on_both_paths(wealth, c, base, bid_cap, compiled
     c_ppm, cap_ppm = round(c * 10**6), round(bid_cap * 10**6)
     expected = [min(max(base, w * c_ppm // 10**6), max(w, 0) * cap_ppm // 10**6) for w in wealth.tolist()]
     assert got.dtype == np.int64 and got.tolist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(arrays(np.int64, st.integers(1, 8), elements=st.integers(-10**9, 10**9)), st.data(), st.booleans())
+def test_holland_bids_of_rows_rewrite_those_rows_only(wealth, data, compiled):
+    """A round's bids after a payment (MarketModel.rebid): the rows given are bid again from their balances,
+    on numpy and on the compiled path, and every other row keeps the bid it had."""
+    rows = np.array(data.draw(st.lists(st.integers(0, wealth.size - 1), max_size=6)), dtype=np.int64)
+    before = np.arange(wealth.size, dtype=np.int64) - 7  # bids no balance gives
+    cells, auction.COMPILED_CELLS = auction.COMPILED_CELLS, 0 if compiled else auction.COMPILED_CELLS
+    try:
+        fresh = auction.holland_bids(wealth, 0.1, 5, 0.5)
+        got = auction.holland_bids(wealth, 0.1, 5, 0.5, rows=rows, out=before.copy())
+    finally:
+        auction.COMPILED_CELLS = cells
+    moved = np.isin(np.arange(wealth.size), rows)
+    assert got[moved].tolist() == fresh[moved].tolist() and got[~moved].tolist() == before[~moved].tolist()

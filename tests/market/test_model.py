@@ -310,3 +310,30 @@ def test_a_small_economy_never_loads_numba():
             "for _ in range(20):\n    model.step()\nprint('numba' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "False"
+
+
+@settings(max_examples=25, deadline=None)
+@given(market_configs, st.booleans(), st.integers(0, 2**31))
+def test_every_auction_clears_on_the_bids_of_the_balances_it_sees(market, compiled, seed):
+    """Under a scheme that reads only balances (market.model.BALANCE_BIDS) a round bids once and then again
+    only for the rows a payment moved (MarketModel.rebid): every auction must still see exactly the bids that
+    current_bids gives for the balances of that moment, on numpy and on the compiled path of large markets."""
+    from market import auction
+
+    model = relay_model(market, PopulationConfig(initial_agents=12, max_agents=24, initial_wealth=0.3), seed=seed)
+    seen = []
+
+    def checked_clear(bids, *args, **kwargs):
+        seen.append(bool(np.array_equal(bids, model.current_bids())))
+        return auction.clear(bids, *args, **kwargs)
+
+    cells = auction.COMPILED_CELLS
+    import market.model as market_model
+    original = market_model.clear
+    market_model.clear, auction.COMPILED_CELLS = checked_clear, (0 if compiled else cells)
+    try:
+        for _ in range(4):
+            model.step()
+    finally:
+        market_model.clear, auction.COMPILED_CELLS = original, cells
+    assert seen and all(seen)
