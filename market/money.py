@@ -43,9 +43,9 @@ def rint_micro(micro) -> np.ndarray:
     """Float micro-credits (a world's reward x scale) -> int64, rounded to nearest; ValueError where one is not
     finite or beyond int64 (numpy's cast would give INT64_MIN silently, a reward that is never paid)."""
     micro = np.rint(micro)
-    inside = np.abs(micro) < 2.0**63  # False for NaN too
-    if not inside.all():
-        raise ValueError(f"{micro[~inside].flat[0] / MICRO!r} credits: not an int64 amount of micro-credits")
+    if not np.maximum.reduce(np.abs(micro), axis=None, initial=0.0) < 2.0**63:  # False for NaN too
+        outside = ~(np.abs(micro) < 2.0**63)
+        raise ValueError(f"{micro[outside].flat[0] / MICRO!r} credits: not an int64 amount of micro-credits")
     return micro.astype(np.int64)
 
 
