@@ -98,5 +98,5 @@ class RulePolicy(Policy):
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.rules = R.CompiledRules(*(state[n].copy() for n in R.FIELDS))
+        self.rules = R.CompiledRules(*(np.array(state[n], order="F") for n in R.FIELDS))  # empty_rules' layout
         self._seed_rules = list(state["seed_rules"])

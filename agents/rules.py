@@ -66,10 +66,12 @@ FIELDS = tuple(f.name for f in fields(CompiledRules))
 
 
 def empty_rules(n: int, max_terms: int) -> CompiledRules:
+    """``n`` unused rules. The [N, T] arrays are column-major: the compiled interpreter reads a term's column
+    over every rule (agents/rules_kernel.py), and a rule's row is written only at its birth."""
     return CompiledRules(
-        feature=np.zeros((n, max_terms), dtype=FEATURE_DTYPE),
-        op=np.full((n, max_terms), ALWAYS, dtype=np.uint8),
-        value=np.zeros((n, max_terms), dtype=np.int64),
+        feature=np.zeros((n, max_terms), dtype=FEATURE_DTYPE, order="F"),
+        op=np.full((n, max_terms), ALWAYS, dtype=np.uint8, order="F"),
+        value=np.zeros((n, max_terms), dtype=np.int64, order="F"),
         action=np.zeros(n, dtype=np.int64),
     )
 

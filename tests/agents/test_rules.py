@@ -151,20 +151,24 @@ def test_state_dict_round_trip():
     assert other.describe([2]) == ["always -> noop"]  # the unused seed rule travels with the state
 
 
-def test_small_and_large_evaluation_agree(monkeypatch):
+@pytest.mark.parametrize("features", [3, 1])  # one feature: the compiled loop without a gather
+@pytest.mark.parametrize("order", ["F", "C"])  # empty_rules' column-major arrays, and rows-major ones
+def test_small_and_large_evaluation_agree(monkeypatch, features, order):
     """Small economies take every term at once on numpy, large ones each distinct observation in one compiled pass
     (agents/rules_kernel.py): the same holds."""
     rng = np.random.default_rng(3)
     table = R.empty_rules(40, SPACE.max_terms)
-    table.feature[:] = rng.integers(len(SPACE.features), size=table.feature.shape)
+    table.feature[:] = rng.integers(features, size=table.feature.shape)
     table.op[:] = rng.choice([*R.OPS.values(), R.ALWAYS], size=table.op.shape)
     table.value[:] = rng.integers(-2, 4, size=table.value.shape)
-    obs = rng.integers(-2, 4, size=(30, len(SPACE.features)))
+    table = R.CompiledRules(*(np.array(getattr(table, name), order=order) for name in R.FIELDS))
+    obs = rng.integers(-2, 4, size=(30, features))
     # each path chosen explicitly: at the default threshold these 30 x 40 cells take the compiled path both times
     monkeypatch.setattr(R, "_SMALL", obs.shape[0] * table.action.size)
     small = R.evaluate(table, obs)
     monkeypatch.setattr(R, "_SMALL", 0)
     assert (R.evaluate(table, obs) == small).all()
+    assert small.any() and not small.all()  # the rules tell observations apart
 
 
 def test_distinct_rows_gives_each_row_once_in_first_seen_order():
