@@ -1,9 +1,9 @@
-"""The rule interpreter's compiled path for large populations: one pass over (observation, rule) pairs (numba).
+"""The rule interpreter's compiled path for large populations: one pass per (observation, term) (numba).
 
 :func:`agents.rules.evaluate`'s large path on numpy took, per term column, a gather of the observed
 features, two comparisons, a shift and an and: six passes over [U, N] a term, most of an auction step's
-rule work at N = 10k. Here each rule is read once per distinct observation, without a branch (a rule's outcome is
-as good as random to the branch predictor).
+rule work at N = 10k. Here each term column is read once per distinct observation, without a branch (a rule's
+outcome is as good as random to the branch predictor).
 """
 
 from __future__ import annotations
