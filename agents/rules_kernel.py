@@ -21,7 +21,7 @@ def evaluate(feature, op, value, distinct, holds) -> None:
     term's column is contiguous. In a world of one feature every term reads it and the loop has no gather,
     which LLVM vectorizes (23 -> 4 us for 10k rules); with several, the gather of each term's feature keeps
     the loop scalar. Feature indices are read as unsigned (they are never negative), which spares numba's
-    wraparound check; shifts are done in int32, which vectorizes where uint8 shifts do not."""
+    wraparound check."""
     rules, terms = op.shape
     for u in range(distinct.shape[0]):
         x = distinct[u]
@@ -29,13 +29,17 @@ def evaluate(feature, op, value, distinct, holds) -> None:
         h[:] = 1
         for t in range(terms):  # no branch: an unused term's mask (0b111) holds at every sign
             features, ops, values = feature[:, t], op[:, t], value[:, t]
-            if x.size == 1:
-                observed = x[0]
+            if x.size == 1:  # every term reads feature 0: no gather
                 for n in range(rules):
-                    sign = np.int32(2 * (observed > values[n]) + (observed == values[n]))
-                    h[n] &= np.uint8((np.int32(ops[n]) >> sign) & 1)
+                    h[n] &= _holds(x[0], values[n], ops[n])
             else:
                 for n in range(rules):
-                    seen = x[np.uint16(features[n])]
-                    sign = np.int32(2 * (seen > values[n]) + (seen == values[n]))
-                    h[n] &= np.uint8((np.int32(ops[n]) >> sign) & 1)
+                    h[n] &= _holds(x[np.uint16(features[n])], values[n], ops[n])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _holds(observed, threshold, op):
+    """1 where ``observed`` stands to ``threshold`` as the operator mask ``op`` allows, else 0 (in int32: it
+    vectorizes, where uint8 shifts do not)."""
+    sign = np.int32(2 * (observed > threshold) + (observed == threshold))
+    return np.uint8((np.int32(op) >> sign) & 1)

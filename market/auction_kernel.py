@@ -100,7 +100,7 @@ def pick(bids, eligible, by_bid, second, top, count, draw, winner, price) -> Non
             start, seen = stop, seen + in_chunk
         n = start
         while True:
-            seen += row[n] & ((not by_bid) | (bid[n] == t))
+            seen += _candidates_in(row[n : n + 1], bid[n : n + 1], by_bid, t)
             if seen > j:
                 break
             n += 1

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from agents import RulePolicy, RuleSpace
 from agents.rules import OPS, parse
-from market import MarketConfig, MarketModel, PopulationConfig, Reason, gini
+import market.model as market_model
+from market import MarketConfig, MarketModel, PopulationConfig, Reason, auction, gini
 from market.model import WealthGini
 from scenarios import relay
 from scenarios.run.config import load
@@ -318,8 +319,6 @@ def test_every_auction_clears_on_the_bids_of_the_balances_it_sees(market, compil
     """Under a scheme that reads only balances (market.model.BALANCE_BIDS) a round bids once and then again
     only for the rows a payment moved (MarketModel.rebid): every auction must still see exactly the bids that
     current_bids gives for the balances of that moment, on numpy and on the compiled path of large markets."""
-    from market import auction
-
     model = relay_model(market, PopulationConfig(initial_agents=12, max_agents=24, initial_wealth=0.3), seed=seed)
     seen = []
 
@@ -328,7 +327,6 @@ def test_every_auction_clears_on_the_bids_of_the_balances_it_sees(market, compil
         return auction.clear(bids, *args, **kwargs)
 
     cells = auction.COMPILED_CELLS
-    import market.model as market_model
     original = market_model.clear
     market_model.clear, auction.COMPILED_CELLS = checked_clear, (0 if compiled else cells)
     try:
