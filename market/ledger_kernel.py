@@ -26,7 +26,7 @@ def move(wealth, alive, ids, src, dst, amount, reason, episode, step, safe, rows
     Returns -1, having changed nothing, where the numpy path must decide (an error, or near overflow).
     """
     n, rows_in_population = src.size, wealth.size
-    largest = 0
+    largest = richest = 0  # only the touched balances change: theirs bound the result (not a scan of every row)
     for i in range(n):  # 1. every check, before anything moves
         s, d, a = src[i], dst[i], amount[i if amount.size > 1 else 0]
         if a < 0 or s < 0 or d < 0 or s >= rows_in_population or d >= rows_in_population:
@@ -34,9 +34,7 @@ def move(wealth, alive, ids, src, dst, amount, reason, episode, step, safe, rows
         if not (alive[s] and alive[d]):
             return -1
         largest = max(largest, a)
-    richest = 0  # only the touched balances change: theirs bound the result (not a scan of every row)
-    for i in range(n):
-        richest = max(richest, abs(wealth[src[i]]), abs(wealth[dst[i]]))
+        richest = max(richest, abs(wealth[s]), abs(wealth[d]))
     if float(largest) * n + float(richest) >= safe:
         return -1
     written = 0

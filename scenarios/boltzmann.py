@@ -12,8 +12,9 @@ unit while the distribution spreads out: a few agents get rich, about half
 hold nothing (Gini about 0.65 at N = 100 on 10 x 10).
 
 Here the random-order schedule is replayed exactly (same distribution, other
-random numbers): each step draws all its uniforms in one call, then :func:`play`
-shuffles the turns from them and runs the turns one by one, since a turn depends
+random numbers): each step draws one key from the model's generator, then :func:`play`
+draws the step's uniforms from it as it goes (splitmix64, a few cycles each),
+shuffles the turns and runs them one by one, since a turn depends
 on the ones before it (an agent can give only if it had a unit at its turn: one
 it started with, or one an earlier agent gave it). That is one compiled (numba)
 call per step, a few passes over flat arrays with no per-agent objects, sized to
@@ -124,48 +125,60 @@ def gini_of_units(units):
 def workspace(n: int, cells: int) -> tuple[np.ndarray, ...]:
     """The arrays :func:`play` overwrites every step, made once per model: allocated inside each call they
     were ~0.6 MB of fresh pages a step at N = 10k: 0.11 ms a step in the benchmark's order (caches cold)."""
-    turn, order, old, new = (np.empty(n, np.int32) for _ in range(4))
+    order, old, new = (np.empty(n, np.int32) for _ in range(3))
     units, givers, receivers = (np.empty(n, np.int64) for _ in range(3))
     start, end, slots = np.empty(cells + 1, np.int32), np.empty(cells, np.int32), np.empty(2 * n, np.int32)
-    return turn, order, old, new, units, start, end, slots, givers, receivers
+    return order, old, new, units, start, end, slots, givers, receivers
+
+
+@numba.njit(inline="always")
+def splitmix(state):
+    """One draw of splitmix64 (Steele, Lea & Flood 2014) -> (a uniform double in [0, 1), the next state).
+
+    A step's uniforms are this stream from a key the model's numpy Generator draws once a step, so the
+    run stays determined by its seed and checkpointed by the Generator's state, while the draws cost a few
+    cycles each inside the kernel instead of a 2N-double array filled and read back (~45 us at N = 10k).
+    """
+    state += np.uint64(0x9E3779B97F4A7C15)
+    z = (state ^ (state >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return ((z ^ (z >> np.uint64(31))) >> np.uint64(11)) * (1.0 / 9007199254740992.0), state
 
 
 @numba.njit(cache=True, nogil=True)  # the ledger's hashing thread runs beside it
-def play(u, cell, held, kind, offsets, degree, turn, order, old, new, units, start, end, slots, givers,
+def play(key, cell, wealth, gift, kind, offsets, degree, order, old, new, units, start, end, slots, givers,
          receivers):
-    """One step of Mesa's schedule from its 2N - 1 uniforms ``u`` -> (givers, receivers: rows, in activation
-    order; the Gini of the balances after the gifts). ``cell`` is moved in place; ``held`` (each agent's
-    whole units) is only read; the arrays after ``degree`` are :func:`workspace`'s scratch, and the givers and
-    receivers returned are views of its last two.
+    """One step of Mesa's schedule from the uniforms of stream ``key`` (:func:`splitmix`) -> (givers,
+    receivers: rows, in activation order; the Gini of the balances after the gifts). ``cell`` is moved in
+    place; ``wealth`` (each agent's micro-credits, ``gift`` a unit) is only read; the arrays after ``degree``
+    are :func:`workspace`'s scratch, and the givers and receivers returned are views of its last two.
 
-    ``u[:N - 1]`` shuffle the turns (Fisher-Yates: agent a acts ``turn[a]``-th). At its turn an agent
-    moves to neighbour ``floor(u * degree)`` of its cell; the fraction left over is again uniform on [0, 1)
-    and independent of the move, so it then picks the cellmate the agent gives a unit to, if it holds one
-    (``units``: ``held`` by turn, a scratch copy). The cellmates are the agents in its new cell at that
-    moment: those that were there at the start of the step and have not moved yet, then those that moved
-    in, each in turn order. Each cell keeps them as one window of ``slots`` (turn indices, a segment per cell
-    sized for its stayers and its arrivals): leaving advances the window's start, arriving appends at its
-    end. Every loop after the shuffle runs in turn order and writes by turn; the moves loop reads each
-    agent's cell and units at random, and counts the cells' stayers and arrivals in a loop of its own.
+    The stream's first N - 1 uniforms shuffle the agents (Fisher-Yates, as ``shuffle_do``: agent ``order[p]``
+    acts p-th), the next
+    N move the agents in turn order (to neighbour ``floor(u * degree)`` of the agent's cell), and then, in turn
+    order, each agent that gives draws one more to pick the cellmate it gives a unit to: an agent gives if it
+    holds a unit at its turn (``units``: its whole units by turn, a scratch copy) and has a cellmate. The
+    cellmates are the agents in its new cell at that moment: those that were there at the start of the step
+    and have not moved yet, then those that moved in, each in turn order. Each cell keeps them as one window
+    of ``slots`` (turn indices, a segment per cell sized for its stayers and its arrivals): leaving advances
+    the window's start, arriving appends at its end. Every loop after the shuffle runs in turn order and
+    writes by turn; the moves loop reads each agent's cell and wealth at random, and counts the cells'
+    stayers and arrivals in a loop of its own.
     """
-    n, cells = cell.size, kind.size
+    n, cells, state = cell.size, kind.size, np.uint64(key)
     for i in range(n):
-        turn[i] = i
+        order[i] = i
     for i in range(n - 1, 0, -1):
-        k = int(u[i - 1] * (i + 1))
-        turn[i], turn[k] = turn[k], turn[i]
-    turn_u = u[n - 1:]
-    for a in range(n):
-        order[turn[a]] = a
+        x, state = splitmix(state)
+        k = int(x * (i + 1))
+        order[i], order[k] = order[k], order[i]
     start[:] = 0  # cell c's segment size (at c + 1), then where it starts
-    for p in range(n):  # every move, in turn order: only the agent's own cell and units are read at random
+    for p in range(n):  # every move, in turn order: only the agent's own cell and wealth are read at random
         a = order[p]
         c = cell[a]
-        x = turn_u[p] * degree[kind[c]]
-        m = int(x)
-        turn_u[p] = x - m
-        to = c + offsets[kind[c], m]
-        cell[a], old[p], new[p], units[p] = to, c, to, held[a]
+        x, state = splitmix(state)
+        to = c + offsets[kind[c], int(x * degree[kind[c]])]
+        cell[a], old[p], new[p], units[p] = to, c, to, wealth[a] // gift
     for p in range(n):  # counted apart: inside the moves loop these increments more than doubled its time
         start[old[p] + 1] += 1
         start[new[p] + 1] += 1
@@ -181,7 +194,8 @@ def play(u, cell, held, kind, offsets, degree, turn, order, old, new, units, sta
         c = new[p]
         mates = end[c] - start[c]
         if mates > 0 and units[p] > 0:
-            q = slots[start[c] + int(turn_u[p] * mates)]
+            x, state = splitmix(state)
+            q = slots[start[c] + int(x * mates)]
             units[p] -= 1
             units[q] += 1
             givers[k], receivers[k] = order[p] + 1, order[q] + 1  # agent i is row i + 1
@@ -208,7 +222,6 @@ class BoltzmannModel(LazyTraders, mesa.Model, Economy):
         pop.ids[self.rows] = self.rows
         pop.alive[self.rows] = True
         self.cell = self.rng.integers(self.width * self.height, size=n, dtype=np.int32)  # uniform, as Mesa's
-        self._uniforms = np.empty(2 * n - 1)  # a step's draws (play's), refilled in place
         self._workspace = workspace(n, self.width * self.height)
         self.ledger.transfer(HOUSE_ROW, self.rows, cfg.initial_units * self.gift, Reason.FUND, 0, -1)
         self.episodes_done = 0  # steps taken (the runner's unit of progress)
@@ -232,8 +245,9 @@ class BoltzmannModel(LazyTraders, mesa.Model, Economy):
 
     def step(self) -> None:
         """One step of every agent, in a random order: move, then maybe give one unit to a cellmate."""
-        givers, receivers, self.last_gini = play(self.rng.random(out=self._uniforms), self.cell, self.units(),
-                                                 *self.kinds, *self._workspace)
+        key = np.uint64(self.rng.bit_generator.random_raw())  # the step's stream of uniforms (play's splitmix)
+        givers, receivers, self.last_gini = play(key, self.cell, self.wealth, self.gift, *self.kinds,
+                                                 *self._workspace)
         self.ledger.transfer(givers, receivers, self.gift, Reason.GIFT, self.episodes_done, 0)
         self.episodes_done += 1
         self.last_round = RoundLog(self.ledger.flush(), [], self._births, [])

@@ -44,31 +44,40 @@ def test_moore_kinds_are_the_table_as_offsets(width, height, torus):
         assert (cells[has] + offsets[kind[has], m] == table[has, m]).all()
 
 
+def splitmix_uniforms(key: int):
+    """splitmix64's stream of uniforms from ``key`` in Python ints: the reference for play's generator."""
+    mask, state = (1 << 64) - 1, key
+    while True:
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = ((state ^ (state >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        yield ((z ^ (z >> 31)) >> 11) / 2.0**53
+
+
 def sequential_step(model: BoltzmannModel, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Mesa's MoneyAgent.step, one agent at a time in shuffled order, on Mesa's cell lists, drawing what the
-    model draws: 2N - 1 uniforms, the first N - 1 for the turns (Fisher-Yates), then one per turn for the
-    move, whose leftover fraction picks the cellmate."""
+    model draws: a key from its generator, then from that key's splitmix stream N - 1 uniforms for the turns
+    (Fisher-Yates), one per turn for the move, then one per gift, in turn order, for the cellmate."""
     n = model.rows.size
-    u = rng.random(2 * n - 1)
-    turn = list(range(n))
+    stream = splitmix_uniforms(int(rng.bit_generator.random_raw()))
+    order = list(range(n))  # shuffle_do: the agents shuffled (Fisher-Yates), then each steps in that order
     for i in range(n - 1, 0, -1):
-        k = int(u[i - 1] * (i + 1))
-        turn[i], turn[k] = turn[k], turn[i]
-    order = sorted(range(n), key=turn.__getitem__)  # agent a acts turn[a]-th
+        k = int(next(stream) * (i + 1))
+        order[i], order[k] = order[k], order[i]
     where = model.cell.tolist()
     agents = {c: [] for c in range(model.degree.size)}  # cell.agents: who was there (by turn), then arrivals
     for j in order:
         agents[where[j]].append(j)
     wealth = (model.wealth // model.gift).tolist()
-    gifts = []
+    moves, gifts = [next(stream) for _ in range(n)], []
     for p, j in enumerate(order):
-        x = u[n - 1 + p] * model.degree[where[j]]
+        x = moves[p] * model.degree[where[j]]
         agents[where[j]].remove(j)  # move
         where[j] = int(model.neighbours[where[j], int(x)])
         mates = list(agents[where[j]])
         agents[where[j]].append(j)
         if wealth[j] > 0 and mates:  # give one unit to a random cellmate
-            other = mates[int((x - int(x)) * len(mates))]
+            other = mates[int(next(stream) * len(mates))]
             wealth[j], wealth[other] = wealth[j] - 1, wealth[other] + 1
             gifts.append((j, other))
     return np.array(wealth), gifts
