@@ -189,6 +189,33 @@ def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_o
         logs[2]["amount"] = 0
 
 
+def test_an_error_on_the_hashing_thread_surfaces_in_hexdigest_and_the_thread_goes_on():
+    """A chunk hashlib refuses (not contiguous) is refused on the worker thread: the digest raises it when read,
+    instead of waiting forever on a thread that died, and the next digest is still hashed. (Read on a thread
+    of the test's own, so that a regression fails here in seconds rather than hanging the suite.)"""
+    import hashlib
+    import threading
+    from market.ledger import Digest
+
+    rows = np.zeros(2 * Digest.BACKGROUND_BYTES, dtype=np.uint8)
+    broken, fine, read = Digest(), Digest(), {}
+    broken.update(rows[::2])  # large enough for the thread; a strided view has no contiguous buffer
+    fine.update(rows)
+
+    def read_both():
+        try:
+            broken.hexdigest()
+        except ValueError as error:
+            read["error"] = str(error)
+        read["fine"] = fine.hexdigest()
+
+    reader = threading.Thread(target=read_both, daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert "contiguous" in read.get("error", "no error raised"), read
+    assert read.get("fine") == hashlib.sha256(rows.tobytes()).hexdigest()
+
+
 # ------------------------------------------------------------------ property: the compiled path is the numpy path
 call = st.tuples(
     st.lists(st.integers(0, 5), min_size=1, max_size=12),  # src rows: live
