@@ -167,11 +167,14 @@ def test_scalar_transfer_and_empty_transfer():
     assert log.size == 1 and (log["src"][0], log["dst"][0], log["amount"][0]) == (1, 2, 3)
 
 
-def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_order():
-    """Flushes past Digest.BACKGROUND_BYTES go to the hashing thread; small ones after them queue behind them.
-    Whatever the mix, the hash is sha256 over every flushed row in order, and flushed rows are read-only."""
+def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_order(monkeypatch):
+    """Flushes past Digest.BACKGROUND_BYTES go to the hashing thread, in batches (two big flushes a batch
+    here); small ones after them wait behind them. Whatever the mix, the hash is sha256 over every flushed row
+    in order, and flushed rows are read-only."""
     import hashlib
     from market.ledger import Digest
+
+    monkeypatch.setattr(Digest, "HANDOFF_BYTES", 2 * Digest.BACKGROUND_BYTES)
 
     pop = Population(capacity=2001)
     ledger = Ledger(pop)
@@ -180,7 +183,7 @@ def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_o
     ledger.transfer(HOUSE_ROW, rows, 10, Reason.FUND, 0, -1)
     logs = [ledger.flush()]
     big = Digest.BACKGROUND_BYTES // TRANSFER_DTYPE.itemsize + 1  # rows: the smallest flush hashed on the thread
-    for episode, size in enumerate([1, big, 3, big, big, 2], start=1):
+    for episode, size in enumerate([1, big, 3, big, big, 2, big, big, 1, big], start=1):
         ledger.transfer(rows[:size], rows[::-1][:size], 1, Reason.GIFT, episode, 0)
         logs.append(ledger.flush())
     assert hashlib.sha256(np.concatenate(logs).tobytes()).hexdigest() == ledger.hash
