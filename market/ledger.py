@@ -60,58 +60,76 @@ class Digest:
 
     Hashing is the one pass over every byte of the log: 0.07 ms a step for Boltzmann's ~4k gifts at N = 10k,
     a fifth of the step. hashlib releases the GIL on a chunk this large, so one worker thread per process
-    (FIFO: a ledger's chunks fold in the order they came) hashes while the economy runs on. Chunks of
-    ``BACKGROUND_BYTES`` or more go to it in batches of ``HANDOFF_BYTES``: handed over one step at a time,
-    a third of the 10k Boltzmann runs on these 2-core VMs paid ~0.13 ms more a step (0.35 or 0.47 ms a step,
-    run by run, with the old executor as with this thread; the cost comes with each hand-off, as far as we
-    can tell the thread's wake-up and its taking the GIL back racing the step), against ~0.03 ms a step in
-    every run in 4 MB batches. Small chunks are hashed in place unless larger
-    ones are still waiting. ``hexdigest`` hands over the last batch and waits for the thread.
+    (FIFO: a ledger's chunks fold in the order they came) hashes while the economy runs on.
+
+    Chunks of ``BACKGROUND_BYTES`` or more are copied into one of two ``HANDOFF_BYTES`` buffers, and a full
+    buffer goes to the thread while the other fills; one larger than a buffer goes as it is. Measured on
+    10k-agent Boltzmann (2-core VMs), per step: handing each chunk over as it came made a third of the runs
+    ~0.13 ms slower for the whole run (0.35 or 0.47 ms; the cost came with the hand-offs: wake-up and GIL
+    races, as far as we can tell); holding the chunks themselves for a batch kept the ledger's freed rows
+    from being reused, ~20 fresh pages a step (0.375 ms in every run); a copy into a reused buffer costs
+    ~10 us. Small chunks are hashed in place unless larger ones are still waiting. At most one batch is with
+    the thread: a full buffer waits for the one before it. ``hexdigest`` hands over the rest and waits.
     """
 
     BACKGROUND_BYTES = 1 << 16
     HANDOFF_BYTES = 1 << 22
-    """The batch size of the thread's work: ~28 Boltzmann steps at N = 10k, held until then (4 MB)."""
+    """A buffer: ~28 Boltzmann steps at N = 10k (4 MB)."""
 
     def __init__(self, data: bytes | np.ndarray = b""):
         self._sha = hashlib.sha256(data)
         self._queued = 0  # batches handed to the thread (written here), and how many it has folded (by it)
         self._folded = 0
-        self._batch: list[np.ndarray] = []  # large chunks not handed off yet, and their bytes
-        self._batch_bytes = 0
+        self._buffers: list[np.ndarray] = []  # two, made with the first large chunk; the first is filling
+        self._filled = 0  # bytes of it written
         self._error: BaseException | None = None
 
     def update(self, chunk: np.ndarray) -> None:
-        """Fold ``chunk`` in; it must not change afterwards (the ledger hands out read-only rows)."""
-        if chunk.nbytes < self.BACKGROUND_BYTES and not self._batch and self._folded == self._queued:
+        """Fold ``chunk`` (C-contiguous, as the ledger's rows are) in; it must not change afterwards when it is
+        larger than a buffer (the ledger hands out read-only rows)."""
+        if chunk.nbytes < self.BACKGROUND_BYTES and not self._filled and self._folded == self._queued:
             self._sha.update(chunk)
             return
-        self._batch.append(chunk)
-        self._batch_bytes += chunk.nbytes
-        if self._batch_bytes >= self.HANDOFF_BYTES:
+        if self._filled + chunk.nbytes > self.HANDOFF_BYTES:
             self._hand_off()
+        if chunk.nbytes > self.HANDOFF_BYTES:
+            self._queue(chunk)
+            return
+        if not self._buffers:
+            self._buffers = [np.empty(self.HANDOFF_BYTES, np.uint8) for _ in range(2)]
+        end = self._filled + chunk.nbytes
+        self._buffers[0][self._filled:end] = np.frombuffer(chunk, np.uint8)
+        self._filled = end
 
     def _hand_off(self) -> None:
-        self._queued += 1
-        _hashing_queue().put((self, self._batch))
-        self._batch, self._batch_bytes = [], 0
+        """The filled part of the first buffer to the thread; the other buffer fills next."""
+        if self._filled:
+            self._queue(self._buffers[0][: self._filled])
+            self._buffers.reverse()
+            self._filled = 0
 
-    def _fold(self, chunks: list[np.ndarray]) -> None:
-        """The thread's part: fold one batch of chunks (an error is kept for ``hexdigest`` to raise)."""
+    def _queue(self, data: np.ndarray) -> None:
+        self._drain()  # the batch before, if still hashing, holds the buffer that fills next
+        self._queued += 1
+        _hashing_queue().put((self, data))
+
+    def _drain(self) -> None:
+        if self._folded != self._queued:
+            done = threading.Event()
+            _hashing_queue().put((None, done))  # FIFO: set once every batch queued before it is folded
+            done.wait()
+
+    def _fold(self, data: np.ndarray) -> None:
+        """The thread's part: fold one batch (an error is kept for ``hexdigest`` to raise)."""
         try:
-            for chunk in chunks:
-                self._sha.update(chunk)
+            self._sha.update(data)
         except BaseException as error:  # noqa: BLE001 (it surfaces in hexdigest, not in a dead thread)
             self._error = error
         self._folded += 1
 
     def hexdigest(self) -> str:
-        if self._batch:
-            self._hand_off()
-        if self._folded != self._queued:
-            done = threading.Event()
-            _hashing_queue().put((None, done))  # FIFO: set once every chunk queued before it is folded
-            done.wait()
+        self._hand_off()
+        self._drain()
         if self._error is not None:
             raise self._error
         return self._sha.hexdigest()

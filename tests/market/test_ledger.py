@@ -168,13 +168,13 @@ def test_scalar_transfer_and_empty_transfer():
 
 
 def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_order(monkeypatch):
-    """Flushes past Digest.BACKGROUND_BYTES go to the hashing thread, in batches (two big flushes a batch
-    here); small ones after them wait behind them. Whatever the mix, the hash is sha256 over every flushed row
-    in order, and flushed rows are read-only."""
+    """Flushes past Digest.BACKGROUND_BYTES go to the hashing thread, copied into buffers of two big flushes
+    each here (a third waits for the next); small ones after them wait behind them. Whatever the mix, the hash
+    is sha256 over every flushed row in order, and flushed rows are read-only."""
     import hashlib
     from market.ledger import Digest
 
-    monkeypatch.setattr(Digest, "HANDOFF_BYTES", 2 * Digest.BACKGROUND_BYTES)
+    monkeypatch.setattr(Digest, "HANDOFF_BYTES", 2 * Digest.BACKGROUND_BYTES + 2 * TRANSFER_DTYPE.itemsize)
 
     pop = Population(capacity=2001)
     ledger = Ledger(pop)
@@ -183,7 +183,7 @@ def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_o
     ledger.transfer(HOUSE_ROW, rows, 10, Reason.FUND, 0, -1)
     logs = [ledger.flush()]
     big = Digest.BACKGROUND_BYTES // TRANSFER_DTYPE.itemsize + 1  # rows: the smallest flush hashed on the thread
-    for episode, size in enumerate([1, big, 3, big, big, 2, big, big, 1, big], start=1):
+    for episode, size in enumerate([1, big, 3, big, big, 2, big, 3 * big, 1, big], start=1):
         ledger.transfer(rows[:size], rows[::-1][:size], 1, Reason.GIFT, episode, 0)
         logs.append(ledger.flush())
     assert hashlib.sha256(np.concatenate(logs).tobytes()).hexdigest() == ledger.hash
@@ -192,7 +192,7 @@ def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_o
         logs[2]["amount"] = 0
 
 
-def test_an_error_on_the_hashing_thread_surfaces_in_hexdigest_and_the_thread_goes_on():
+def test_an_error_on_the_hashing_thread_surfaces_in_hexdigest_and_the_thread_goes_on(monkeypatch):
     """A chunk hashlib refuses (not contiguous) is refused on the worker thread: the digest raises it when read,
     instead of waiting forever on a thread that died, and the next digest is still hashed. (Read on a thread
     of the test's own, so that a regression fails here in seconds rather than hanging the suite.)"""
@@ -200,6 +200,7 @@ def test_an_error_on_the_hashing_thread_surfaces_in_hexdigest_and_the_thread_goe
     import threading
     from market.ledger import Digest
 
+    monkeypatch.setattr(Digest, "HANDOFF_BYTES", Digest.BACKGROUND_BYTES // 2)  # both chunks go to the thread as they are
     rows = np.zeros(2 * Digest.BACKGROUND_BYTES, dtype=np.uint8)
     broken, fine, read = Digest(), Digest(), {}
     broken.update(rows[::2])  # large enough for the thread; a strided view has no contiguous buffer
