@@ -64,40 +64,47 @@ class Digest:
     (FIFO: a ledger's chunks fold in the order they came) hashes while the economy runs on.
 
     Chunks of ``BACKGROUND_BYTES`` or more are copied into one of two ``HANDOFF_BYTES`` buffers, and a full
-    buffer goes to the thread while the other fills; one larger than a buffer goes as it is. Measured on
+    buffer goes to the thread while the other fills; one larger than ``COPY_BYTES`` goes as it is. Measured on
     10k-agent Boltzmann (2-core VMs), per step: handing each chunk over as it came made a third of the runs
     ~0.13 ms slower for the whole run (0.35 or 0.47 ms; the cost came with the hand-offs: wake-up and GIL
     races, as far as we can tell); holding the chunks themselves for a batch kept the ledger's freed rows
     from being reused, ~20 fresh pages a step (0.375 ms in every run); a copy into a reused buffer costs
-    ~10 us. Small chunks are hashed in place unless larger ones are still waiting. At most one batch is with
-    the thread: a full buffer waits for the one before it. ``hexdigest`` hands over the rest and waits.
+    ~10 us. Small chunks are hashed in place unless larger ones are still waiting. A buffer is filled again
+    once the thread has folded it (the economy waits for that only if it filled the other one first).
+    ``hexdigest`` hands over the rest and waits.
     """
 
     BACKGROUND_BYTES = 1 << 16
     HANDOFF_BYTES = 1 << 22
     """A buffer: ~28 Boltzmann steps at N = 10k (4 MB)."""
+    COPY_BYTES = 1 << 20
+    """Larger chunks go to the thread as they are: a copy costs more than fresh pages save for them (a
+    round's rent at N = 100k, 3.8 MB, is 0.4 ms of copying)."""
 
     def __init__(self, data: bytes | np.ndarray = b""):
         self._sha = hashlib.sha256(data)
         self._queued = 0  # batches handed to the thread (written here), and how many it has folded (by it)
         self._folded = 0
         self._buffers: list[np.ndarray] = []  # two, made with the first large chunk; the first is filling
-        self._filled = 0  # bytes of it written
+        self._tickets: list[int] = []  # per buffer: the batch number it was last handed over as
+        self._filled = 0  # bytes of the first written
         self._error: BaseException | None = None
 
     def update(self, chunk: np.ndarray) -> None:
         """Fold ``chunk`` (C-contiguous, as the ledger's rows are) in; it must not change afterwards when it is
-        larger than a buffer (the ledger hands out read-only rows)."""
+        larger than ``COPY_BYTES`` (the ledger hands out read-only rows)."""
         if chunk.nbytes < self.BACKGROUND_BYTES and not self._filled and self._folded == self._queued:
             self._sha.update(chunk)
             return
-        if self._filled + chunk.nbytes > self.HANDOFF_BYTES:
+        if self._filled + chunk.nbytes > self.HANDOFF_BYTES or chunk.nbytes > self.COPY_BYTES:
             self._hand_off()
-        if chunk.nbytes > self.HANDOFF_BYTES:
+        if chunk.nbytes > self.COPY_BYTES:
             self._queue(chunk)
             return
         if not self._buffers:
-            self._buffers = [np.empty(self.HANDOFF_BYTES, np.uint8) for _ in range(2)]
+            self._buffers, self._tickets = [np.empty(self.HANDOFF_BYTES, np.uint8) for _ in range(2)], [0, 0]
+        if not self._filled and self._folded < self._tickets[0]:  # the thread may still be reading this buffer
+            self._drain()
         end = self._filled + chunk.nbytes
         self._buffers[0][self._filled:end] = np.frombuffer(chunk, np.uint8)
         self._filled = end
@@ -106,11 +113,12 @@ class Digest:
         """The filled part of the first buffer to the thread; the other buffer fills next."""
         if self._filled:
             self._queue(self._buffers[0][: self._filled])
+            self._tickets[0] = self._queued  # free again once the thread has folded this many batches
             self._buffers.reverse()
+            self._tickets.reverse()
             self._filled = 0
 
     def _queue(self, data: np.ndarray) -> None:
-        self._drain()  # the batch before, if still hashing, holds the buffer that fills next
         self._queued += 1
         _hashing_queue().put((self, data))
 

@@ -169,12 +169,25 @@ def test_scalar_transfer_and_empty_transfer():
 
 def test_large_flushes_hashed_on_the_worker_thread_give_the_hash_of_the_log_in_order(monkeypatch):
     """Flushes past Digest.BACKGROUND_BYTES go to the hashing thread, copied into buffers of two big flushes
-    each here (a third waits for the next); small ones after them wait behind them. Whatever the mix, the hash
-    is sha256 over every flushed row in order, and flushed rows are read-only."""
+    each here (a third waits for the next), or as they are past Digest.COPY_BYTES; small ones after them wait
+    behind them. The thread is held up for its first half second, so the ledger fills both buffers and must
+    wait before it refills one. Whatever the mix, the hash is sha256 over every flushed row in order, and
+    flushed rows are read-only."""
     import hashlib
-    from market.ledger import Digest
+    import threading
+    from market.ledger import Digest, _hashing_queue
 
     monkeypatch.setattr(Digest, "HANDOFF_BYTES", 2 * Digest.BACKGROUND_BYTES + 2 * TRANSFER_DTYPE.itemsize)
+    monkeypatch.setattr(Digest, "COPY_BYTES", Digest.HANDOFF_BYTES)
+    held = threading.Event()
+
+    class Stall:  # a job that keeps the hashing thread busy until ``held`` is set
+        @staticmethod
+        def _fold(_):
+            held.wait()
+
+    _hashing_queue().put((Stall, None))
+    threading.Timer(0.5, held.set).start()
 
     pop = Population(capacity=2001)
     ledger = Ledger(pop)
@@ -200,7 +213,7 @@ def test_an_error_on_the_hashing_thread_surfaces_in_hexdigest_and_the_thread_goe
     import threading
     from market.ledger import Digest
 
-    monkeypatch.setattr(Digest, "HANDOFF_BYTES", Digest.BACKGROUND_BYTES // 2)  # both chunks go to the thread as they are
+    monkeypatch.setattr(Digest, "COPY_BYTES", Digest.BACKGROUND_BYTES // 2)  # both chunks go to the thread as they are
     rows = np.zeros(2 * Digest.BACKGROUND_BYTES, dtype=np.uint8)
     broken, fine, read = Digest(), Digest(), {}
     broken.update(rows[::2])  # large enough for the thread; a strided view has no contiguous buffer
