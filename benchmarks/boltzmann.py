@@ -10,8 +10,8 @@ The peer is ``mesa.examples.basic.boltzmann_wealth_model.BoltzmannWealth``, exac
 ships it: one ``MoneyAgent`` per agent on an ``OrthogonalMooreGrid`` (not a torus), each step
 ``agents.shuffle_do("step")`` (move to a random neighbouring cell, then give one unit to a
 random cellmate if wealth > 0) and ``datacollector.collect`` (Gini + every agent's wealth).
-Ours is ``scenarios.boltzmann.BoltzmannModel``: the same rules and random-order schedule from one
-draw of the step's uniforms, then one compiled call (numba: shuffle, moves, turns and the Gini),
+Ours is ``scenarios.boltzmann.BoltzmannModel``: the same rules and random-order schedule in one
+compiled call a step (numba: its draws from one key, shuffle, moves, turns and the Gini),
 every gift a transfer on the integer ledger (sha256-hashed log), and its DataCollector recording
 the Gini each step. The *limit* (:class:`Lean`) is the same model as the leanest kernel we can
 write: one compiled function per step on plain arrays, drawing from the same inline generator as ours
