@@ -157,12 +157,12 @@ def play(key, cell, wealth, gift, kind, offsets, degree, order, old, new, units,
     acts p-th), the next N move them in turn order (to neighbour ``floor(u * degree)`` of the agent's cell),
     and then, in turn order, each agent that gives draws one more to pick the cellmate it gives a unit to: an
     agent gives if it holds a unit at its turn (``units``: its whole units by turn, a scratch copy) and has a
-    cellmate. The cellmates are the agents in its new cell at that moment: those that were there at the start of the step
-    and have not moved yet, then those that moved in, each in turn order. Each cell keeps them as one window
-    of ``slots`` (turn indices, a segment per cell sized for its stayers and its arrivals): leaving advances
-    the window's start, arriving appends at its end. Every loop after the shuffle runs in turn order and
-    writes by turn; the moves loop reads each agent's cell and wealth at random, and counts the cells'
-    stayers and arrivals in a loop of its own.
+    cellmate. The cellmates are the agents in its new cell at that moment: those that were there at the
+    start of the step and have not moved yet, then those that moved in, each in turn order. Each cell keeps
+    them as one window of ``slots`` (turn indices, a segment per cell sized for its stayers and its arrivals):
+    leaving advances the window's start, arriving appends at its end. Every loop after the shuffle runs in
+    turn order and writes by turn; the moves loop reads each agent's cell and wealth at random, and counts
+    the cells' stayers and arrivals in a loop of its own.
     """
     n, cells, state = cell.size, kind.size, np.uint64(key)
     for i in range(n):
