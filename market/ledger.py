@@ -165,7 +165,7 @@ def _hash_forever(jobs: queue.SimpleQueue) -> None:
             item.set()
         else:
             digest._fold(item)
-        del digest, item  # not held while waiting: the log's rows are freed where they were made, not here
+        del digest, item  # not held while it waits: a chunk it was handed is freed as soon as the ledger drops it
 
 
 class LedgerError(RuntimeError):
