@@ -339,6 +339,24 @@ def load_transfers(engine, run_id: str) -> np.ndarray:
             cursor.close()
 
 
+def stored_balances(engine, run_id: str) -> dict[int, int]:
+    """Balances by account id, netted by the database over the run's stored transfer log: what
+    ``market.ledger.replay(load_transfers(...))`` gives, without shipping the log to Python (a default blocks
+    run's 2.6M rows: 1.5 s against 3.4 s). Integer sums in both engines (PostgreSQL's bigint sum is numeric)."""
+    with engine.connect() as conn:
+        first = run_first_id(conn, run_id)
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        rows, table = f"WHERE id BETWEEN {mark} AND {mark}", TransferLog.__tablename__
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(f"SELECT account, SUM(delta) FROM (SELECT dst AS account, amount AS delta FROM {table} "
+                           f"{rows} UNION ALL SELECT src, -amount FROM {table} {rows}) AS moves GROUP BY account",
+                           (first, first + LOG_STRIDE - 1) * 2)
+            return {int(account): int(total) for account, total in cursor.fetchall()}
+        finally:
+            cursor.close()
+
+
 def export_run(engine, run_id: str) -> dict[str, list[dict]]:
     """Every row of one run, table by table: what a sweep worker ships to the driver that owns SQLite."""
     with engine.connect() as conn:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from market import Economy, MarketModel, replay
+from market import Economy, MarketModel
 from market.checkpoint import encode
 from market.population import HOUSE_ROW
-from market.store import RunStore, load_episodes, load_transfers
+from market.store import RunStore, load_episodes, load_transfers, stored_balances
 from scenarios.run.config import Experiment, from_dict
 from scenarios.run.interrupt import Interrupted, Stop
 from scenarios.registry import get_scenario
@@ -23,12 +23,12 @@ def default_db(out: Path) -> str:
     return f"sqlite:///{out / 'catallax.db'}"
 
 
-def conservation_ok(model: MarketModel, transfers: np.ndarray) -> bool:
-    """All accounts sum to zero, and the stored log replayed from zero gives every balance."""
+def conservation_ok(model: MarketModel, replayed: dict[int, int]) -> bool:
+    """All accounts sum to zero, and the stored log replayed from zero (``replayed``: balances by account id)
+    gives every balance."""
     pop = model.population
     if int(pop.wealth.sum()) != 0:
         return False
-    replayed = replay(transfers)
     live = np.flatnonzero(pop.alive)
     expected = dict(zip(pop.ids[live].tolist(), pop.wealth[live].tolist()))
     return all(replayed.get(i, 0) == w for i, w in expected.items()) and all(
@@ -144,7 +144,7 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         "seed": exp.run.seed,
         "episodes": model.episodes_done,
         "ledger_hash": model.ledger.hash,
-        "conservation_ok": conservation_ok(model, load_transfers(store.engine, store.run_id)),
+        "conservation_ok": conservation_ok(model, stored_balances(store.engine, store.run_id)),
         "transfers": model.ledger.count,
         "house": int(pop.wealth[HOUSE_ROW]),
         **get_scenario(exp.run.scenario).metrics(model, episodes, exp.scenario),

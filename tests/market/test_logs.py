@@ -15,7 +15,7 @@ from sqlmodel import create_engine
 from market import replay
 from market.ledger import Reason
 from market.schema import MIGRATIONS
-from market.store import export_run, load_episodes, load_transfers, make_engine
+from market.store import export_run, load_episodes, load_transfers, make_engine, stored_balances
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
 from tests import pg
@@ -65,6 +65,16 @@ def test_plain_sql_audits_the_money_through_the_transfer_view(stored):
     assert net[0] == summary["house"]
     assert set(reasons) <= {r.name for r in Reason} and {"BID", "RENT", "FUND", "WRITE_OFF"} <= set(reasons)
     assert sum(reasons.values()) == summary["transfers"] and seq == list(range(summary["transfers"]))
+
+
+def test_the_database_nets_the_stored_log_as_a_replay_of_it_does(stored):
+    """``stored_balances`` (the run summary's conservation check) sums in SQL what ``replay`` sums in numpy."""
+    summary, url = stored
+    engine = make_engine(url)
+    balances = stored_balances(engine, summary["run_id"])
+    assert balances == replay(load_transfers(engine, summary["run_id"]))
+    assert len(balances) > 20 and balances[0] == summary["house"] and summary["conservation_ok"]
+    engine.dispose()
 
 
 def test_the_reason_table_names_every_reason(db_url):
