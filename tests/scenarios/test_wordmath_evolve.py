@@ -16,6 +16,7 @@ from agents.llm_policy import status_of
 from market.schema import make_engine
 from scenarios.run import runner
 from scenarios.run.config import load
+from skills import SkillsConfig
 from skills.library import DiagnosisFailure, SkillLibrary
 from tests.scenarios.test_wordmath_skills import (BIRTHS, cli, final_population, run_killed, scripted,  # noqa: F401
                                                   skills_of)
@@ -99,50 +100,98 @@ HARMFUL = "example: Ann has 5 pens and buys 3 more. How many pens does Ann have?
 """A worked example that answers instead of writing the expression: an extractor that copies it writes a number
 the problem does not have (invalid), so it hurts the good extractor that holds it, beside correct examples."""
 
+STEPWISE = ("example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? "
+            "=> 4 + 3 = 7, 7 - 2 = 5")
+"""A worked example that computes step by step: an extractor that copies its style runs into its 16-token cap
+(an over-long output, a failed node) or writes only the first step (a wrong expression). Measured directly on
+SmolLM2, outside the market: the five correct examples alone write 20 of 60 problems' expressions right, and
+with this line after them 11 (9 lost, none gained)."""
 
-@pytest.mark.slow
-def test_group_relative_credit_ranks_a_planted_harmful_line_last_where_presence_credit_does_not_blame_it():
+
+def planted_rollouts(line: str, rounds: int, p_use: float):
     """Real SmolLM2 rollouts, small. Two extractors share the work (random clearing): a good one holding the
-    pool's five correct worked examples and the planted HARMFUL one, and one holding nothing (it fails). Three
-    steps are all a problem gets, so a failed extraction fails the rollout. Within each problem's 4 rollouts
-    each of the good extractor's lines is in its prompt or not at random (p_use 1/2), and group-relative credit
-    ranks HARMFUL last of them; presence credit does not blame it.
-
-    What is claimed is the rank, not the sign: every line of the good extractor shares its success, so with
-    96 rollouts HARMFUL's own credit sits near zero (measured: -0.04 on world seed 3; with 6 rounds +0.03 and
-    +0.06 on world seeds 3 and 4, the other lines 0.07 to 0.50), and which side of zero it lands on also moved
-    between runs of the same seeds (CI, in a worker that had run other LLM tests on the shared engine first,
-    saw no negative credit at all). The engine is the test's own, so its rollouts do not depend on which
-    tests ran before it."""
+    pool's five correct worked examples and ``line``, and one holding nothing (it fails). Three steps are all a
+    problem gets, so a failed extraction fails the rollout. Within each problem's 4 rollouts each of the good
+    extractor's lines is in its prompt or not at random (``p_use``). The engine is the test's own, so its
+    rollouts do not depend on which tests ran before. Returns the evidence window, the library, the skills
+    config and the planted line's skill name."""
     from agents.backends.factory import make_backend
     from agents.llm_policy import LLMPolicy
-    from agents.llm_skills import PRUNE_BELOW, SkillEvolver
+    from agents.llm_skills import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import wordmath as W
-    from skills import RuleDiagnoser, SkillsConfig, batch, group_relative_credit
-    from skills.evolve import blame
 
     cfg = W.Config(heldout=4, validation=4, horizon=3)
     board = W.Board()
     world = W.WordmathWorld(cfg, board, seed=3)
     world.group = 4
-    seeds = [("extractor", W.POOL["extractor"][0][1] + [HARMFUL], -5.0), ("extractor", [], -5.0),
+    seeds = [("extractor", W.POOL["extractor"][0][1] + [line], -5.0), ("extractor", [], -5.0),
              ("calculator", [], 0.0), ("answerer", W.POOL["answerer"][0][1], -5.0)]
     policy = LLMPolicy(make_backend(cfg.llm), board, list(W.ROLES), W.POOL, None, cfg.policy, seeds)
     model = MarketModel(world, policy, MarketConfig(batch=32, clearing="random", rent=0.0),
                         PopulationConfig(initial_agents=4, initial_wealth=100.0, births=False, min_agents=0,
                                          max_agents=4), seed=1)
-    skills = SkillsConfig(credit="grse", p_use=0.5, every=10**6)  # evidence only: no edit pass
+    skills = SkillsConfig(credit="grse", p_use=p_use, every=10**6)  # evidence only: no edit pass
     policy.evolver = SkillEvolver(policy, skills, seed=1)
-    policy.evolver.initial = 0.0  # no held-out run: not what this test is about
-    for _ in range(3):
+    policy.evolver.initial = 0.0  # no held-out run: not what these tests are about
+    for _ in range(rounds):
         model.step()
+    return policy.evolver.evidence(), policy.evolver._library(), skills, policy.catalogue.names["extractor", line]
 
-    harmful = policy.catalogue.names["extractor", HARMFUL]
-    library, window = policy.evolver._library(), policy.evolver.evidence()
+
+def holder_credit(window, skills):
+    """Group-relative credit of the good extractor's (agent 1's) lines, and the evidence batch."""
+    from skills import batch, group_relative_credit
+
     evidence = batch(window, skills.credit_config())
     credit = group_relative_credit(evidence.rewards, evidence.usage, evidence.questions, skills.credit_config())
-    good = {name: c for (agent, name), c in zip(evidence.keys, credit.credit) if agent == "1"}
-    assert len(good) == 6 and min(good, key=good.get) == harmful, good
+    return {name: c for (agent, name), c in zip(evidence.keys, credit.credit) if agent == "1"}, evidence
+
+
+def blamed(window, credit, library, skills):
+    from agents.llm_skills import PRUNE_BELOW
+    from skills import RuleDiagnoser
+    from skills.evolve import blame
+
     rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
-    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, PRUNE_BELOW, rule).cases]
+    return [c.skill.name for c in blame(window, credit, library, skills, PRUNE_BELOW, rule).cases]
+
+
+@pytest.mark.slow
+def test_group_relative_credit_ranks_a_planted_harmful_line_last_where_presence_credit_does_not_blame_it():
+    """With p_use 1/2, group-relative credit ranks HARMFUL last of the good extractor's lines; presence credit
+    does not blame it.
+
+    What is claimed is the rank, not the sign: every line of the good extractor shares its success, so with
+    96 rollouts HARMFUL's own credit sits near zero (measured: -0.04 on world seed 3; with 6 rounds +0.03 and
+    +0.06 on world seeds 3 and 4, the other lines 0.07 to 0.50), and which side of zero it lands on also moved
+    between runs of the same seeds (CI, in a worker that had run other LLM tests on the shared engine first,
+    saw no negative credit at all)."""
+    window, library, skills, harmful = planted_rollouts(HARMFUL, rounds=3, p_use=0.5)
+    good, _ = holder_credit(window, skills)
+    assert len(good) == 6 and min(good, key=good.get) == harmful, good
+    assert harmful not in blamed(window, "presence", library, skills)
+
+
+@pytest.mark.slow
+def test_group_relative_credit_blames_a_line_that_measurably_hurts_its_holder():
+    """STEPWISE hurts the good extractor in these very rollouts (its outcome with the line in its prompt is
+    below its outcome without), and group-relative credit blames it: negative, the lowest of the holder's
+    lines by a margin, the first case of the blame step. At the shipped p_use (0.8), 192 rollouts.
+
+    Measured on world seeds 3, 4 and 5 (this test: 3): credit -0.55, -1.22, -1.12, the holder's other lines
+    +0.03 to +0.40; mean reward with the line -0.01 to -0.04, without it +0.08 to +0.18. Presence credit
+    blames this line too (centred -0.07, -0.18, -0.13): with SmolLM2 the holder with the line barely does
+    better than the empty extractor, so the line's rollouts fall below the average. The test above is the one
+    where presence credit misses a line; no line tried was both this harmful and above the average (README,
+    "Skill evolution")."""
+    window, library, skills, harmful = planted_rollouts(STEPWISE, rounds=6, p_use=SkillsConfig().p_use)
+    good, evidence = holder_credit(window, skills)
+    column = evidence.keys.index(("1", harmful))
+    holder = [j for j, (agent, _) in enumerate(evidence.keys) if agent == "1"]
+    acted = evidence.usage[:, :, holder].max(2) > 0
+    with_line = evidence.usage[:, :, column] > 0
+    r = evidence.rewards
+    assert r[with_line].mean() < r[acted & ~with_line].mean()  # the harm, in the rollouts credit reads
+    assert good[harmful] < 0 and all(good[harmful] < c - 0.2 for name, c in good.items() if name != harmful), good
+    assert blamed(window, "grse", library, skills)[0] == harmful
