@@ -96,10 +96,6 @@ def test_a_killed_and_resumed_evolving_run_ends_as_an_uninterrupted_one(tmp_path
     assert skills_of(a) == skills_of(b)
 
 
-HARMFUL = "example: Ann has 5 pens and buys 3 more. How many pens does Ann have? => 8"
-"""A worked example that answers instead of writing the expression: an extractor that copies it writes a number
-the problem does not have (invalid), so it hurts the good extractor that holds it, beside correct examples."""
-
 STEPWISE = ("example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? "
             "=> 4 + 3 = 7, 7 - 2 = 5")
 """A worked example that computes step by step: an extractor that copies its style runs into its 16-token cap
@@ -139,40 +135,6 @@ def planted_rollouts(line: str, rounds: int, p_use: float):
     return policy.evolver.evidence(), policy.evolver._library(), skills, policy.catalogue.names["extractor", line]
 
 
-def holder_credit(window, skills):
-    """Group-relative credit of the good extractor's (agent 1's) lines, and the evidence batch."""
-    from skills import batch, group_relative_credit
-
-    evidence = batch(window, skills.credit_config())
-    credit = group_relative_credit(evidence.rewards, evidence.usage, evidence.questions, skills.credit_config())
-    return {name: c for (agent, name), c in zip(evidence.keys, credit.credit) if agent == "1"}, evidence
-
-
-def blamed(window, credit, library, skills):
-    from agents.llm_skills import PRUNE_BELOW
-    from skills import RuleDiagnoser
-    from skills.evolve import blame
-
-    rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
-    return [c.skill.name for c in blame(window, credit, library, skills, PRUNE_BELOW, rule).cases]
-
-
-@pytest.mark.slow
-def test_group_relative_credit_ranks_a_planted_harmful_line_last_where_presence_credit_does_not_blame_it():
-    """With p_use 1/2, group-relative credit ranks HARMFUL last of the good extractor's lines; presence credit
-    does not blame it.
-
-    What is claimed is the rank, not the sign: every line of the good extractor shares its success, so with
-    96 rollouts HARMFUL's own credit sits near zero (measured: -0.04 on world seed 3; with 6 rounds +0.03 and
-    +0.06 on world seeds 3 and 4, the other lines 0.07 to 0.50), and which side of zero it lands on also moved
-    between runs of the same seeds (CI, in a worker that had run other LLM tests on the shared engine first,
-    saw no negative credit at all)."""
-    window, library, skills, harmful = planted_rollouts(HARMFUL, rounds=3, p_use=0.5)
-    good, _ = holder_credit(window, skills)
-    assert len(good) == 6 and min(good, key=good.get) == harmful, good
-    assert harmful not in blamed(window, "presence", library, skills)
-
-
 @pytest.mark.slow
 def test_group_relative_credit_blames_a_line_that_measurably_hurts_its_holder():
     """STEPWISE hurts the good extractor in these very rollouts (its outcome with the line in its prompt is
@@ -182,16 +144,21 @@ def test_group_relative_credit_blames_a_line_that_measurably_hurts_its_holder():
     Measured on world seeds 3, 4 and 5 (this test: 3): credit -0.55, -1.22, -1.12, the holder's other lines
     +0.03 to +0.40; mean reward with the line -0.01 to -0.04, without it +0.08 to +0.18. Presence credit
     blames this line too (centred -0.07, -0.18, -0.13): with SmolLM2 the holder with the line barely does
-    better than the empty extractor, so the line's rollouts fall below the average. The test above is the one
-    where presence credit misses a line; no line tried was both this harmful and above the average (README,
-    "Skill evolution")."""
+    better than the empty extractor, so the line's rollouts fall below the average. No line tried was both
+    this harmful and above the average, where presence credit would miss it (README, "Skill evolution")."""
+    from agents.llm_skills import PRUNE_BELOW
+    from skills import RuleDiagnoser, batch, group_relative_credit
+    from skills.evolve import blame
+
     window, library, skills, harmful = planted_rollouts(STEPWISE, rounds=6, p_use=SkillsConfig().p_use)
-    good, evidence = holder_credit(window, skills)
-    column = evidence.keys.index(("1", harmful))
-    holder = [j for j, (agent, _) in enumerate(evidence.keys) if agent == "1"]
+    evidence = batch(window, skills.credit_config())
+    credit = group_relative_credit(evidence.rewards, evidence.usage, evidence.questions, skills.credit_config())
+    good = {name: c for (agent, name), c in zip(evidence.keys, credit.credit) if agent == "1"}
+    holder = [k for k, (agent, _) in enumerate(evidence.keys) if agent == "1"]
     acted = evidence.usage[:, :, holder].max(2) > 0
-    with_line = evidence.usage[:, :, column] > 0
+    with_line = evidence.usage[:, :, evidence.keys.index(("1", harmful))] > 0
     r = evidence.rewards
     assert r[with_line].mean() < r[acted & ~with_line].mean()  # the harm, in the rollouts credit reads
     assert good[harmful] < 0 and all(good[harmful] < c - 0.2 for name, c in good.items() if name != harmful), good
-    assert blamed(window, "grse", library, skills)[0] == harmful
+    rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
+    assert blame(window, "grse", library, skills, PRUNE_BELOW, rule).cases[0].skill.name == harmful
