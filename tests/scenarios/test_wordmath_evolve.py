@@ -100,8 +100,9 @@ STEPWISE = ("example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How
             "=> 4 + 3 = 7, 7 - 2 = 5")
 """A worked example that computes step by step: an extractor that copies its style runs into its 16-token cap
 (an over-long output, a failed node) or writes only the first step (a wrong expression). Measured directly on
-SmolLM2, outside the market: the five correct examples alone write 20 of 60 problems' expressions right, and
-with this line after them 11 (9 lost, none gained)."""
+SmolLM2, outside the market, paired on 60 problems: with the five correct examples alone the parser reads 20
+right expressions, with this line after them 11 (9 lost, none gained), before any output is refused for its
+length."""
 
 
 def planted_rollouts(line: str, rounds: int, p_use: float):
@@ -145,7 +146,8 @@ def test_group_relative_credit_blames_a_line_that_measurably_hurts_its_holder():
     +0.03 to +0.40; mean reward with the line -0.01 to -0.04, without it +0.08 to +0.18. Presence credit
     blames this line too (centred -0.07, -0.18, -0.13): with SmolLM2 the holder with the line barely does
     better than the empty extractor, so the line's rollouts fall below the average. No line tried was both
-    this harmful and above the average, where presence credit would miss it (README, "Skill evolution")."""
+    this harmful and above the average, where presence credit would miss it (README, wordmath, "Skill
+    evolution of LLM agents")."""
     from agents.llm_skills import PRUNE_BELOW
     from skills import RuleDiagnoser, batch, group_relative_credit
     from skills.evolve import blame
