@@ -32,9 +32,7 @@ random 20% of the live agents removed (they never wake; mean of ``draws`` draws 
 breaks relay's chain is close to all or nothing, so a seed's dropout score is a probability, and 3 draws
 measured it only to a third). *Top bidders advance*: the share of the same draws in which every stage's
 top remaining bidder is one of its specialists (:func:`top_bidders_advance`), what a frozen first-price
-market can reach. Value bids here keep a margin of ``Setup.pool_margin`` (0.3, not blocks' 0.02: with 2% of a
-turn's value as profit, relay's specialists stayed poor and a removed one's stage went to the richest agent awake
-there).
+market can reach. relay's value bids keep a margin of 0.3 (its ``VALUE_BIDS``), not blocks' 0.02.
 
 Weak spots, said plainly: five seeds; blocks trained for a sixth of its default run.
 """
@@ -81,17 +79,13 @@ class Setup:
     eval_episodes: int = 400
     draws: int = 20
     """Random 20% removals per trained population (pool table)."""
-    pool_margin: float = 0.3
-    """agents.bid_margin of value bids in the pool table (the default, 0.02, is blocks' setting): chosen on seeds
-    0-9 from 0.1, 0.2, 0.3 and 0.5, checked on seeds 10-19 (README, "Pool scaling and dropout")."""
     recsys_episodes: int = 0
     """0: recsys's shipped run length."""
 
 
 def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None = None) -> dict:
     """The experiment as a config dict (the same keys ``catallax run --set`` takes): the scenario's
-    shipped file, with only the bid scheme (and the run's length) changed; in the pool table (``pool``), also
-    the pool and value bids' margin (``Setup.pool_margin``)."""
+    shipped file, with only the bid scheme (and the run's length) changed."""
     data = tomllib.loads((SCENARIO_DIR / f"{scenario}.toml").read_text())
     episodes = {"relay": setup.relay_episodes, "blocks": setup.blocks_episodes}.get(scenario, setup.recsys_episodes)
     data["run"].update(seed=seed, episodes=episodes or data["run"]["episodes"])
@@ -103,8 +97,6 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
     bids, _, objective = scheme.partition("/")
     if pool:
         data.setdefault("population", {}).update(initial_agents=pool, max_agents=pool, min_agents=pool // 3)
-        if objective == "value":
-            data.setdefault("agents", {})["bid_margin"] = setup.pool_margin
     if clearing:
         data["market"]["clearing"] = clearing
     agents = data.setdefault("agents", {})

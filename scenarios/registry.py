@@ -31,6 +31,9 @@ and optionally
   "grpo"`` can train action logits over its world's actions (default: for ``build`` scenarios; ``"lm"``:
   its actions are an LLM's completions, trained as LoRA by agents/lm_grpo.py);
   asked for and not offered, the config loader refuses the key before anything loads;
+* ``VALUE_BIDS``: its own defaults for value bids' keys (``agents.bid_margin`` ...), where its economy needs
+  other settings than the platform's (which are blocks'); applied under ``agents.bid_objective = "value"``
+  unless the config sets the key;
 * ``ORACLE = True``: its world has an executable oracle for the ``sero`` objective: ``world.oracle(obs)``, the
   solver's action in each state (market.protocols.World), or for LLM agents the text task's
   ``lesson(obs_row, role)``, the correct continuation of a step;
@@ -104,6 +107,7 @@ class Scenario:
     oracle: bool = False
     branches: bool = False
     objective_signals: tuple[str, ...] = ()
+    value_bids: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -127,7 +131,8 @@ class Scenario:
                    tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
                    bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
                    bool(getattr(module, "SKILL_LIBRARY", False)), bool(getattr(module, "ORACLE", False)),
-                   bool(getattr(module, "BRANCHES", False)), tuple(getattr(module, "OBJECTIVE_SIGNALS", ())))
+                   bool(getattr(module, "BRANCHES", False)), tuple(getattr(module, "OBJECTIVE_SIGNALS", ())),
+                   tuple(getattr(module, "VALUE_BIDS", {}).items()))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy

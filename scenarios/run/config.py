@@ -221,15 +221,19 @@ def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     along unless the user set it: reinforce bids are trained under softmax clearing, and a
     group-relative advantage needs groups of rollouts (``market.batch`` = 8, one group), and learned
     bids read the scenario's first feature source when ``numeric`` is not one of its own (wordmath's
-    agents bid from ``agent``). A value the user set that contradicts them is refused by the checks
-    below, naming the key."""
+    agents bid from ``agent``), and value bids the scenario's own defaults (``VALUE_BIDS``: relay's margin).
+    A value the user set that contradicts them is refused by the checks below, naming the key."""
     agents, market = exp.agents, exp.market
     if agents.bids != "market":
         market.bid_scheme = agents.bids
-    offered = get_scenario(exp.run.scenario).bid_features
-    if market.bid_scheme == "learned" and "features" not in data.get("agents", {}) and offered \
-            and agents.features not in offered:
+    scenario, set_agents = get_scenario(exp.run.scenario), data.get("agents", {})
+    offered = scenario.bid_features
+    if market.bid_scheme == "learned" and "features" not in set_agents and offered and agents.features not in offered:
         agents.features = offered[0]
+    if market.bid_scheme == "learned" and agents.bid_objective == "value":
+        for key, value in scenario.value_bids:
+            if key not in set_agents:
+                setattr(agents, key, value)
     given = data.get("market", {})
     if _reinforce_bids(exp) and "clearing" not in given:
         market.clearing = "softmax"

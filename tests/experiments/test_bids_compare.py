@@ -86,10 +86,3 @@ def test_a_frozen_first_price_market_solves_every_episode_when_every_top_bidder_
             assert bids_compare.frozen_success(model, 20, drop) == 1.0
     assert seen == {True, False}  # both kinds of draw were tried
 
-
-def test_the_pool_table_alone_sets_value_bids_margin_and_only_for_value_bids():
-    setup = bids_compare.Setup()
-    agents = {(scheme, pool): bids_compare.config("relay", scheme, 0, setup, pool=pool).get("agents", {})
-              for scheme in bids_compare.POOL_SCHEMES + ("learned/reinforce",) for pool in (None, 30)}
-    assert agents["learned/value", 30]["bid_margin"] == agents["learned/value@softmax", 30]["bid_margin"] == 0.3
-    assert all("bid_margin" not in a for (scheme, pool), a in agents.items() if pool is None or "value" not in scheme)
