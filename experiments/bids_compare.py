@@ -93,10 +93,10 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
         data["blocks"].update(heldout_sizes=list(setup.heldout_sizes), heldout_count=setup.heldout_count)
     if scenario == "recsys":
         data["recsys"]["mode"] = "market"
-    scheme, _, clearing = scheme.partition("@")
-    bids, _, objective = scheme.partition("/")
     if pool:
         data.setdefault("population", {}).update(initial_agents=pool, max_agents=pool, min_agents=pool // 3)
+    scheme, _, clearing = scheme.partition("@")
+    bids, _, objective = scheme.partition("/")
     if clearing:
         data["market"]["clearing"] = clearing
     agents = data.setdefault("agents", {})

@@ -85,4 +85,3 @@ def test_a_frozen_first_price_market_solves_every_episode_when_every_top_bidder_
         if advance:
             assert bids_compare.frozen_success(model, 20, drop) == 1.0
     assert seen == {True, False}  # both kinds of draw were tried
-
