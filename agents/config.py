@@ -17,6 +17,12 @@ from market.config import STRICT
 from market.money import MAX_CREDITS
 
 
+VALUE_KEYS = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")
+"""The keys only value bids read (``bid_objective = "value"``); a scenario may give them defaults (``VALUE_BIDS``)."""
+REINFORCE_KEYS = ("bid_scale", "init_std", "advantage", "entropy")
+"""The keys only reinforce bids read."""
+
+
 @dataclass(config=STRICT)
 class AgentsConfig:
     """How agents bid and learn. Every field is optional: the defaults leave a scenario as written."""

@@ -68,6 +68,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.config import VALUE_KEYS
 from market import MarketModel
 
 API = 1
@@ -122,6 +123,10 @@ class Scenario:
             raise ScenarioError(f"{origin}: a scenario module defines {', '.join(missing)}; this one does not")
         if not is_dataclass(module.Config):
             raise ScenarioError(f"{origin}: Config must be a dataclass (e.g. pydantic.dataclasses.dataclass)")
+        value_bids = dict(getattr(module, "VALUE_BIDS", {}))
+        if unknown := sorted(set(value_bids) - set(VALUE_KEYS)):
+            raise ScenarioError(f"{origin}: VALUE_BIDS names {', '.join(map(repr, unknown))}: value bids read "
+                                f"{', '.join(VALUE_KEYS)} only")
         doc = (module.__doc__ or "").strip().splitlines()
         built = hasattr(module, "build") and not hasattr(module, "make_model")
         return cls(name, section, origin, doc[0] if doc else "",
@@ -132,7 +137,7 @@ class Scenario:
                    bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
                    bool(getattr(module, "SKILL_LIBRARY", False)), bool(getattr(module, "ORACLE", False)),
                    bool(getattr(module, "BRANCHES", False)), tuple(getattr(module, "OBJECTIVE_SIGNALS", ())),
-                   tuple(getattr(module, "VALUE_BIDS", {}).items()))
+                   tuple(value_bids.items()))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from agents.config import AgentsConfig
+from agents.config import REINFORCE_KEYS, VALUE_KEYS, AgentsConfig
 from agents.credit import NAMES
 from market.config import STRICT, MarketConfig, PopulationConfig
 from market.money import MAX_MICRO, MICRO
@@ -257,10 +257,6 @@ def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
     if _reinforce_bids(exp) and market.clearing != "softmax":
         return (f"market.clearing = {market.clearing!r}: reinforce bids are trained on the softmax "
                 f"auction's probabilities; set market.clearing = \"softmax\" (or agents.bid_objective = \"value\")")
-
-
-VALUE_KEYS = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")
-REINFORCE_KEYS = ("bid_scale", "init_std", "advantage", "entropy")
 
 
 def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
