@@ -323,38 +323,36 @@ def load_episodes(engine, run_id: str) -> list[dict]:
     return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
 
 
-def load_transfers(engine, run_id: str) -> np.ndarray:
-    """The run's transfer log, in order, as a structured array (see market.ledger). Read with a DB-API cursor:
-    its plain tuples go into the array at once, SQLAlchemy's rows cost several times the query (and every
-    run reads its whole log back, for ``conservation_ok``)."""
+def _query_log(engine, run_id: str, query: str) -> list[tuple]:
+    """``query`` over the run's transfer log rows (``{table}`` names the log, each ``{rows}`` is a WHERE on the
+    run's id range), through a DB-API cursor: its plain tuples cost a fraction of SQLAlchemy's rows."""
     with engine.connect() as conn:
         first = run_first_id(conn, run_id)
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        sql = query.format(table=TransferLog.__tablename__, rows=f"WHERE id BETWEEN {mark} AND {mark}")
         cursor = conn.connection.cursor()
         try:
-            cursor.execute(f"SELECT {', '.join(TRANSFER_DTYPE.names)} FROM {TransferLog.__tablename__} "
-                           f"WHERE id BETWEEN {mark} AND {mark} ORDER BY id", (first, first + LOG_STRIDE - 1))
-            return np.array(cursor.fetchall(), dtype=TRANSFER_DTYPE)
+            cursor.execute(sql, (first, first + LOG_STRIDE - 1) * query.count("{rows}"))
+            return cursor.fetchall()
         finally:
             cursor.close()
+
+
+def load_transfers(engine, run_id: str) -> np.ndarray:
+    """The run's transfer log, in order, as a structured array (see market.ledger): what ``resume`` restores
+    and reports plot."""
+    columns = ", ".join(TRANSFER_DTYPE.names)
+    return np.array(_query_log(engine, run_id, f"SELECT {columns} FROM {{table}} {{rows}} ORDER BY id"),
+                    dtype=TRANSFER_DTYPE)
 
 
 def stored_balances(engine, run_id: str) -> dict[int, int]:
     """Balances by account id, netted by the database over the run's stored transfer log: what
     ``market.ledger.replay(load_transfers(...))`` gives, without shipping the log to Python (a default blocks
     run's 2.6M rows: 1.5 s against 3.4 s). Integer sums in both engines (PostgreSQL's bigint sum is numeric)."""
-    with engine.connect() as conn:
-        first = run_first_id(conn, run_id)
-        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        rows, table = f"WHERE id BETWEEN {mark} AND {mark}", TransferLog.__tablename__
-        cursor = conn.connection.cursor()
-        try:
-            cursor.execute(f"SELECT account, SUM(delta) FROM (SELECT dst AS account, amount AS delta FROM {table} "
-                           f"{rows} UNION ALL SELECT src, -amount FROM {table} {rows}) AS moves GROUP BY account",
-                           (first, first + LOG_STRIDE - 1) * 2)
-            return {int(account): int(total) for account, total in cursor.fetchall()}
-        finally:
-            cursor.close()
+    moves = "SELECT dst AS account, amount AS delta FROM {table} {rows} UNION ALL SELECT src, -amount FROM {table} {rows}"
+    return {int(account): int(total) for account, total in
+            _query_log(engine, run_id, f"SELECT account, SUM(delta) FROM ({moves}) AS moves GROUP BY account")}
 
 
 def export_run(engine, run_id: str) -> dict[str, list[dict]]:
