@@ -10,8 +10,10 @@ a(k) used skill s(k) in rollout g (1/0 by default). Then::
     v_qgk  = u_qgk - mean_g u_qgk                                      behaviour, relative to the group
     w_q    = 1 / (number of groups of the same question)              each distinct question counts once
 
-    credit = argmin_c  sum_q w_q sum_g (A_qg - sum_k v_qgk c_k)^2  +  ridge * sum_k c_k^2
-           = (V^T W V + ridge I)^-1 V^T W A
+    p_qga  = [agent a acted in rollout g] - mean_g [...]              participation, relative to the group
+
+    credit = argmin_c  sum_q w_q sum_g (A_qg - sum_k v_qgk c_k - sum_a p_qga d_a)^2  +  ridge * (|c|^2 + |d|^2)
+           = the first K entries of (X^T W X + ridge I)^-1 X^T W A,   X = [V P]
 
 The numerator sum_q w_q sum_g A_qg v_qgk is the contrast the method is named
 for: how much more agent a(k) used skill s(k) in the higher-advantage
@@ -23,6 +25,15 @@ skill merely present in successful runs gets no credit, and a harmful one
 that co-occurs with success gets a negative one. (On the planted-skill test in
 tests/skills/test_credit.py the contrast alone, per question, rates the
 harmful skill +0.07; the joint fit rates it -0.68.) The ridge keeps columns without contrast at exactly 0.
+
+The participation columns d_a (one per agent whose acting varies within some group; nuisance terms, not
+reported) do the same for the agent itself: where the market routes an agent into some rollouts of a
+question and past it in others, its acting at all carries the outcome (an answerer acts only once the
+problem's expression is valid), and without d_a every skill it holds would share that success. With them a
+skill is judged by what it changed among the rollouts its agent acted in: a harmful line of an agent that
+acts only in good rollouts gets a negative credit (tests/skills/test_credit.py,
+tests/scenarios/test_wordmath_evolve.py). Agents that act in every rollout add no column, so such teams
+get exactly the credit of the skill columns alone.
 
 Groups whose rewards are all equal (std = 0) have A = 0: they stay in the
 fit (the skill varied and the reward did not) and are counted as evidence:
@@ -89,6 +100,8 @@ class Batch:
     rewards: np.ndarray  # [Q, G] outcome reward minus workflow penalty
     usage: np.ndarray  # [Q, G, K] float
     keys: list[tuple[str, str]]  # [K] (agent, skill) of each column
+    acted: np.ndarray | None = None  # [Q, G, A] 1.0 where agent ``agents[a]`` acted in the rollout
+    agents: list[str] = field(default_factory=list)  # [A]
     traces: list[list[Trace | None]] = field(default_factory=list)  # [Q][G]
 
 
@@ -115,9 +128,13 @@ def batch(groups: Sequence[tuple[Hashable, Sequence[Rollout]]], cfg: CreditConfi
             usage[q, g, [column[(a, s)] for a, skills in u.items() for s in skills]] = 1.0
     rewards = np.array([[r.reward - (r.trace.penalty(cfg.penalty) if r.trace else 0.0) for r in rollouts]
                         for _, rollouts in groups], dtype=np.float64).reshape(len(groups), cfg.group_size)
+    agents = sorted({agent for group in used for u in group for agent in u})
+    acted = np.array([[[agent in u for agent in agents] for u in group] for group in used],
+                     dtype=np.float64).reshape(len(groups), cfg.group_size, len(agents))
     questions = np.empty(len(groups), dtype=object)
     questions[:] = [question for question, _ in groups]
-    return Batch(questions, rewards, usage, keys, [[r.trace for r in rollouts] for _, rollouts in groups])
+    traces = [[r.trace for r in rollouts] for _, rollouts in groups]
+    return Batch(questions, rewards, usage, keys, acted, agents, traces)
 
 
 def advantages(rewards: np.ndarray, eps: float) -> np.ndarray:
@@ -133,17 +150,21 @@ def _distinct(inverse: np.ndarray, per_group: np.ndarray) -> np.ndarray:
 
 
 def group_relative_credit(rewards: np.ndarray, usage: np.ndarray, questions: np.ndarray,
-                          cfg: CreditConfig) -> GroupCredit:
-    """The formula in the module docstring; rewards [Q, G] already carry the workflow penalty."""
+                          cfg: CreditConfig, acted: np.ndarray | None = None) -> GroupCredit:
+    """The formula in the module docstring; rewards [Q, G] already carry the workflow penalty; ``acted``
+    [Q, G, A] (``Batch.acted``) adds the participation columns."""
     rewards, usage = np.asarray(rewards, dtype=np.float64), np.asarray(usage, dtype=np.float64)
     A = advantages(rewards, cfg.eps)
-    V = usage - usage.mean(1, keepdims=True)  # [Q, G, K]
+    X = usage
+    if acted is not None:
+        X = np.concatenate([usage, acted[:, :, (np.ptp(acted, axis=1) > 0).any(0)]], axis=2)
+    V = X - X.mean(1, keepdims=True)  # [Q, G, K + varying agents]
     _, inverse, counts = np.unique(np.asarray(questions).astype(str), return_inverse=True,
                                       return_counts=True)
     w = 1.0 / counts[inverse]  # [Q]
     M = np.einsum("q,qgk,qgj->kj", w, V, V) + cfg.ridge * np.eye(V.shape[2])
     b = np.einsum("q,qgk,qg->k", w, V, A)
-    credit = np.linalg.solve(M, b)
+    credit = np.linalg.solve(M, b)[: usage.shape[2]]
 
     used = usage.max(1) > 0  # [Q, K]
     equal = rewards.std(1) == 0  # [Q]

@@ -47,7 +47,7 @@ def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig
     b = batch(groups, credit_cfg)
     if not b.keys:
         return Blame([])
-    gc = group_relative_credit(b.rewards, b.usage, b.questions, credit_cfg)
+    gc = group_relative_credit(b.rewards, b.usage, b.questions, credit_cfg, b.acted)
     if credit == "presence":
         r = b.rewards
         centred = (presence_credit(r, b.usage) - r.mean()) / (r.std() + credit_cfg.eps)

@@ -96,22 +96,20 @@ def test_a_killed_and_resumed_evolving_run_ends_as_an_uninterrupted_one(tmp_path
     assert skills_of(a) == skills_of(b)
 
 
-STEPWISE = ("example: Kim has 4 cups. Kim buys 3 more and then gives away 2. How many cups does Kim have now? "
-            "=> 4 + 3 = 7, 7 - 2 = 5")
-"""A worked example that computes step by step: an extractor that copies its style runs into its 16-token cap
-(an over-long output, a failed node) or writes only the first step (a wrong expression). Measured directly on
-SmolLM2, outside the market, paired on 60 problems: with the five correct examples alone the parser reads 20
-right expressions, with this line after them 11 (9 lost, none gained), before any output is refused for its
-length."""
+OFF_BY_ONE = "example: Value: 8 What is the final answer? => The answer is 9."
+"""A wrong worked example for the answerer. Measured directly on SmolLM2, outside the market, paired on 60
+values: with the pool's two correct answerer lines it states the value right 60 times, with this line after
+them 31 (29 lost, none gained)."""
 
 
-def planted_rollouts(line: str, rounds: int, p_use: float):
-    """Real SmolLM2 rollouts, small. Two extractors share the work (random clearing): a good one holding the
-    pool's five correct worked examples and ``line``, and one holding nothing (it fails). Three steps are all a
-    problem gets, so a failed extraction fails the rollout. Within each problem's 4 rollouts each of the good
-    extractor's lines is in its prompt or not at random (``p_use``). The engine is the test's own, so its
-    rollouts do not depend on which tests ran before. Returns the evidence window, the library, the skills
-    config and the planted line's skill name."""
+def planted_rollouts(rounds: int):
+    """Real SmolLM2 rollouts, small. Two extractors share the first step (random clearing): one holding the
+    pool's five correct worked examples, one holding nothing (it fails). Three steps are all a problem gets, so
+    the answerer acts only where the first extraction was valid: the market routes it into the better
+    rollouts. It holds the pool's three answerer lines and OFF_BY_ONE. Within each problem's 4 rollouts each
+    line of an acting agent is in its prompt or not at random (the shipped ``skills.p_use``, 0.8). The engine
+    is the test's own, so its rollouts do not depend on which tests ran before. Returns the evidence window,
+    the library, the skills config and the planted line's skill name."""
     from agents.backends.factory import make_backend
     from agents.llm_policy import LLMPolicy
     from agents.llm_skills import SkillEvolver
@@ -122,45 +120,46 @@ def planted_rollouts(line: str, rounds: int, p_use: float):
     board = W.Board()
     world = W.WordmathWorld(cfg, board, seed=3)
     world.group = 4
-    seeds = [("extractor", W.POOL["extractor"][0][1] + [line], -5.0), ("extractor", [], -5.0),
-             ("calculator", [], 0.0), ("answerer", W.POOL["answerer"][0][1], -5.0)]
+    answerer = [line for _, lines in W.POOL["answerer"][:2] for line in lines]
+    seeds = [("extractor", W.POOL["extractor"][0][1], -5.0), ("extractor", [], -5.0),
+             ("calculator", [], 0.0), ("answerer", answerer + [OFF_BY_ONE], -5.0)]
     policy = LLMPolicy(make_backend(cfg.llm), board, list(W.ROLES), W.POOL, None, cfg.policy, seeds)
     model = MarketModel(world, policy, MarketConfig(batch=32, clearing="random", rent=0.0),
                         PopulationConfig(initial_agents=4, initial_wealth=100.0, births=False, min_agents=0,
                                          max_agents=4), seed=1)
-    skills = SkillsConfig(credit="grse", p_use=p_use, every=10**6)  # evidence only: no edit pass
+    skills = SkillsConfig(credit="grse", every=10**6)  # evidence only: no edit pass
     policy.evolver = SkillEvolver(policy, skills, seed=1)
     policy.evolver.initial = 0.0  # no held-out run: not what these tests are about
     for _ in range(rounds):
         model.step()
-    return policy.evolver.evidence(), policy.evolver._library(), skills, policy.catalogue.names["extractor", line]
+    harmful = policy.catalogue.names["answerer", OFF_BY_ONE]
+    return policy.evolver.evidence(), policy.evolver._library(), skills, harmful
 
 
 @pytest.mark.slow
-def test_group_relative_credit_blames_a_line_that_measurably_hurts_its_holder():
-    """STEPWISE hurts the good extractor in these very rollouts (its outcome with the line in its prompt is
-    below its outcome without), and group-relative credit blames it: negative, the lowest of the holder's
-    lines by a margin, the first case of the blame step. At the shipped p_use (0.8), 192 rollouts.
-
-    Measured on world seeds 3, 4 and 5 (this test: 3): credit -0.55, -1.22, -1.12, the holder's other lines
-    +0.03 to +0.40; mean reward with the line -0.01 to -0.04, without it +0.08 to +0.18. Presence credit
-    blames this line too (centred -0.07, -0.18, -0.13): with SmolLM2 the holder with the line barely does
-    better than the empty extractor, so the line's rollouts fall below the average. No line tried was both
-    this harmful and above the average, where presence credit would miss it (README, wordmath, "Skill
-    evolution of LLM agents")."""
+def test_group_relative_credit_blames_a_line_that_rides_with_success_where_presence_does_not():
+    """The acceptance's planted line: OFF_BY_ONE costs the answerer a third or more of its successes in these very
+    rollouts, yet the rollouts it is in score above the run's average (the answerer acts only after a valid
+    extraction), so presence credit sees a helpful line and blames nothing of it. Group-relative credit, with
+    the answerer's own participation as a column, judges the line among the rollouts the answerer acted in:
+    negative, the lowest of its holder's lines, a case of the blame step. 12 rounds of 32 problems (384
+    rollouts), world seed 3; README, wordmath, "Skill evolution of LLM agents", has the seeds measured."""
     from agents.llm_skills import PRUNE_BELOW
     from skills import RuleDiagnoser, batch, group_relative_credit
     from skills.evolve import blame
 
-    window, library, skills, harmful = planted_rollouts(STEPWISE, rounds=6, p_use=SkillsConfig().p_use)
+    window, library, skills, harmful = planted_rollouts(rounds=12)
     evidence = batch(window, skills.credit_config())
-    credit = group_relative_credit(evidence.rewards, evidence.usage, evidence.questions, skills.credit_config())
-    good = {name: c for (agent, name), c in zip(evidence.keys, credit.credit) if agent == "1"}
-    holder = [k for k, (agent, _) in enumerate(evidence.keys) if agent == "1"]
+    r, line = evidence.rewards, evidence.keys.index(("4", harmful))
+    holder = [k for k, (agent, _) in enumerate(evidence.keys) if agent == "4"]
     acted = evidence.usage[:, :, holder].max(2) > 0
-    with_line = evidence.usage[:, :, evidence.keys.index(("1", harmful))] > 0
-    r = evidence.rewards
-    assert r[with_line].mean() < r[acted & ~with_line].mean()  # the harm, in the rollouts credit reads
-    assert good[harmful] < 0 and all(good[harmful] < c - 0.2 for name, c in good.items() if name != harmful), good
+    with_line = evidence.usage[:, :, line] > 0
+    assert 0.2 < acted.mean() < 0.6  # routed into some rollouts only
+    assert r[with_line].mean() < r[acted & ~with_line].mean() / 1.5  # the harm, in the rollouts credit reads ...
+    assert r[with_line].mean() > r.mean()  # ... and still above the average: presence credit calls it helpful
     rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
-    assert blame(window, "grse", library, skills, PRUNE_BELOW, rule).cases[0].skill.name == harmful
+    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, PRUNE_BELOW, rule).cases]
+
+    credit = group_relative_credit(r, evidence.usage, evidence.questions, skills.credit_config(), evidence.acted)
+    assert credit.credit[line] < 0 and credit.credit[line] == credit.credit[holder].min(), credit.credit[holder]
+    assert harmful in [c.skill.name for c in blame(window, "grse", library, skills, PRUNE_BELOW, rule).cases]

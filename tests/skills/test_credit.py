@@ -87,3 +87,48 @@ def test_the_workflow_penalty_separates_rollouts_with_equal_outcomes():
 def test_groups_must_have_group_size_rollouts():
     with pytest.raises(ValueError, match="question 'q7': 3 rollouts, expected group_size=4"):
         batch([("q7", equal_group(1.0, [1, 0, 1]))], CreditConfig())
+
+
+def routed_team(questions: int, seed: int):
+    """An answerer the market routes only into rollouts whose first step went well: a line of it that costs
+    30% of its success still rides along with that success. Per rollout the extractor gets the expression right with
+    the question's own probability (else the rollout fails without the answerer); the answerer then uses
+    ``copy`` and ``off-by-one`` each with probability 0.8, and ``off-by-one`` makes it wrong 30% of the time."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for q in range(questions):
+        p_extract = rng.uniform(0.2, 0.8)
+        rollouts = []
+        for _ in range(4):
+            if rng.random() >= p_extract:
+                rollouts.append(Rollout(0.0, skills={"extractor": {"examples"}}))
+                continue
+            lines = {s for s in ("copy", "off-by-one") if rng.random() < 0.8}
+            right = rng.random() >= (0.3 if "off-by-one" in lines else 0.0)
+            rollouts.append(Rollout(float(right), skills={"extractor": {"examples"}, "answerer": lines}))
+        out.append((q, rollouts))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_harmful_line_of_an_agent_routed_into_good_rollouts_is_blamed_not_its_agents_luck(seed):
+    cfg = CreditConfig()
+    b = batch(routed_team(300, seed), cfg)
+    harmful = b.keys.index(("answerer", "off-by-one"))
+    assert b.agents == ["answerer", "extractor"] and b.acted[..., 0].std() > 0
+    presence = presence_credit(b.rewards, b.usage)
+    assert presence[harmful] > b.rewards.mean()  # present where the answerer acted, so above average
+
+    without_participation = credit_of(b, cfg).credit
+    credit = group_relative_credit(b.rewards, b.usage, b.questions, cfg, b.acted).credit
+    assert without_participation[harmful] > 0  # the answerer's acting at all is shared by its lines ...
+    assert credit[harmful] < -0.3  # ... until the answerer has its own column
+    assert credit.argmin() == harmful and abs(credit[b.keys.index(("answerer", "copy"))]) < 0.2  # copy does nothing
+
+
+def test_agents_that_always_act_add_no_column():
+    cfg = CreditConfig()
+    b = batch(groups(set(SKILLS), questions=50, seed=3), cfg)
+    assert b.acted.min() == 1.0
+    np.testing.assert_array_equal(group_relative_credit(b.rewards, b.usage, b.questions, cfg, b.acted).credit,
+                                  credit_of(b, cfg).credit)
