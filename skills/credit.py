@@ -100,8 +100,8 @@ class Batch:
     rewards: np.ndarray  # [Q, G] outcome reward minus workflow penalty
     usage: np.ndarray  # [Q, G, K] float
     keys: list[tuple[str, str]]  # [K] (agent, skill) of each column
-    acted: np.ndarray | None = None  # [Q, G, A] 1.0 where agent ``agents[a]`` acted in the rollout
-    agents: list[str] = field(default_factory=list)  # [A]
+    acted: np.ndarray  # [Q, G, A] 1.0 where agent ``agents[a]`` acted in the rollout
+    agents: list[str]  # [A]
     traces: list[list[Trace | None]] = field(default_factory=list)  # [Q][G]
 
 
