@@ -21,7 +21,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, broadcast
 from market.config import STRICT
-from skills.credit import CreditConfig, group_relative_credit
+from skills.credit import CreditConfig, Rollout, batch, group_relative_credit
 
 NEEDS = frozenset({"outcome", "skill"})
 
@@ -36,13 +36,13 @@ class Config:
 def estimate(group, cfg: Config) -> Credit:
     if len(group) < 2:
         return Credit(broadcast(group, np.zeros(len(group))))
-    used = [{(a if isinstance(a, str) else int(a), str(s)) for a, s in zip(t.agent, t.skill)} for t in group]
-    keys = sorted(set().union(*used))
-    usage = np.array([[k in u for k in keys] for u in used], dtype=np.float64).reshape(1, len(group), len(keys))
-    agents = sorted({a for u in used for a, _ in u})
-    acted = np.array([[a in {b for b, _ in u} for a in agents] for u in used],
-                     dtype=np.float64).reshape(1, len(group), len(agents))
-    rewards = np.array([[t.outcome for t in group]], dtype=np.float64)
-    fit = group_relative_credit(rewards, usage, np.array([0]),
-                                CreditConfig(group_size=len(group), eps=cfg.eps, ridge=cfg.ridge), acted)
-    return Credit(broadcast(group, fit.advantage[0]), dict(zip(keys, fit.credit.tolist())))
+    rollouts = []
+    for t in group:
+        used: dict = {}
+        for a, skill in zip(t.agent, t.skill):
+            used.setdefault(a if isinstance(a, str) else int(a), set()).add(str(skill))
+        rollouts.append(Rollout(t.outcome, skills=used))
+    credit_cfg = CreditConfig(group_size=len(group), eps=cfg.eps, ridge=cfg.ridge)
+    b = batch([(0, rollouts)], credit_cfg)
+    fit = group_relative_credit(b.rewards, b.usage, b.questions, credit_cfg, b.acted)
+    return Credit(broadcast(group, fit.advantage[0]), dict(zip(b.keys, fit.credit.tolist())))
