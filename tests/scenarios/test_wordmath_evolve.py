@@ -152,7 +152,7 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     evidence = batch(window, skills.credit_config())
     r, line = evidence.rewards, evidence.keys.index(("4", harmful))
     holder = [k for k, (agent, _) in enumerate(evidence.keys) if agent == "4"]
-    acted = evidence.usage[:, :, holder].max(2) > 0
+    acted = evidence.acted[:, :, evidence.agents.index("4")] > 0
     with_line = evidence.usage[:, :, line] > 0
     assert 0.2 < acted.mean() < 0.6  # routed into some rollouts only
     assert r[with_line].mean() < r[acted & ~with_line].mean() / 1.5  # the harm, in the rollouts credit reads ...
