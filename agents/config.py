@@ -30,7 +30,8 @@ class AgentsConfig:
     bids: Literal["market", "fixed", "fixed_with_eps", "holland", "learned"] = "market"
     """The user-facing bid scheme: any value but ``market`` sets ``market.bid_scheme`` (one mechanism,
     two names: ``--set agents.bids=learned`` is ``--set market.bid_scheme=learned``). ``learned``
-    also switches the clearing to ``softmax`` unless ``market.clearing`` is set explicitly."""
+    also switches the clearing to ``softmax`` unless the config sets ``market.clearing`` (blocks,
+    wordmath and flagship set ``first_price``)."""
     actions: Literal["rule", "grpo"] = "rule"
     """rule: the winner does what its rule says; grpo: each agent also has learned action logits
     (a residual over its rule's action) trained by the group-relative policy gradient."""
@@ -39,7 +40,9 @@ class AgentsConfig:
     bid_objective: Literal["value", "reinforce"] = "value"
     """value: the head predicts what the agent's turn will earn it (its successor's payment or the
     world's reward, less fees: the ledger's flows) and the agent bids (1 - bid_margin) x that, sitting
-    out where it predicts a loss; trained by regression, under any clearing (first_price by default).
+    out where it predicts a loss; trained by regression, under any clearing. Softmax clearing (the
+    learned scheme's default) lets runners-up take turns, so every bidder's value is corrected; under
+    first price only the top bidder's is, and a runner-up that must stand in keeps a stale guess.
     reinforce: the head's bids are trained by REINFORCE on the softmax auction (needs softmax clearing)."""
     bid_margin: float = Field(0.02, ge=0, lt=1)
     """value: the share of its predicted value an agent keeps as profit; along a chain of turns it is

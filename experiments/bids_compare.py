@@ -5,10 +5,12 @@
     python -m experiments.bids_compare --quick              # toy sizes, seconds (what the test runs)
     python -m experiments.bids_compare --tables recsys      # one table only (compare, recsys, pools)
     python -m experiments.bids_compare --tables pools --seeds 10 --first-seed 10   # a second set of seeds
+    python -m experiments.bids_compare --tables compare --scenarios relay --seeds 20  # relay's rows only
 
 **Comparison** (``agents.bids`` = fixed | fixed_with_eps | holland | learned) on ``relay`` and
 ``blocks`` at the scenarios' *default* economies (their TOML files as shipped: rent, batch, pool,
-clearing), several seeds; only the bid scheme changes. ``learned`` runs with both objectives:
+clearing), several seeds; only the bid scheme changes (``learned`` brings softmax clearing where the
+file sets none: relay; blocks sets first price). ``learned`` runs with both objectives:
 ``value`` (the default: each agent bids (1 - margin) x its head's prediction of what its turn will
 earn, trained by regression on the ledger's flows) and ``reinforce`` (bids trained through the
 softmax auction, which that objective brings along with its groups of 8 rollouts). blocks' shipped
@@ -25,7 +27,7 @@ NDCG@10 and Recall@50 of the fielded team before and after, and the strongest tu
 on the same split for reference.
 
 **Pool scaling and dropout** (relay, learned/value and holland, each under first-price and softmax
-clearing): the default economy with pools of
+clearing; each scheme's own is the one without a suffix): the default economy with pools of
 different sizes (initial = max agents, floor a third of it); after training, the population is
 evaluated frozen (no money moves) on ``eval_episodes`` episodes with every agent, and again with a
 random 20% of the live agents removed (they never wake; mean of ``draws`` draws per seed: whether a removal
@@ -57,10 +59,10 @@ from scenarios import relay
 from scenarios.registry import SCENARIO_DIR
 
 SCHEMES = ("fixed", "fixed_with_eps", "holland", "learned/value", "learned/reinforce")
-POOL_SCHEMES = ("learned/value", "learned/value@softmax", "holland", "holland@softmax")
-"""``@CLEARING`` sets ``market.clearing`` (first_price otherwise): a frozen first-price market hands a state to its
-top bidder every step, so one that wakes there and does nothing holds it to the horizon; softmax clearing
-lets the next bidder have it."""
+POOL_SCHEMES = ("learned/value", "learned/value@first_price", "holland", "holland@softmax")
+"""``@CLEARING`` sets ``market.clearing`` (otherwise the scheme's own: softmax for learned bids, relay's first price
+for holland): a frozen first-price market hands a state to its top bidder every step, so one that wakes there and
+does nothing holds it to the horizon; softmax clearing lets the next bidder have it."""
 RECSYS_SCHEMES = ("market",) + SCHEMES
 TABLES = ("compare", "recsys", "pools")
 TARGET = {"relay": 0.9, "blocks": 0.5}
@@ -312,13 +314,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/bids_compare.md"))
     parser.add_argument("--quick", action="store_true", help="toy sizes (seconds): a smoke run")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to run")
+    parser.add_argument("--scenarios", nargs="+", choices=tuple(TARGET), default=list(TARGET),
+                        help="the comparison table's scenarios")
     args = parser.parse_args(argv)
     setup = Setup(seeds=args.seeds)
     if args.quick:
         setup = Setup(seeds=1, relay_episodes=64, blocks_episodes=64, heldout_sizes=(4,), heldout_count=10, window=16,
                       pools=(10,), eval_episodes=16, draws=3, recsys_episodes=512)
     seeds = range(args.first_seed, args.first_seed + setup.seeds)
-    compare_jobs = [(s, scheme, seed, setup) for s in ("relay", "blocks") for scheme in SCHEMES for seed in seeds]
+    compare_jobs = [(s, scheme, seed, setup) for s in args.scenarios for scheme in SCHEMES for seed in seeds]
     recsys_jobs = [(scheme, seed, setup) for scheme in RECSYS_SCHEMES for seed in seeds]
     pool_jobs = [(scheme, pool, seed, setup) for scheme in POOL_SCHEMES for pool in setup.pools for seed in seeds]
     compare_jobs, recsys_jobs, pool_jobs = (jobs if name in args.tables else []

@@ -173,7 +173,8 @@ VALUE_BIDS = {"bid_margin": 0.3}
 """A value bidder keeps 30% of its turn's predicted value (blocks, the platform's default, keeps 2%: its long
 chains need the small discount per turn). At 2% relay's specialists stayed poor, every bid was capped by
 wealth, and with a stage's specialist removed the richest agent awake there won it, specialist or not
-(README, "Pool scaling and dropout": chosen on seeds 0-9, checked on seeds 10-19)."""
+(README, "Pool scaling and dropout": chosen on seeds 0-9 under first-price clearing, checked on seeds 10-19; the
+learned scheme's softmax clearing runs with it)."""
 BRANCHES = True  # RelayWorld.snapshot / restore: an item is its chain and its position along it
 TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")  # checked against agents.tasks when the config is loaded
 CREDIT_SIGNALS = ("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked", "criteria",

@@ -218,8 +218,10 @@ def from_dict(data: dict, source: str) -> Experiment:
 def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     """``agents.bids`` is the user-facing name of ``market.bid_scheme`` and overrides it (so ``--set
     agents.bids=learned`` works on a scenario file that sets a scheme). What a learner needs comes
-    along unless the user set it: reinforce bids are trained under softmax clearing, and a
-    group-relative advantage needs groups of rollouts (``market.batch`` = 8, one group), and learned
+    along unless the user set it: learned bids clear by softmax (reinforce bids are trained on its
+    probabilities; a value learner needs its exploration, since under first-price clearing only the top
+    bidder's turns ever correct a value), a group-relative advantage needs groups of rollouts
+    (``market.batch`` = 8, one group), and learned
     bids read the scenario's first feature source when ``numeric`` is not one of its own (wordmath's
     agents bid from ``agent``), and value bids the scenario's own defaults (``VALUE_BIDS``: relay's margin).
     A value the user set that contradicts them is refused by the checks below, naming the key."""
@@ -235,7 +237,7 @@ def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
             if key not in set_agents:
                 setattr(agents, key, value)
     given = data.get("market", {})
-    if _reinforce_bids(exp) and "clearing" not in given:
+    if market.bid_scheme == "learned" and "clearing" not in given:
         market.clearing = "softmax"
     if _needs_groups(exp) and "batch" not in given and not agents.group:
         market.batch = max(market.batch, 8)

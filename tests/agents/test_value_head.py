@@ -119,11 +119,14 @@ def test_value_heads_recover_a_planted_routing_rule():
 
 
 def test_learned_bids_run_on_defaults_and_refuse_the_other_objectives_keys():
-    """``--set agents.bids=learned`` alone runs (value bids need no groups and no softmax) and takes the
-    scenario's own value-bid defaults unless the user sets the key; a key only the reinforce objective reads
-    is refused, naming it; reinforce brings softmax and groups of 8 (and none of value bids' defaults)."""
+    """``--set agents.bids=learned`` alone runs (value bids need no groups) and brings softmax clearing and the
+    scenario's own value-bid defaults unless the config sets the key (blocks' file sets first price); a key only
+    the reinforce objective reads is refused, naming it; reinforce brings softmax and groups of 8 (and none of
+    value bids' defaults)."""
     exp = load("relay", ["agents.bids=learned"])
-    assert exp.market.batch == 1 and exp.market.clearing == "first_price"
+    assert exp.market.batch == 1 and exp.market.clearing == "softmax"
+    assert load("relay", ["agents.bids=learned", "market.clearing=first_price"]).market.clearing == "first_price"
+    assert load("blocks", []).market.clearing == "first_price"
     assert exp.agents.bid_margin == 0.3 != AgentsConfig().bid_margin  # relay's VALUE_BIDS
     assert load("relay", ["agents.bids=learned", "agents.bid_margin=0.05"]).agents.bid_margin == 0.05  # the user's
     assert load("blocks", []).agents.bid_margin == AgentsConfig().bid_margin

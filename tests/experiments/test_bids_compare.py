@@ -7,6 +7,7 @@ import numpy as np
 
 from experiments import bids_compare
 from scenarios import relay
+from scenarios.run.config import from_dict
 
 
 def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
@@ -61,11 +62,14 @@ def test_no_draw_that_breaks_the_chain_is_solved_and_the_ceiling_bounds_the_drop
             assert bids_compare.frozen_success(model, 20, drop) == 0.0
 
 
-def test_softmax_suffix_sets_the_clearing_and_nothing_else():
+def test_a_clearing_suffix_sets_the_clearing_and_nothing_else():
+    """Without a suffix each scheme clears by its own rule: learned bids by softmax, relay's holland by first price."""
     setup = bids_compare.Setup()
-    plain, soft = (bids_compare.config("relay", s, 0, setup, pool=30) for s in ("learned/value", "learned/value@softmax"))
-    assert soft["market"].pop("clearing") == "softmax" and plain["market"].pop("clearing", "first_price") == "first_price"
-    assert soft == plain
+    plain, first = (bids_compare.config("relay", s, 0, setup, pool=30) for s in ("learned/value", "learned/value@first_price"))
+    assert first["market"].pop("clearing") == "first_price" and "clearing" not in plain["market"]
+    assert first == plain
+    assert from_dict(plain, "test").market.clearing == "softmax"
+    assert from_dict(bids_compare.config("relay", "holland", 0, setup), "test").market.clearing == "first_price"
 
 
 def test_a_frozen_first_price_market_solves_every_episode_when_every_top_bidder_advances_its_stage():
