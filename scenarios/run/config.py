@@ -220,10 +220,10 @@ def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     agents.bids=learned`` works on a scenario file that sets a scheme). What a learner needs comes
     along unless the user set it: learned bids clear by softmax (reinforce bids are trained on its
     probabilities; a value learner needs its exploration, since under first-price clearing only the top
-    bidder's turns ever correct a value), a group-relative advantage needs groups of rollouts
-    (``market.batch`` = 8, one group), and learned
-    bids read the scenario's first feature source when ``numeric`` is not one of its own (wordmath's
-    agents bid from ``agent``), and value bids the scenario's own defaults (``VALUE_BIDS``: relay's margin).
+    bidder's turns ever correct a value); a group-relative advantage needs groups of rollouts
+    (``market.batch`` = 8, one group); learned bids read the scenario's first feature source when
+    ``numeric`` is not one of its own (wordmath's agents bid from ``agent``); and value bids take the
+    scenario's own defaults (``VALUE_BIDS``: relay's margin).
     A value the user set that contradicts them is refused by the checks below, naming the key."""
     agents, market = exp.agents, exp.market
     if agents.bids != "market":
