@@ -43,11 +43,13 @@ ARMS = {
     "learned": ["agents.bids=learned", "market.clearing=first_price"],
     "holland+grpo": ["agents.bids=holland", "agents.actions=grpo"],
     "learned+grpo": ["agents.bids=learned", "agents.actions=grpo", "market.clearing=first_price"],
+    "learned@softmax": ["agents.bids=learned"],
     "holland+grse": ["agents.bids=holland", "skills.credit=grse", "skills.diagnoser=llm"],
     "flagship": [],
 }
-"""The learned arms keep first-price clearing (learned bids bring softmax otherwise): the README's rows were
-measured under it, as the flagship's were (flagship.toml sets it)."""
+"""The learned arms keep first-price clearing, as the flagship does (flagship.toml sets it): the README's rows were
+measured under it. ``learned@softmax`` is ``--set agents.bids=learned`` as a user runs it (learned bids bring
+softmax clearing)."""
 SCENARIO = {"flagship": "flagship"}  # an arm's scenario file, when it is not wordmath.toml
 SKILL_COUNTS = ("heldout_accuracy_initial", "skill_edits_proposed", "skill_edits_accepted", "skill_edits_rejected",
                 "diagnoses_llm", "diagnoses_fallback", "edit_passes", "skill_pass_seconds")

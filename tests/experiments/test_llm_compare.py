@@ -16,6 +16,7 @@ NAMED = {  # arm -> (bid scheme, policy actions, skill credit, diagnoser): what 
     "holland": ("holland", "rule", "none", "rule"), "learned": ("learned", "rule", "none", "rule"),
     "holland+grpo": ("holland", "grpo", "none", "rule"), "learned+grpo": ("learned", "grpo", "none", "rule"),
     "holland+grse": ("holland", "rule", "grse", "llm"), "flagship": ("learned", "grpo", "grse", "llm"),
+    "learned@softmax": ("learned", "rule", "none", "rule"),
 }
 
 
@@ -24,6 +25,7 @@ def test_every_arm_is_a_valid_wordmath_config_that_sets_what_it_names(arm):
     exp = load(llm_compare.SCENARIO.get(arm, "wordmath"), llm_compare.ARMS[arm], seed=3)
     assert exp.run.scenario == "wordmath" and exp.run.seed == 3
     assert (exp.market.bid_scheme, exp.agents.actions, exp.skills.credit, exp.skills.diagnoser) == NAMED[arm]
+    assert exp.market.clearing == ("softmax" if arm.endswith("@softmax") else "first_price")  # as the README measured
 
 
 def row(arm, seed, heldout, complete, single=0.03, updates=0):
