@@ -133,9 +133,17 @@ class Learner:
     def __init__(self, params: list[nn.Parameter], lr: float, max_grad_norm: float, rows: list[nn.Parameter] = ()):
         """``rows``: the parameters among ``params`` whose first axis is the population's rows (a bid
         head's rows and biases, action logits); only their moments grow and restart with births."""
-        self.params, self.max_grad_norm = params, max_grad_norm
+        self.params, self.lr, self.max_grad_norm = params, lr, max_grad_norm
         self.rows = list(rows)
-        self.opt = torch.optim.Adam(params, lr=lr)
+        self._opt = None
+
+    @property
+    def opt(self) -> torch.optim.Adam:
+        """Built at first use: constructing a torch optimizer imports torch._dynamo (about 0.9 s), which a run
+        whose learner never steps (value bids over rule actions: relay's and blocks' learned runs) need not pay."""
+        if self._opt is None:
+            self._opt = torch.optim.Adam(self.params, lr=self.lr)
+        return self._opt
 
     def step(self, loss: torch.Tensor | None = None) -> float:
         """Backward ``loss``, clip, step; ``loss=None``: the gradients are already there (a batch
@@ -151,8 +159,8 @@ class Learner:
     def sync_rows(self, fresh: np.ndarray | None = None) -> None:
         """After the population grew or recycled rows: pad Adam's moments to the parameters' new row
         count, and zero the moments of ``fresh`` rows (a newborn does not inherit a dead agent's momentum)."""
-        for p in self.rows:
-            state = self.opt.state.get(p)
+        for p in self.rows if self._opt is not None else ():  # an optimizer not built yet has no moments
+            state = self._opt.state.get(p)
             if not state:
                 continue
             for key in ("exp_avg", "exp_avg_sq"):
@@ -164,11 +172,15 @@ class Learner:
                 if fresh is not None and fresh.size:
                     m[torch.as_tensor(fresh, device=m.device)] = 0
 
-    def state_dict(self) -> dict:
-        return to_cpu(self.opt.state_dict())
+    def state_dict(self) -> dict | None:
+        """Adam's state; None while it has never been built (a fresh Adam, which is what loading None restores)."""
+        return None if self._opt is None else to_cpu(self._opt.state_dict())
 
-    def load_state_dict(self, state: dict) -> None:
-        self.opt.load_state_dict(state)
+    def load_state_dict(self, state: dict | None) -> None:
+        if state is None:
+            self._opt = None
+        else:
+            self.opt.load_state_dict(state)
 
 
 def to_cpu(obj):

@@ -16,8 +16,8 @@ entropy bonus, backward, gradient clipping, Adam step. Two feature sources: ``nu
 F = 16, rows of 16) and ``text`` (384-d MiniLM-sized embeddings through a shared projection to 32).
 The features are precomputed (they are cached per distinct observation in a run). Reported: updates
 per second (median over repeats after one warm-up) and agent-auction rows per second (M x N x
-updates/s). *Value-head update* (the default objective): one :func:`agents.learned.value_loss` step
-as ``LearnedPolicy`` runs it: K = 320 turns of random agents among N, Huber regression of each
+updates/s). *Value-head update* (the default objective): one :func:`agents.learned.value_loss` and
+:func:`~agents.learned.value_step` as ``LearnedPolicy`` runs it: K = 320 turns of random agents among N, Huber regression of each
 turn's predicted value on what it earned, one SGD step; it reads only the K turns' rows, so its cost
 hardly grows with N. *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
 on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
@@ -43,7 +43,7 @@ import torch  # noqa: E402
 
 from agents.bid_head import BidHead  # noqa: E402
 from agents.config import AgentsConfig  # noqa: E402
-from agents.learned import value_loss  # noqa: E402
+from agents.learned import value_loss, value_step  # noqa: E402
 from agents.learner import HFGRPO, Learner, autocast, bid_objective, pick_device  # noqa: E402
 
 
@@ -95,17 +95,13 @@ def value_updates(n: int, in_dim: int, dim: int, repeats: int, device, K: int = 
     head = BidHead(in_dim, AgentsConfig(dim=dim), capacity=n).to(device)
     if head.proj is not None:
         head.proj.requires_grad_(False)  # as LearnedPolicy holds it under value bids
-    opt = torch.optim.SGD([head.row, head.bias], lr=1.0)
     phi = torch.rand(K, in_dim, generator=g).to(device)
     agents = torch.randint(1, n, (K,), generator=g).to(device)
     target = torch.rand(K, generator=g).to(device)
     share = torch.full((K,), 0.2, device=device)
 
     def update():
-        loss, _ = value_loss(head, phi, agents, target, share, delta=1.0)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        value_step(head, value_loss(head, phi, agents, target, share, delta=1.0)[0])
 
     return rate(update, repeats, device)
 

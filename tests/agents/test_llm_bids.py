@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from agents.learned import value_loss
+from agents.learned import value_loss, value_step
 from scenarios import wordmath
 from scenarios.registry import get_scenario
 from scenarios.run.config import load
@@ -41,9 +41,7 @@ def test_a_value_head_on_lm_features_learns_a_planted_routing_rule():
     phi = torch.as_tensor(policy.features(obs))
     for _ in range(40):
         loss, _ = value_loss(policy.head, phi, agents, target, torch.full((4,), 0.25), delta=1.0)
-        policy.value_opt.zero_grad(set_to_none=True)
-        loss.backward()
-        policy.value_opt.step()
+        value_step(policy.head, loss)
     policy._head_changed()
     values = policy._values(stage_obs([0, 2]))
     assert values[0, a] > values[0, b] + 0.3 and values[1, b] > values[1, a] + 0.3, values[:, [a, b]]
