@@ -17,9 +17,9 @@ F = 16, rows of 16) and ``text`` (384-d MiniLM-sized embeddings through a shared
 The features are precomputed (they are cached per distinct observation in a run). Reported: updates
 per second (median over repeats after one warm-up) and agent-auction rows per second (M x N x
 updates/s). *Value-head update* (the default objective): one :func:`agents.learned.value_loss` and
-:func:`~agents.learned.value_step` as ``LearnedPolicy`` runs it: K = 320 turns of random agents among N, Huber regression of each
-turn's predicted value on what it earned, one SGD step; it reads only the K turns' rows, so its cost
-hardly grows with N. *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
+:func:`~agents.learned.value_step` as ``LearnedPolicy`` runs them: K = 320 turns of random agents among N,
+Huber regression of each turn's predicted value on what it earned, one SGD step; it reads only the K turns'
+rows, so its cost hardly grows with N. *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
 on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
 *GRPO through the market*: the same update on a wordmath round's own completions (:func:`market_grpo_tokens`).
 """

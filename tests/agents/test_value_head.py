@@ -156,3 +156,14 @@ def test_the_headline_command_learns_relays_chain_on_its_defaults(tmp_path, seed
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["conservation_ok"] and summary["success_rate"] >= 0.95, summary
+
+
+def test_a_value_bid_run_never_builds_a_torch_optimizer():
+    """Building one imports torch._dynamo, 0.9 s of a 4 s relay run: value steps are written in place and the
+    learner's Adam is built at first use, which a value-bid run over rule actions never reaches."""
+    script = ("import sys; from scenarios.run.config import load; from scenarios.run.runner import build_model; "
+              "m = build_model(load('relay', ['agents.bids=learned', 'run.episodes=40'])); "
+              "[m.step() for _ in range(40)]; assert m.policy.turns.sum() > 0; print('torch._dynamo' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
