@@ -159,7 +159,9 @@ class Learner:
     def sync_rows(self, fresh: np.ndarray | None = None) -> None:
         """After the population grew or recycled rows: pad Adam's moments to the parameters' new row
         count, and zero the moments of ``fresh`` rows (a newborn does not inherit a dead agent's momentum)."""
-        for p in self.rows if self._opt is not None else ():  # an optimizer not built yet has no moments
+        if self._opt is None:  # not built yet: no moments to pad or zero
+            return
+        for p in self.rows:
             state = self._opt.state.get(p)
             if not state:
                 continue

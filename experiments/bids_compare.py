@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.config import VALUE_KEYS
 from market import PolicyWrapper
 from market.model import gini
 from scenarios import relay
@@ -66,7 +67,6 @@ does nothing holds it to the horizon; softmax clearing lets the next bidder have
 RECSYS_SCHEMES = ("market",) + SCHEMES
 TABLES = ("compare", "recsys", "pools")
 TARGET = {"relay": 0.9, "blocks": 0.5}
-VALUE_ONLY = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")  # keys reinforce does not read
 
 
 @dataclass
@@ -104,7 +104,7 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
     agents = data.setdefault("agents", {})
     agents["bids"] = bids
     if bids != "learned" or objective == "reinforce":  # the shipped value-bid settings belong to value bids
-        for key in VALUE_ONLY:
+        for key in VALUE_KEYS:
             agents.pop(key, None)
     if objective:
         agents["bid_objective"] = objective
