@@ -136,7 +136,8 @@ class AgentsConfig:
     rollouts of its sub-problem, so it needs agents.group >= 2). Held-out evaluation is untouched. A world
     that does not give what the sampler needs (its scenario's TASK_SIGNALS) is refused at load, naming it."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    """auto: cuda when available (bf16 autocast), else cpu; the same code path."""
+    """auto: cuda when available (bf16 autocast), else cpu; the same code path. A value-bid learner over rule
+    actions has no gradient work and stays on the cpu under auto (agents.learner.pick_device)."""
 
     @field_validator("credit")
     @classmethod

@@ -70,7 +70,8 @@ class LearnedPolicy(PolicyWrapper):
         self.cfg = cfg
         self.learned_bids = cfg.bids == "learned" if learned_bids is None else learned_bids  # else the market's scheme bids
         self.value_bids = self.learned_bids and cfg.bid_objective == "value"
-        self.device = pick_device(cfg.device)
+        logits = cfg.actions == "grpo" and not isinstance(inner, LLMPolicy)  # rule worlds: action logits (theta)
+        self.device = pick_device(cfg.device, gradients=logits or (self.learned_bids and not self.value_bids))
         self.objective = objective_for(cfg)
         self.lm = None  # LLM agents: their actions are the LM's completions, trained as LoRA (agents/lm_grpo.py)
         if cfg.actions == "grpo" and isinstance(inner, LLMPolicy):
@@ -86,7 +87,6 @@ class LearnedPolicy(PolicyWrapper):
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.stats = {}
         self.head = BidHead(self.features.size, cfg).to(self.device)
-        logits = cfg.actions == "grpo" and self.lm is None
         actions = len(inner.space.actions) if logits else 0  # rule worlds: action logits over the world's actions
         self.theta = nn.Parameter(torch.zeros(2, actions, device=self.device))
         self.critic = None  # tppo, pact, focus on action logits: a critic of (state, action) (agents/critic.py)

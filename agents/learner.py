@@ -24,7 +24,7 @@ LM's weights, LoRA through ``peft`` or full (:class:`HFGRPO`).
 
 **The update** (:meth:`Learner.step`): zero grads, backward, clip the global grad norm, Adam step.
 Device: ``cuda`` when available with bf16 autocast for the forward passes, else CPU; the same
-code path. Parameters whose rows grow with the population keep their Adam moments (padded), and a
+code path (a learner with no gradient work stays on the CPU: :func:`pick_device`). Parameters whose rows grow with the population keep their Adam moments (padded), and a
 recycled row's moments are zeroed when a newborn takes it.
 """
 
@@ -43,8 +43,16 @@ from skills.credit import advantages
 EPS = 1e-6
 
 
-def pick_device(name: str = "auto") -> torch.device:
-    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+def pick_device(name: str = "auto", gradients: bool = True) -> torch.device:
+    """``auto``: cuda when available and the learner has gradient work for it, else the CPU.
+
+    A learner without gradients (value bids over rule actions: ``value_step`` touches only the rows
+    of the round's turns) is bound by kernel launches on a GPU. There it ran 5-8x slower than on the
+    CPU (``benchmarks/learner.py``) and its float32 sums, taken in another order, changed the blocks
+    economy's ledgers, so ``auto`` keeps it on the CPU: the same ledger hash on every machine.
+    """
+    cuda = name == "cuda" or (name == "auto" and gradients and torch.cuda.is_available())
+    return torch.device("cuda" if cuda else "cpu")
 
 
 def autocast(device: torch.device):

@@ -84,7 +84,7 @@ def test_one_step_moves_each_agents_value_to_its_running_mean():
     policy.turns[1:3] = [0, 10]
     market.step()
     agents, _, _, earned = turn_targets(market.trace)
-    value = policy.head.bias.detach().double().numpy()
+    value = policy.head.bias.detach().double().cpu().numpy()
     for row, before, n in ((1, 0.4, 0), (2, 0.9, 10)):
         mine = earned[agents == row]
         if mine.size:
@@ -115,8 +115,8 @@ def test_value_heads_recover_a_planted_routing_rule():
     for _ in range(40):
         model.step()
         success.append(model.last_success_rate)
-    phi = torch.as_tensor(policy.features(np.arange(4)[:, None]))
-    value = policy.head.score(phi).detach().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
+    phi = torch.as_tensor(policy.features(np.arange(4)[:, None]), device=policy.head.row.device)
+    value = policy.head.score(phi).detach().cpu().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
     specialty = inner.rules.action[1:5]  # agent at row k + 1 solves region specialty[k]
     assert (np.argmax(value, axis=1) == np.argsort(specialty)).all(), value
     assert success[0] < 0.6 and np.mean(success[-10:]) > 0.95, success
@@ -167,3 +167,19 @@ def test_a_value_bid_run_never_builds_a_torch_optimizer():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+def test_auto_keeps_a_value_bid_learner_on_the_cpu_where_cuda_is_present(monkeypatch):
+    """Value steps have no gradient work for a GPU: on an H100 (2026-12-05) blocks' default run took 80 s on
+    cuda against 50 s on its CPU, with another ledger hash (float32 sums in another order). Under ``auto`` a
+    value-bid learner over rule actions stays on the CPU; gradient work still goes to cuda. These machines
+    have no GPU, so a stand-in says there is one (``torch.cuda.is_available`` patched): nothing here
+    allocates on it."""
+    from agents.learner import pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert pick_device("auto").type == "cuda" and pick_device("auto", gradients=False).type == "cpu"
+    assert pick_device("cuda", gradients=False).type == "cuda"  # named: kept
+    world = RoutingWorld(2)
+    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), AgentsConfig(bids="learned"))
+    assert policy.device.type == "cpu" and policy.head.row.device.type == "cpu" and policy.theta.device.type == "cpu"
