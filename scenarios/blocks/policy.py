@@ -62,9 +62,9 @@ class BlocksPolicy(RulePolicy):
         market's evidence that the move does not pay there, and a newcomer should not offer it again."""
         T, B = trace.path.shape
         obs = trace.obs.reshape(T * B, -1)
-        offered = np.zeros((T * B, len(MOVES)), dtype=bool)
-        state, row = np.nonzero(self.eligible(obs) & traders[None, :])
-        offered[state, self.rules.action[row]] = True
+        supplies = np.zeros((traders.size, len(MOVES)), dtype=np.float32)  # [N, move] 1 where a live rule offers it
+        supplies[traders, self.rules.action[traders]] = 1.0
+        offered = self.eligible(obs).astype(np.float32) @ supplies > 0  # counts of bidders, exact in float32
         gap = legal_moves(obs) & ~offered
         pick = (trace.live & ~trace.solved[None, :]).reshape(-1) & gap.any(axis=1)  # states of the episodes in play
         self.gaps = np.concatenate([self.gaps, obs[pick]])[-MEMORY:]

@@ -153,20 +153,22 @@ def test_state_dict_round_trip():
 
 @pytest.mark.parametrize("features", [3, 1])  # one feature: the compiled loop without a gather
 @pytest.mark.parametrize("order", ["F", "C"])  # empty_rules' column-major arrays, and rows-major ones
-def test_small_and_large_evaluation_agree(monkeypatch, features, order):
-    """Small economies take every term at once on numpy, large ones each distinct observation in one compiled pass
-    (agents/rules_kernel.py): the same holds."""
+@pytest.mark.parametrize("distinct", [0, 1 << 30])  # the compiled pass over each distinct observation, or every one
+def test_small_and_large_evaluation_agree(monkeypatch, features, order, distinct):
+    """Small economies take every term at once on numpy, larger ones one compiled pass (agents/rules_kernel.py),
+    the largest over each distinct observation once: the same holds."""
     rng = np.random.default_rng(3)
     table = R.empty_rules(40, SPACE.max_terms)
     table.feature[:] = rng.integers(features, size=table.feature.shape)
     table.op[:] = rng.choice([*R.OPS.values(), R.ALWAYS], size=table.op.shape)
     table.value[:] = rng.integers(-2, 4, size=table.value.shape)
     table = R.CompiledRules(*(np.array(getattr(table, name), order=order) for name in R.FIELDS))
-    obs = rng.integers(-2, 4, size=(30, features))
+    obs = rng.integers(-2, 4, size=(30, features))  # repeated rows: the distinct pass maps them back
     # each path chosen explicitly: at the default threshold these 30 x 40 cells take the compiled path both times
     monkeypatch.setattr(R, "_SMALL", obs.shape[0] * table.action.size)
     small = R.evaluate(table, obs)
     monkeypatch.setattr(R, "_SMALL", 0)
+    monkeypatch.setattr(R, "_DISTINCT", distinct)
     assert (R.evaluate(table, obs) == small).all()
     assert small.any() and not small.all()  # the rules tell observations apart
 
