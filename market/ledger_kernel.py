@@ -29,6 +29,8 @@ def move(wealth, alive, ids, src, dst, amount, reason, episode, step, safe, rows
     largest = richest = 0  # only the touched balances change: theirs bound the result (not a scan of every row)
     for i in range(n):  # 1. every check, before anything moves
         s, d, a = src[i], dst[i], amount[i if amount.size > 1 else 0]
+        if a == 0:  # moves nothing: its rows are not read (the market's idle worlds name row -1), as on numpy
+            continue
         if a < 0 or s < 0 or d < 0 or s >= rows_in_population or d >= rows_in_population:
             return -1
         if not (alive[s] and alive[d]):
