@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from market.kernels import kernel
-from market.money import share, to_ppm
+from market.money import share, to_micro_array, to_ppm
 
 CLEARING_RULES = ("first_price", "second_price", "softmax", "random")
 COMPILED_CELLS = 1 << 10
@@ -42,6 +42,20 @@ def capped(raw: np.ndarray, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
     if bid_cap != 1.0:
         cap = share(cap, bid_cap)
     return np.minimum(raw, cap)
+
+
+def capped_credits(credits, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
+    """A policy's bids in float credits ([N] or [B, N]) -> :func:`capped` micro-credits
+    (market.money.to_micro_array). From ``COMPILED_CELLS`` cells on, in one compiled pass: the numpy path's
+    eight passes cost a learned market of 8 x 400 cells ~10 us of every auction step. The same integers and
+    the same errors (a bid not finite or beyond int64 is left to the numpy path, which raises)."""
+    credits = np.asarray(credits, dtype=np.float64)
+    if credits.size >= COMPILED_CELLS:
+        out = np.empty(credits.shape, dtype=np.int64)
+        if kernel("market.auction_kernel").capped_micro(credits.reshape(-1, wealth.size), wealth,
+                                                        to_ppm(bid_cap), out.reshape(-1, wealth.size)):
+            return out
+    return capped(to_micro_array(credits), wealth, bid_cap)
 
 
 def holland_bids(wealth: np.ndarray, c: float, base: int, bid_cap: float, rows: np.ndarray | None = None,

@@ -25,12 +25,12 @@ import mesa
 import numpy as np
 
 from market.agent import LazyTraders
-from market.auction import capped, clear, holland_bids
+from market.auction import capped, capped_credits, clear, holland_bids
 from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.brigade import Payments, sale, terminal_shares
 from market.config import MarketConfig, PopulationConfig
 from market.ledger import Ledger, Reason
-from market.money import MICRO, rint_micro, share, to_micro, to_micro_array
+from market.money import MICRO, rint_micro, share, to_micro
 from market.population import HOUSE_ROW, Population
 from market.protocols import Economy, Policy, World
 
@@ -168,10 +168,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         if cfg.bid_scheme == "holland":
             return holland_bids(pop.wealth, cfg.holland_c, self._money["base_bid"], cfg.bid_cap)
         if cfg.bid_scheme in ("policy", "learned"):  # the agents' own bids in credits: evolved, or a bid head
-            raw = to_micro_array(self.policy.bids(obs))
-        else:
-            raw = pop.bid
-        return capped(raw, pop.wealth, cfg.bid_cap)  # a bid never exceeds bid_cap x wealth: a newcomer earns its way up
+            return capped_credits(self.policy.bids(obs), pop.wealth, cfg.bid_cap)
+        return capped(pop.bid, pop.wealth, cfg.bid_cap)  # a bid never exceeds bid_cap x wealth: a newcomer earns its way up
 
     def rebid(self, bids: np.ndarray, rows: np.ndarray) -> None:
         """``bids`` (this round's, from :meth:`current_bids`) after a payment moved the balances of ``rows``. Only

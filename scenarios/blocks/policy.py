@@ -44,7 +44,7 @@ class BlocksPolicy(RulePolicy):
         """[B, N] the rule's condition holds *and* its move is legal: an agent that could only make an
         illegal move would otherwise win a state, spend it, and own it again for free (no one else
         wakes there), until the horizon."""
-        return super().eligible(obs) & legal_moves(obs)[:, self.rules.action]
+        return super().eligible(obs) & legal_moves(obs).take(self.rules.action, axis=1)  # (a third of [:, action]'s time)
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:

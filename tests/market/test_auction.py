@@ -231,3 +231,30 @@ def test_holland_bids_of_rows_rewrite_those_rows_only(wealth, data, compiled):
         auction.COMPILED_CELLS = cells
     moved = np.isin(np.arange(wealth.size), rows)
     assert got[moved].tolist() == fresh[moved].tolist() and got[~moved].tolist() == before[~moved].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 4), arrays(np.int64, st.integers(1, 6), elements=st.integers(-2**62, 2**62) | st.integers(-10**7, 10**7)),
+    st.data(), st.floats(0.001, 1) | st.just(1.0), st.booleans(),
+)
+def test_a_policy_s_credit_bids_cap_the_same_on_both_paths(worlds, wealth, data, bid_cap, one_row):
+    """capped_credits: a policy's float bids -> capped micro-credits, rounded half to even, on the compiled path
+    the integers of capped(to_micro_array(...)) on numpy; a bid that is not finite or past int64 raises the
+    numpy path's ValueError on both."""
+    shape = (wealth.size,) if one_row else (worlds, wealth.size)
+    credits = data.draw(arrays(np.float64, shape, elements=st.floats(-1e6, 1e6) | st.sampled_from(
+        [0.0, -0.0, 0.5e-6, 1.5e-6, 2.5e-6, 1e13, 9.3e12])))
+    if data.draw(st.booleans()):
+        credits.flat[data.draw(st.integers(0, credits.size - 1))] = data.draw(st.sampled_from([np.nan, np.inf, 1e14]))
+    results = []
+    for cells in (auction.COMPILED_CELLS, 0):  # numpy, then compiled
+        saved, auction.COMPILED_CELLS = auction.COMPILED_CELLS, cells
+        try:
+            got = auction.capped_credits(credits, wealth, bid_cap)
+            results.append((got.shape, got.dtype, got.tolist()))
+        except ValueError as err:
+            results.append(str(err))
+        finally:
+            auction.COMPILED_CELLS = saved
+    assert results[0] == results[1]
