@@ -61,12 +61,12 @@ class BlocksPolicy(RulePolicy):
         that sits out (a negative value) still counts as offering its move: its losses are the
         market's evidence that the move does not pay there, and a newcomer should not offer it again."""
         T, B = trace.path.shape
-        obs = trace.obs.reshape(T * B, -1)
+        obs = trace.obs.reshape(T * B, -1)[(trace.live & ~trace.solved[None, :]).reshape(-1)]  # failed episodes' states
         supplies = np.zeros((traders.size, len(MOVES)), dtype=np.float32)  # [N, move] 1 where a live rule offers it
         supplies[traders, self.rules.action[traders]] = 1.0
         offered = self.eligible(obs).astype(np.float32) @ supplies > 0  # counts of bidders, exact in float32
         gap = legal_moves(obs) & ~offered
-        pick = (trace.live & ~trace.solved[None, :]).reshape(-1) & gap.any(axis=1)  # states of the episodes in play
+        pick = gap.any(axis=1)
         self.gaps = np.concatenate([self.gaps, obs[pick]])[-MEMORY:]
         self.gap_moves = np.concatenate([self.gap_moves, gap[pick]])[-MEMORY:]
 
