@@ -25,10 +25,11 @@ import mesa
 import numpy as np
 
 from market.agent import LazyTraders
-from market.auction import capped, capped_credits, clear, holland_bids
+from market.auction import COMPILED_CELLS, capped, capped_credits, clear, holland_bids
 from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
 from market.brigade import Payments, sale, terminal_shares
 from market.config import MarketConfig, PopulationConfig
+from market.kernels import kernel
 from market.ledger import Ledger, Reason
 from market.money import MICRO, rint_micro, share, to_micro
 from market.population import HOUSE_ROW, Population
@@ -228,6 +229,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         episodes = episode_ids[where]
 
         traders = pop.traders  # nobody is born or dies during a round's episodes
+        compiled = B * pop.capacity >= COMPILED_CELLS  # as the auction's: a small economy never loads numba
+        kernels = kernel("market.brigade_kernel") if compiled else None
         bids = None  # under BALANCE_BIDS, bid once a round and then again where a payment moved a balance
         observed_bids = cfg.bid_scheme not in BALANCE_BIDS
         for t in range(len(path)):
@@ -249,28 +252,41 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 auctions.append((eligible, pop.wealth.copy()))
             # 5. the winner acts; action -1 from a winner: invalid, it forfeits (pays and earns nothing)
             actions = self.policy.act(obs, winner)
-            won = (winner >= 0) & (actions >= 0)
-            winner = np.where(won, winner, -1)
-            payer, payee, pays = sale(owner, winner, won, cfg.payment, cfg.conserve)  # from the owner before this step
+            if compiled:  # a large market: these lines' results in compiled passes (market/brigade_kernel.py)
+                won, pays, acted, payer, payee = (np.empty(B, dtype) for dtype in (bool, bool, *(np.int64,) * 3))
+                kernels.buy(winner, actions, owner, cfg.payment == "bucket_brigade", cfg.conserve, HOUSE_ROW,
+                            won, acted, payer, payee, pays)
+                winner = acted
+            else:
+                won = (winner >= 0) & (actions >= 0)
+                winner = np.where(won, winner, -1)
+                payer, payee, pays = sale(owner, winner, won, cfg.payment, cfg.conserve)  # from the owner before this step
             reward, done = world.step(actions, won)
-            owner = np.where(won, winner, owner)
-            path[t] = winner
-            steps += active
-            done &= active
-            reward = np.where(active, reward, 0.0)
-            reward_micro = rint_micro(reward * self._money["reward"])
-            earned += reward_micro
-            grid["reward"][t], grid["done"][t] = reward, done
-
             # 4-6. the step's money in one ledger call (no world reads a balance, so it may move after the act):
             # the winner pays the seller (bucket brigade) or the house, pays its action fee (Baum: agents pay
             # for the computation they use), gets the step reward; a finished world's terminal reward goes to
             # its final owner or its path's authors
-            if settle:
+            booked = -1
+            if compiled and getattr(reward, "dtype", None) == np.float64 and getattr(done, "dtype", None) == bool:
+                reward_micro, src, dst, amount = np.empty(B, np.int64), *(np.empty(3 * B, np.int64) for _ in range(3))
+                booked = kernels.book(reward, self._money["reward"], done, active, won, winner, owner, price, payer,
+                                      payee, pays, fee, HOUSE_ROW, steps, earned, path[t], grid["reward"][t],
+                                      grid["done"][t], reward_micro, src, dst, amount)
+            if booked < 0:
+                owner = np.where(won, winner, owner)
+                path[t] = winner
+                steps += active
+                done &= active
+                reward = np.where(active, reward, 0.0)
+                reward_micro = rint_micro(reward * self._money["reward"])
+                earned += reward_micro
+                grid["reward"][t], grid["done"][t] = reward, done
                 src, dst = np.concatenate((payer, winner, house)), np.concatenate((payee, house, winner))
                 amount = np.concatenate((price * pays, fee * won, reward_micro * (won & ~done)))
+            if settle:
                 reason, at, episode = reasons, where, episodes
-                finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if done.any() else worlds[:0]
+                finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if booked > 0 or (booked < 0 and done.any()) \
+                    else worlds[:0]
                 if finished.size:
                     k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
                     terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD, np.int16),

@@ -1,5 +1,6 @@
 """MarketModel: the books balance after every round of random economies; bucket brigade; births; lockstep."""
 
+import dataclasses
 import subprocess
 import sys
 import warnings
@@ -335,3 +336,40 @@ def test_every_auction_clears_on_the_bids_of_the_balances_it_sees(market, compil
     finally:
         market_model.clear, auction.COMPILED_CELLS = original, cells
     assert seen and all(seen)
+
+
+class Forfeits(RulePolicy):
+    """A stand-in for an LLM's malformed answers, which a rule policy never gives: a winner's action is -1
+    (invalid: it pays and earns nothing) at random, from a stream of its own."""
+
+    def act(self, obs, winners):
+        actions = super().act(obs, winners)
+        return np.where(self.rng.random(actions.size) < 0.3, -1, actions)
+
+
+@settings(max_examples=30, deadline=None)
+@given(market_configs, st.booleans(), st.floats(0.0, 0.02), st.integers(1, 4), st.integers(0, 2**31))
+def test_the_compiled_step_books_what_the_numpy_step_books(market, conserve, fee, stages, seed):
+    """A large market's step runs its sale, records and payments in compiled passes (market/brigade_kernel.py):
+    the same economy as the numpy lines, round after round (ledger hash, every trace column, the frozen
+    evaluation's episodes), under every payment rule, terminal rule and clearing, with fees and forfeits."""
+    market = dataclasses.replace(market, conserve=conserve, action_fee=fee)
+    runs = []
+    for cells in (market_model.COMPILED_CELLS, 0):  # numpy, then compiled (relay's market is small)
+        saved, market_model.COMPILED_CELLS = market_model.COMPILED_CELLS, cells
+        try:
+            world, rules = relay.build(relay.Config(stages=stages))
+            policy = Forfeits(rules.space, newcomer=rules.newcomer)
+            policy.rng = np.random.default_rng(seed)
+            model = MarketModel(world, policy, market, PopulationConfig(initial_agents=8, max_agents=16,
+                                                                        initial_wealth=0.3), seed=seed)
+            traces = []
+            for _ in range(3):
+                model.step()
+                tr = model.trace
+                traces.append([np.asarray(c).tolist() for c in (tr.path, tr.winner, tr.price, tr.reward, tr.done)])
+            frozen = model.run_episodes(settle=False)
+            runs.append((model.ledger.hash, model.ledger.count, traces, frozen, model.population.wealth.tolist()))
+        finally:
+            market_model.COMPILED_CELLS = saved
+    assert runs[0] == runs[1]
