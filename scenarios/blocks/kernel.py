@@ -61,18 +61,42 @@ def features(stack, height, n, out) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def apply_moves(stack, height, moves, actions, acting, invalid) -> None:
-    """Instance b, where ``acting[b]``, moves the top block as ``moves[actions[b]]`` (from stack, to stack) says;
-    an action off the table moves nothing, one from an empty stack moves nothing and counts in ``invalid[b]``."""
+def observe(stack, height, n, columns, features_out, out) -> None:
+    """``out[b]``: instance b's FEATURES at ``columns`` (the rules' features), then the heights of stacks 1-3
+    (the market's columns); ``features_out`` [B, len(FEATURES)] holds every feature on the way."""
+    features(stack, height, n, features_out)
     for b in range(stack.shape[0]):
+        for j in range(columns.size):
+            out[b, j] = features_out[b, columns[j]]
+        for s in range(1, 4):
+            out[b, columns.size + s - 1] = height[b, s]
+
+
+@numba.njit(cache=True, nogil=True)
+def step(stack, height, moves, actions, acting, n, limit, size_reward, t, over, solved, invalid, reward, done) -> bool:
+    """One step of every instance still in play (not ``over``): where ``acting[b]``, the top block moves as
+    ``moves[actions[b]]`` (from stack, to stack) says (an action off the table moves nothing, one from an empty
+    stack moves nothing and counts in ``invalid[b]``); then its clock, whether stack 1 now holds the goal
+    (solved: ``reward[b]`` is 1, or n under ``size_reward``) and whether it is ``done`` (solved or out of time).
+    Returns whether every instance is over."""
+    every = True
+    for b in range(stack.shape[0]):
+        live = not over[b]
         a = actions[b]
-        if not acting[b] or a < 0 or a >= moves.shape[0]:
-            continue
-        src, dst = moves[a, 0], moves[a, 1]
-        if height[b, src] == 0:
-            invalid[b] += 1
-            continue
-        height[b, src] -= 1
-        stack[b, dst, height[b, dst]] = stack[b, src, height[b, src]]
-        stack[b, src, height[b, src]] = 0
-        height[b, dst] += 1
+        if live and acting[b] and 0 <= a < moves.shape[0]:
+            src, dst = moves[a, 0], moves[a, 1]
+            if height[b, src] == 0:
+                invalid[b] += 1
+            else:
+                height[b, src] -= 1
+                stack[b, dst, height[b, dst]] = stack[b, src, height[b, src]]
+                stack[b, src, height[b, src]] = 0
+                height[b, dst] += 1
+        t[b] += live
+        won = live and height[b, 1] == n[b] and _prefix(stack, height, b) == n[b]
+        solved[b] |= won
+        done[b] = live and (won or t[b] >= limit[b])
+        over[b] |= done[b]
+        reward[b] = (n[b] if size_reward else 1) if won else 0
+        every &= over[b]
+    return every

@@ -66,7 +66,7 @@ class BlocksWorld(World):
 
     def __init__(self, cfg: Config, instances: list[Instance] | None = None):
         self.cfg = cfg
-        self.columns = [FEATURES.index(f) for f in cfg.features]
+        self.columns = np.array([FEATURES.index(f) for f in cfg.features], dtype=np.int64)
         self.fixed = instances  # held-out mode: reset() loads these, in order
         self.unlocked = 1 if cfg.curriculum else len(cfg.train_sizes)
         self.recent = 0.0  # moving average of training success at the largest unlocked size
@@ -162,23 +162,20 @@ class BlocksWorld(World):
 
     def observe(self) -> np.ndarray:
         """[B, F + 3]: the rules' features, then MARKET_COLUMNS (no rule reads those)."""
-        features = np.empty((self.stack.shape[0], len(FEATURES)), dtype=np.int64)
-        kernel.features(self.stack, self.height, self.n, features)
-        return np.concatenate([features[:, self.columns], self.height[:, 1:]], axis=1)
+        B = self.stack.shape[0]
+        out = np.empty((B, self.columns.size + 3), dtype=np.int64)
+        kernel.observe(self.stack, self.height, self.n, self.columns, np.empty((B, len(FEATURES)), np.int64), out)
+        return out
 
     def step(self, actions: np.ndarray, acting: np.ndarray):
-        live = ~self.over
-        kernel.apply_moves(self.stack, self.height, _MOVES, np.asarray(actions, dtype=np.int64),
-                           np.asarray(acting, dtype=bool) & live, self.invalid)
-        self.t += live
-        solved = self._complete() & live
-        self._solved |= solved
-        done = live & (solved | (self.t >= self.limit))
-        self.over |= done
-        if self.draws is not None and self.pending and self.over.all():  # the round is over: report it
+        B = self.stack.shape[0]
+        reward, done = np.empty(B, dtype=np.float64), np.empty(B, dtype=bool)
+        over = kernel.step(self.stack, self.height, _MOVES, np.asarray(actions, dtype=np.int64),
+                           np.asarray(acting, dtype=bool), self.n, self.limit, self.cfg.reward == "size", self.t,
+                           self.over, self._solved, self.invalid, reward, done)
+        if self.draws is not None and self.pending and over:  # the round is over: report it
             self._report()
-        pay = self.n if self.cfg.reward == "size" else 1
-        return (solved * pay).astype(np.float64), done
+        return reward, done
 
     @property
     def solved(self) -> np.ndarray:
