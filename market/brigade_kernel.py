@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+FINISHED, ACTIVE = 1, 2  # book's flags
+
 
 @numba.njit(cache=True, nogil=True)
 def buy(winner, actions, owner, bucket_brigade, conserve, house, won, acted, payer, payee, pays) -> None:
@@ -27,19 +29,19 @@ def buy(winner, actions, owner, bucket_brigade, conserve, house, won, acted, pay
 
 
 @numba.njit(cache=True, nogil=True)
-def book(reward, scale, done, active, won, winner, owner, price, payer, payee, pays, fee, house,
+def book(reward, scale, done, active, won, winner, owner, price, payer, payee, pays, fee, house, horizon,
          steps, earned, path_t, reward_t, done_t, micro, src, dst, amount) -> int:
-    """The step's records (owner, path, steps, done, rewards in micro-credits, earned) and its payments as the
-    ledger's three [B] blocks (prices, fees, step rewards). Returns 1 where a world finished with a reward
-    and an owner (terminal shares to pay), else 0; -1, having changed nothing, where a reward is not
-    finite or beyond int64."""
+    """The step's records (owner, path, steps, done, rewards in micro-credits, earned, the worlds still
+    ``active``) and its payments as the ledger's three [B] blocks (prices, fees, step rewards). Returns
+    FINISHED (set where a world finished with a reward and an owner: terminal shares to pay) | ACTIVE (set
+    while a world is active); -1, having changed nothing, where a reward is not finite or beyond int64."""
     B = winner.size
     for b in range(B):  # the check, before anything changes
         m = np.rint((reward[b] if active[b] else 0.0) * scale)
         if not abs(m) < 2.0**63:  # False for NaN too
             return -1
         micro[b] = np.int64(m)
-    finished = 0
+    flags = 0
     for b in range(B):
         if won[b]:
             owner[b] = winner[b]
@@ -53,5 +55,8 @@ def book(reward, scale, done, active, won, winner, owner, price, payer, payee, p
         src[B + b], dst[B + b], amount[B + b] = winner[b], house, fee * won[b]
         src[2 * B + b], dst[2 * B + b], amount[2 * B + b] = house, winner[b], micro[b] * (won[b] and not d)
         if d and micro[b] > 0 and owner[b] >= 0:
-            finished = 1
-    return finished
+            flags |= FINISHED
+        active[b] = active[b] and not d and steps[b] < horizon
+        if active[b]:
+            flags |= ACTIVE
+    return flags

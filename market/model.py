@@ -231,6 +231,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         traders = pop.traders  # nobody is born or dies during a round's episodes
         compiled = B * pop.capacity >= COMPILED_CELLS  # as the auction's: a small economy never loads numba
         kernels = kernel("market.brigade_kernel") if compiled else None
+        pays, payer, payee, reward_micro = np.empty(B, bool), *(np.empty(B, np.int64) for _ in range(3))  # its buffers
         bids = None  # under BALANCE_BIDS, bid once a round and then again where a payment moved a balance
         observed_bids = cfg.bid_scheme not in BALANCE_BIDS
         for t in range(len(path)):
@@ -253,7 +254,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             # 5. the winner acts; action -1 from a winner: invalid, it forfeits (pays and earns nothing)
             actions = self.policy.act(obs, winner)
             if compiled:  # a large market: these lines' results in compiled passes (market/brigade_kernel.py)
-                won, pays, acted, payer, payee = (np.empty(B, dtype) for dtype in (bool, bool, *(np.int64,) * 3))
+                won, acted = np.empty(B, bool), np.empty(B, np.int64)
                 kernels.buy(winner, actions, owner, cfg.payment == "bucket_brigade", cfg.conserve, HOUSE_ROW,
                             won, acted, payer, payee, pays)
                 winner = acted
@@ -268,10 +269,10 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             # its final owner or its path's authors
             booked = -1
             if compiled and getattr(reward, "dtype", None) == np.float64 and getattr(done, "dtype", None) == bool:
-                reward_micro, src, dst, amount = np.empty(B, np.int64), *(np.empty(3 * B, np.int64) for _ in range(3))
+                src, dst, amount = np.empty((3, 3 * B), np.int64)  # kept by the round's record: new every step
                 booked = kernels.book(reward, self._money["reward"], done, active, won, winner, owner, price, payer,
-                                      payee, pays, fee, HOUSE_ROW, steps, earned, path[t], grid["reward"][t],
-                                      grid["done"][t], reward_micro, src, dst, amount)
+                                      payee, pays, fee, HOUSE_ROW, world.horizon, steps, earned, path[t],
+                                      grid["reward"][t], grid["done"][t], reward_micro, src, dst, amount)
             if booked < 0:
                 owner = np.where(won, winner, owner)
                 path[t] = winner
@@ -285,8 +286,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 amount = np.concatenate((price * pays, fee * won, reward_micro * (won & ~done)))
             if settle:
                 reason, at, episode = reasons, where, episodes
-                finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if booked > 0 or (booked < 0 and done.any()) \
-                    else worlds[:0]
+                ended = booked & kernels.FINISHED if booked >= 0 else done.any()
+                finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if ended else worlds[:0]
                 if finished.size:
                     k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
                     terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD, np.int16),
@@ -298,11 +299,12 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
                 payments.add(t, at, src, dst, amount, reason)
                 if not observed_bids:
                     self.rebid(bids, np.concatenate((src, dst)))
-            active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
+            if booked < 0:
+                active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
             if N and tree is None and not active[:M].any():
                 tree = self._fork(world, snapshots, seen[: t + 1], path, owner, steps, M)
                 active[M:] = True
-            if not active.any():
+            elif not (booked & kernels.ACTIVE if booked >= 0 else active.any()):
                 break
 
         solved = np.asarray(world.solved)
