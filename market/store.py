@@ -174,8 +174,11 @@ class RunStore:
         if end > LOG_STRIDE:
             raise StoreError(f"run {self.run_id}: more than {LOG_STRIDE:,} transfers, the most one run can store")
         self._writes += 1
-        transfers = list(zip(range(self._first + start, self._first + end),
-                             *(t[name].tolist() for name in TRANSFER_COLUMNS[1:])))
+        rows = np.empty(len(t), dtype=_ROW_DTYPE)  # the log rows with their ids: one tolist() makes the tuples
+        rows["id"] = np.arange(self._first + start, self._first + end)  # (two thirds of zipping eight column lists)
+        for name in TRANSFER_DTYPE.names:
+            rows[name] = t[name]
+        transfers = rows.tolist()
         episodes = [(self._first + e["episode"], *(e[name] for name in EPISODE_COLUMNS[1:]))
                     for log in logs for e in log.episodes]
         births = [dict(run_id=self.run_id, **b) for log in logs for b in log.births]
@@ -244,6 +247,7 @@ class RunStore:
 
 
 TRANSFER_COLUMNS = ("id", *TRANSFER_DTYPE.names)  # a transfer_log row: the id, then the ledger's columns
+_ROW_DTYPE = np.dtype([(name, np.int64) for name in TRANSFER_COLUMNS])
 EPISODE_COLUMNS = ("id", "success", "steps", "reward", "population")  # a RoundLog episode's, "episode" as the id
 
 

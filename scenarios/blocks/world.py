@@ -25,6 +25,7 @@ BRANCHES = True
 STATE = ("stack", "height", "n", "limit", "t", "invalid", "over", "_solved")
 """The per-instance arrays (first axis B) that are an instance's whole state."""
 _MOVES = np.array(MOVES, dtype=np.int64)  # action index -> (from stack, to stack), as the move kernel reads it
+_SOURCE_COLUMN = SOURCE - 4  # action index -> its source stack's height, among an observation's last three columns
 
 
 @dataclass(frozen=True)
@@ -219,5 +220,4 @@ class BlocksWorld(World):
 
 def legal_moves(obs: np.ndarray) -> np.ndarray:
     """[B, 6] bool: which moves are legal (their source stack is not empty), from MARKET_COLUMNS."""
-    heights = obs[:, -3:]  # h1, h2, h3
-    return heights[:, SOURCE - 1] > 0
+    return obs[:, _SOURCE_COLUMN] > 0
