@@ -73,6 +73,15 @@ def observe(stack, height, n, columns, features_out, out) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
+def legal(obs, action, source_column, holds) -> None:
+    """``holds[b, n]`` stays only where rule n's move is legal in ``obs[b]``: its source stack, whose height is
+    column ``source_column[action[n]]`` of the observation, is not empty."""
+    for b in range(obs.shape[0]):
+        for n in range(action.size):
+            holds[b, n] = holds[b, n] and obs[b, source_column[action[n]]] > 0
+
+
+@numba.njit(cache=True, nogil=True)
 def step(stack, height, moves, actions, acting, n, limit, size_reward, t, over, solved, invalid, reward, done) -> bool:
     """One step of every instance still in play (not ``over``): where ``acting[b]``, the top block moves as
     ``moves[actions[b]]`` (from stack, to stack) says (an action off the table moves nothing, one from an empty

@@ -6,8 +6,9 @@ import numpy as np
 
 from agents import RulePolicy, RuleSpace
 from agents.rules import ALWAYS, FIELDS, OPS
+from scenarios.blocks import kernel
 from scenarios.blocks.config import ACTIONS, MARKET_COLUMNS, MEMORY, MOVES, Config
-from scenarios.blocks.world import legal_moves
+from scenarios.blocks.world import SOURCE_COLUMN, legal_moves
 
 
 class BlocksPolicy(RulePolicy):
@@ -44,7 +45,9 @@ class BlocksPolicy(RulePolicy):
         """[B, N] the rule's condition holds *and* its move is legal: an agent that could only make an
         illegal move would otherwise win a state, spend it, and own it again for free (no one else
         wakes there), until the horizon."""
-        return super().eligible(obs) & legal_moves(obs).take(self.rules.action, axis=1)  # (a third of [:, action]'s time)
+        awake = super().eligible(obs)
+        kernel.legal(obs, self.rules.action, SOURCE_COLUMN, awake)  # (numpy's mask, pick and & took 5 us a step)
+        return awake
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         if self.recording:
