@@ -29,6 +29,7 @@ from market.population import HOUSE_ROW
 
 
 def _one_length(arrays) -> bool:
+    """Whether ``arrays`` are already columns (1-D arrays of one length), as the market's payments are."""
     return all(type(a) is np.ndarray and a.ndim == 1 and a.size == arrays[0].size for a in arrays)
 
 

@@ -34,7 +34,7 @@ def book(reward, scale, done, active, won, winner, owner, price, payer, payee, p
     """The step's records (owner, path, steps, done, rewards in micro-credits, earned, the worlds still
     ``active``) and its payments as the ledger's three [B] blocks (prices, fees, step rewards). Returns
     FINISHED (set where a world finished with a reward and an owner: terminal shares to pay) | ACTIVE (set
-    while a world is active); -1, having changed nothing, where a reward is not finite or beyond int64."""
+    while a world is active); -1, having changed no record, where a reward is not finite or beyond int64."""
     B = winner.size
     for b in range(B):  # the check, before anything changes
         m = np.rint((reward[b] if active[b] else 0.0) * scale)
