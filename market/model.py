@@ -231,7 +231,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         traders = pop.traders  # nobody is born or dies during a round's episodes
         compiled = B * pop.capacity >= COMPILED_CELLS  # as the auction's: a small economy never loads numba
         kernels = kernel("market.brigade_kernel") if compiled else None
-        pays, payer, payee, reward_micro = np.empty(B, bool), *(np.empty(B, np.int64) for _ in range(3))  # its buffers
+        pays, payer, payee, reward_micro = np.empty(B, bool), *(np.empty(B, np.int64) for _ in range(3))  # the kernels' scratch
         bids = None  # under BALANCE_BIDS, bid once a round and then again where a payment moved a balance
         observed_bids = cfg.bid_scheme not in BALANCE_BIDS
         for t in range(len(path)):

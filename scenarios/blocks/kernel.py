@@ -73,12 +73,12 @@ def observe(stack, height, n, columns, features_out, out) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def legal(obs, action, source_column, holds) -> None:
-    """``holds[b, n]`` stays only where rule n's move is legal in ``obs[b]``: its source stack, whose height is
-    column ``source_column[action[n]]`` of the observation, is not empty."""
-    for b in range(obs.shape[0]):
+def allowed(legal, action, holds) -> None:
+    """``holds[b, n]`` stays only where rule n's move is legal in world b (``legal`` [B, moves]: what
+    :func:`scenarios.blocks.world.legal_moves` says): numpy's pick by action and ``&`` in one pass."""
+    for b in range(legal.shape[0]):
         for n in range(action.size):
-            holds[b, n] = holds[b, n] and obs[b, source_column[action[n]]] > 0
+            holds[b, n] = holds[b, n] and legal[b, action[n]]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -8,7 +8,7 @@ from agents import RulePolicy, RuleSpace
 from agents.rules import ALWAYS, FIELDS, OPS
 from scenarios.blocks import kernel
 from scenarios.blocks.config import ACTIONS, MARKET_COLUMNS, MEMORY, MOVES, Config
-from scenarios.blocks.world import SOURCE_COLUMN, legal_moves
+from scenarios.blocks.world import legal_moves
 
 
 class BlocksPolicy(RulePolicy):
@@ -46,7 +46,7 @@ class BlocksPolicy(RulePolicy):
         illegal move would otherwise win a state, spend it, and own it again for free (no one else
         wakes there), until the horizon."""
         awake = super().eligible(obs)
-        kernel.legal(obs, self.rules.action, SOURCE_COLUMN, awake)  # (numpy's mask, pick and & took 5 us a step)
+        kernel.allowed(legal_moves(obs), self.rules.action, awake)  # (numpy's pick and & took 3.5 us a step)
         return awake
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ BRANCHES = True
 STATE = ("stack", "height", "n", "limit", "t", "invalid", "over", "_solved")
 """The per-instance arrays (first axis B) that are an instance's whole state."""
 _MOVES = np.array(MOVES, dtype=np.int64)  # action index -> (from stack, to stack), as the move kernel reads it
-SOURCE_COLUMN = SOURCE - 4  # action index -> its source stack's height, among an observation's last three columns
+_SOURCE_COLUMN = SOURCE - 4  # action index -> its source stack's height, among an observation's last three columns
 
 
 @dataclass(frozen=True)
@@ -220,4 +220,4 @@ class BlocksWorld(World):
 
 def legal_moves(obs: np.ndarray) -> np.ndarray:
     """[B, 6] bool: which moves are legal (their source stack is not empty), from MARKET_COLUMNS."""
-    return obs[:, SOURCE_COLUMN] > 0
+    return obs[:, _SOURCE_COLUMN] > 0
