@@ -107,7 +107,7 @@ class AgentsConfig:
     had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
     sharpened policy and the update treats them as the policy's own (the usual approximation)."""
     objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg"] = "grpo"
-    """The policy update of learned action logits (agents/objectives, CREDIT_METHODS.md batch B): grpo (the
+    """The policy update of learned action logits (agents/objectives; docs: concepts/credit-methods.md): grpo (the
     clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
     they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
     objective recsys takes; objectives that need signals the run lacks (a critic's token logits, an oracle,
@@ -121,7 +121,7 @@ class AgentsConfig:
     outcome of the rollouts below the state it led to, relative to its group (agents/learner.py
     tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"
-    """Credit estimator of the action advantages (agents/credit, CREDIT_METHODS.md batch A): grpo (the
+    """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,
     taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse. A run whose world
     lacks the estimator's signals is refused at load, naming them."""
@@ -129,7 +129,7 @@ class AgentsConfig:
     """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.
     ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""
     tasks: Literal["world", "uniform", "rods", "scrl"] = "world"
-    """Which tasks a training round is spent on (agents/tasks, CREDIT_METHODS.md batch B): world (the world's
+    """Which tasks a training round is spent on (agents/tasks; docs: concepts/credit-methods.md): world (the world's
     own draw), or a sampler over the world's tasks, G = agents.group rollouts of each: uniform; rods (tasks
     whose progress reward varies, then isomorphic variants; with all retired, the world's tasks again); scrl (half sub-problems
     of a curriculum, half the tasks themselves; with learned actions each reward is normalised among the

@@ -96,6 +96,12 @@ def test_config_reference_reads_types_bounds_and_docstrings():
     assert keys["agents.credit_settings.delta_ttg.rho"].section == "agents.credit_settings.delta_ttg"
 
 
+def test_nothing_points_outside_the_repository():
+    found = subprocess.run(["grep", "-rn", r"\.\./shared\|CREDIT_METHODS.md", "README.md", "docs", "agents",
+                            "market", "skills", "scenarios"], cwd=ROOT, capture_output=True, text=True)
+    assert found.returncode == 1, found.stdout
+
+
 @pytest.mark.slow
 def test_site_builds_in_strict_mode(tmp_path):
     """mkdocs build --strict: a missing nav page, a broken link or anchor, a docstring mkdocstrings cannot

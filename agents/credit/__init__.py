@@ -1,4 +1,4 @@
-"""Credit assignment: which step of which rollout earned the outcome (CREDIT_METHODS.md, batch A).
+"""Credit assignment: which step of which rollout earned the outcome (docs: concepts/credit-methods.md).
 
 One interface: ``estimator = make("draco")``; ``estimator(group)`` takes G
 :class:`Trajectory` of the same task and returns a :class:`Credit` (an advantage per step,

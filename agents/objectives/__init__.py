@@ -1,4 +1,4 @@
-"""Policy-update objectives: one round's steps in, a loss to minimise out (CREDIT_METHODS.md, batch B).
+"""Policy-update objectives: one round's steps in, a loss to minimise out (docs: concepts/credit-methods.md).
 
 One interface: ``objective = make("empo", clip=0.2)``; ``loss, stats = objective(batch)`` takes a
 :class:`PolicyBatch` (agents/objectives/batch.py) and returns a scalar loss (with grad) and a dict

@@ -28,7 +28,7 @@ from market.config import STRICT
 NEEDS = ()
 N = 2
 """Branches from each full rollout. M, the full rollouts per task, is how many the caller lays out
-(CREDIT_METHODS.md's default: 4)."""
+(the method's default: 4)."""
 
 
 @dataclass(config=STRICT)

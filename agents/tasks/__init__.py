@@ -1,4 +1,4 @@
-"""Task samplers: which tasks the next round's rollouts are spent on (CREDIT_METHODS.md, batch B).
+"""Task samplers: which tasks the next round's rollouts are spent on (docs: concepts/credit-methods.md).
 
 One interface (:class:`Sampler`): ``sampler = make("rods", tasks, variant=f)``; each round
 ``sampler.sample(rng, n)`` returns n task specs (the scenario runs G rollouts of each), and after
