@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.config import VALUE_KEYS
+from experiments import rows as results
 from market import PolicyWrapper
 from market.model import gini
 from scenarios import relay
@@ -313,6 +314,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("runs/bids_compare.md"))
     parser.add_argument("--quick", action="store_true", help="toy sizes (seconds): a smoke run")
+    parser.add_argument("--rows", type=Path, help="write each table as JSON Lines rows with their provenance: the "
+                        "first to ROWS, the others to ROWS-STEM_TABLE.jsonl beside it (docs/results pages)")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to run")
     parser.add_argument("--scenarios", nargs="+", choices=tuple(TARGET), default=list(TARGET),
                         help="the comparison table's scenarios")
@@ -345,6 +348,11 @@ def main(argv=None) -> int:
     args.out.write_text(report)
     args.out.with_suffix(".json").write_text(json.dumps({"compare": compared, "recsys": recsys, "pools": pooled}, indent=1))
     print(f"wrote {args.out} and {args.out.with_suffix('.json')} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    if args.rows:
+        made = {"compare": lambda: compare_table(compared), "recsys": lambda: recsys_table(recsys),
+                "pools": lambda: pool_table(pooled)}
+        results.write_tables(args.rows, {name: made[name]() for name in TABLES if name in args.tables},
+                             "experiments.bids_compare", argv)
     return 0
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import rows
+
 ABLATIONS = {
     "full": [],
     "no auction": ["market.clearing=random"],
@@ -101,6 +103,7 @@ def main(argv=None) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="applied to every run, e.g. --set run.episodes=4000")
     p.add_argument("--out", type=Path, default=Path("runs/blocks_ablation"))
+    p.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = [(name, args.overrides + sets, seed) for name, sets in ABLATIONS.items()
@@ -114,6 +117,8 @@ def main(argv=None) -> None:
     (args.out / "ablation.md").write_text(table(results, args.seeds))
     plot(results, args.out / "success_vs_size.png")
     print(table(results, args.seeds))
+    if args.rows:
+        rows.write(args.rows, rows.from_markdown(table(results, args.seeds)), "experiments.blocks_ablation", argv)
 
 
 if __name__ == "__main__":

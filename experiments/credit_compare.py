@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from agents.credit.step_advantages import provides
 from agents.credit.market import trajectories
 from market import MarketModel, Policy
 from agents.bid_head import Embedder
+from experiments import rows as results
 from scenarios import relay
 from scenarios.run.config import load
 
@@ -160,6 +162,7 @@ def main(argv=None) -> str:
     ap.add_argument("--credit", default="all", help="comma-separated estimator names, or all (those relay supports)")
     ap.add_argument("--no-embed", action="store_true", help="skip MiniLM (and so scpo)")
     ap.add_argument("--out", default=None, help="also write the table to this file")
+    ap.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
     args = ap.parse_args(argv)
     signals = provides(relay.CREDIT_SIGNALS) | (set() if args.no_embed else {"embedding"})
     names = ["none", *C.supported(signals)] if args.credit == "all" else args.credit.split(",")
@@ -186,6 +189,8 @@ def main(argv=None) -> str:
     if args.out:
         with open(args.out, "w") as f:
             f.write(table + "\n")
+    if args.rows:
+        results.write(args.rows, results.from_markdown(table), "experiments.credit_compare", argv)
     return table
 
 

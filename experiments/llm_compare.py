@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import rows as results
 from experiments.bids_compare import fmt
 
 ARMS = {
@@ -177,6 +178,8 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", type=Path, help="keep each run's database in this folder")
     parser.add_argument("--report", action="store_true", help="run nothing: the table of every run in the .jsonl")
     parser.add_argument("--quick", action="store_true", help="toy sizes: 8 episodes, 4 held-out problems")
+    parser.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
+                        "arms' to ROWS, the trace and edit tables to ROWS-STEM_trace/_edits.jsonl (docs/results pages)")
     args = parser.parse_args(argv)
     log = args.out.with_suffix(".jsonl")
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -200,6 +203,10 @@ def main(argv=None) -> int:
     report = "\n\n".join([table(rows), *([trace_table(rows)] if any("trace" in r for r in rows) else []),
                             *([edits_table(rows)] if any(r.get("edit_passes") for r in rows) else [])])
     args.out.write_text(report + "\n")
+    if args.rows:
+        made = {"arms": table(rows), **({"trace": trace_table(rows)} if any("trace" in r for r in rows) else {}),
+                **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
+        results.write_tables(args.rows, made, "experiments.llm_compare", argv)
     print(report)
     print(f"wrote {args.out} ({len(rows)} runs) in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     print(json.dumps({"rows": rows, **best_arm(rows)}))

@@ -53,11 +53,13 @@ import multiprocessing
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from agents import tasks
 from agents.objectives import NAMES
+from experiments import rows as results
 
 SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
 BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches")
@@ -265,6 +267,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')
     ap.add_argument("--readme", action="store_true", help="print the markdown table (the README's)")
     ap.add_argument("--out", default=None, help="also write the markdown table to this file")
+    ap.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
     args = ap.parse_args(argv)
     chosen = tuple(args.objectives.split(",")) if args.objectives else (QUICK if args.quick else Setup).objectives
     unknown = sorted(set(chosen) - set(ROWS))
@@ -288,6 +291,8 @@ def main(argv=None) -> list[dict]:
     if args.readme or not args.json:
         print(text)
     print(f"objectives_compare: {seconds:.0f} s wall", file=sys.stderr)
+    if args.rows:
+        results.write(args.rows, results.from_markdown(text), "experiments.objectives_compare", argv)
     if args.json:
         print(json.dumps({"rows": rows, "seconds": round(seconds, 1), "seeds": setup.seeds,
                           "episodes": setup.episodes, "economy": setup.economy,

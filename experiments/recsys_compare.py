@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import rows as results
 from scenarios.recsys.synthetic import SHAPES
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
@@ -161,6 +162,8 @@ def main(argv=None) -> int:
                    help="applied to every world, after the world's own keys")
     p.add_argument("--db", help="results database (default: a temporary SQLite file)")
     p.add_argument("--out", type=Path, help="also write the tables here, and the run summaries beside it (.json)")
+    p.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
+                   "overview to ROWS, each world's to ROWS-STEM_WORLD.jsonl beside it (docs/results pages)")
     args = p.parse_args(argv)
     scratch = Path(tempfile.mkdtemp())
     db = args.db or f"sqlite:///{scratch / 'compare.db'}"
@@ -179,6 +182,9 @@ def main(argv=None) -> int:
     if args.out:
         args.out.write_text(text + "\n")
         args.out.with_suffix(".json").write_text(json.dumps(worlds, indent=1) + "\n")
+    if args.rows:
+        results.write_tables(args.rows, {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}},
+                             "experiments.recsys_compare", argv)
     return 0
 
 

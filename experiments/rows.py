@@ -62,10 +62,21 @@ def from_markdown(text: str) -> list[dict]:
             continue
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if header is None:
-            header, index = cells, index + 1
+            header, index = _columns(cells), index + 1
         elif not all(re.fullmatch(r":?-+:?", c) for c in cells):
             rows.append({**({"table": index} if index else {}), **dict(zip(header, cells))})
     return rows
+
+
+def _columns(cells: list[str]) -> list[str]:
+    """Header cells as column names a table marker can list: commas (the marker's separator) become
+    semicolons, and a repeated name gets `` (2)``, `` (3)``... so no column overwrites another."""
+    names: list[str] = []
+    for cell in cells:
+        name = cell.replace(",", ";")
+        n = sum(1 for x in names if x == name or x.startswith(f"{name} ("))
+        names.append(f"{name} ({n + 1})" if n else name)
+    return names
 
 
 def write(path: Path, rows: list[dict], module: str, argv: list[str] | None = None) -> None:
@@ -74,3 +85,19 @@ def write(path: Path, rows: list[dict], module: str, argv: list[str] | None = No
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps({**row, **meta}) + "\n" for row in rows), encoding="utf-8")
     print(f"wrote {len(rows)} rows to {path}", file=sys.stderr)
+
+
+def write_tables(path: Path, tables: dict[str, str], module: str, argv: list[str] | None = None) -> list[Path]:
+    """A script's named Markdown texts as rows, one file per table: the first text's first table to ``path``,
+    every other to ``PATH-STEM_NAME.jsonl`` beside it (``bids.jsonl``, ``bids_recsys.jsonl``), a text's k-th table
+    after its first with ``-k`` added (``recsys_default-1.jsonl``): each page table names one file."""
+    written = []
+    for i, (name, text) in enumerate(tables.items()):
+        rows = from_markdown(text)
+        for k in sorted({row.get("table", 0) for row in rows}):
+            stem = path.stem if i == 0 else f"{path.stem}_{name}"
+            target = path.with_name(f"{stem}{f'-{k}' if k else ''}{path.suffix}")
+            write(target, [{c: v for c, v in row.items() if c != "table"} for row in rows if row.get("table", 0) == k],
+                  module, argv)
+            written.append(target)
+    return written

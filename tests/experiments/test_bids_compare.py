@@ -12,7 +12,10 @@ from scenarios.run.config import from_dict
 
 def test_bids_compare_quick_writes_every_table(tmp_path, capsys):
     out = tmp_path / "bids.md"
-    assert bids_compare.main(["--quick", "--workers", "1", "--out", str(out)]) == 0
+    assert bids_compare.main(["--quick", "--workers", "1", "--out", str(out), "--rows", str(tmp_path / "bids.jsonl")]) == 0
+    for name, first in (("bids", "scenario"), ("bids_recsys", "bids"), ("bids_pools", "bids")):  # the docs' rows, a file a table
+        stored = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+        assert stored and all(first in r and r["command"].startswith("python -m experiments.bids_compare") for r in stored)
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()  # what it prints is what it writes
     for scheme in bids_compare.SCHEMES:

@@ -10,7 +10,7 @@ from experiments import blocks_ablation
 def test_every_ablation_runs_into_the_table_json_and_plot(tmp_path, capsys):
     out = tmp_path / "ablation"
     blocks_ablation.main(["--seeds", "0", "--workers", "1", "--set", "run.episodes=160",
-                          "--set", "blocks.heldout_count=5", "--out", str(out)])
+                          "--set", "blocks.heldout_count=5", "--out", str(out), "--rows", str(tmp_path / "rows.jsonl")])
     results = json.loads((out / "ablation.json").read_text())
     assert [r["ablation"] for r in results] == list(blocks_ablation.ABLATIONS)
     for r in results:
@@ -23,3 +23,6 @@ def test_every_ablation_runs_into_the_table_json_and_plot(tmp_path, capsys):
     assert [row[0][2:] for row in rows] == list(blocks_ablation.ABLATIONS)
     assert all(sum("±" in cell for cell in row) == 4 for row in rows)  # mean ± std at n = 4, 8, 16, 32
     assert (out / "success_vs_size.png").stat().st_size > 0
+    stored = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]  # the docs' rows
+    assert [r["ablation"] for r in stored] == list(blocks_ablation.ABLATIONS) and all("n=32" in r for r in stored)
+    assert all(r["command"].startswith("python -m experiments.blocks_ablation") for r in stored)

@@ -1,6 +1,7 @@
 """The credit comparison at toy size (2 seeds x 4 rounds, three estimators): one well-formed row per
 estimator, printed and written; and the episodes-to-threshold arithmetic behind its table."""
 
+import json
 import re
 
 import numpy as np
@@ -11,8 +12,12 @@ from experiments import credit_compare
 def test_compare_script_writes_one_row_per_estimator(tmp_path):
     out = tmp_path / "table.md"
     table = credit_compare.main(["--seeds", "2", "--rounds", "4", "--batch", "8", "--credit", "none,grpo,cast",
-                                 "--no-embed", "--out", str(out)])
+                                 "--no-embed", "--out", str(out), "--rows", str(tmp_path / "rows.jsonl")])
     assert out.read_text().strip() == table.strip()
+    stored = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]  # the docs' rows
+    assert [r["credit"] for r in stored] == ["none", "grpo", "cast"]
+    assert all(r["command"].startswith("python -m experiments.credit_compare --seeds 2") and r["date"] and r["commit"]
+               and r["machine"] for r in stored)
     assert table.startswith("relay (K=5, p_specialist=0.2), 2 seeds x 32 episodes, G=4")
     rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ") and "credit" not in line]
     assert [row[0].strip() for row in rows] == ["none", "grpo", "cast"]

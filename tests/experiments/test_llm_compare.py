@@ -89,13 +89,18 @@ def test_llm_compare_quick_runs_arms_and_reports_from_its_log(tmp_path, capsys):
         assert 0 <= run["heldout_accuracy"] <= 1 and len(run["ledger_hash"]) == 64
         assert run["complete_agent_accuracy"] == runs["holland"]["complete_agent_accuracy"]  # greedy, same problems
     capsys.readouterr()
-    assert llm_compare.main(["--report", "--out", str(out), "--keep", str(tmp_path / "db")]) == 0  # from the log
+    assert llm_compare.main(["--report", "--out", str(out), "--keep", str(tmp_path / "db"),
+                             "--rows", str(tmp_path / "llm.jsonl")]) == 0  # from the log
     printed = capsys.readouterr().out.splitlines()
     report = out.read_text()
     assert "\n".join(printed[:-1]) == report.strip() and "| market, holland |" in report
     assert "| holland | " in report and "| flagship | " in report  # the trace table's rows
     assert llm_compare.edits_table(list(runs.values())).splitlines()[2].startswith("| flagship | ")
     assert llm_compare.edits_table(list(runs.values())) in report
+    stored = {name: [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+              for name in ("llm", "llm_trace", "llm_edits")}  # the docs' rows, a file a table
+    assert all(rows and all(r["command"].startswith("python -m experiments.llm_compare") for r in rows)
+               for rows in stored.values())
     summary = json.loads(printed[-1])
     assert summary == {**summary, **llm_compare.best_arm(list(runs.values()))}  # the best arm of these two runs
     trace = summary["rows"][0]["trace"]

@@ -34,12 +34,15 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
 
 def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
     out = tmp_path / "table.md"
-    objectives_compare.main(["--quick", "--readme", "--objectives", "grpo", "--out", str(out)])
+    objectives_compare.main(["--quick", "--readme", "--objectives", "grpo", "--out", str(out),
+                             "--rows", str(tmp_path / "rows.jsonl")])
     table = out.read_text().strip()
     assert table == capsys.readouterr().out.strip()
     lines = [line for line in table.splitlines() if line.startswith("| ") and "objective" not in line]
     assert [line.split("|")[1].strip() for line in lines] == list(objectives_compare.ROWS)
     assert "| ca_pg | refused: needs item_logits, list_len, target |" in table
+    stored = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]  # the docs' rows
+    assert [r["objective"] for r in stored] == list(objectives_compare.ROWS) and all(r["commit"] for r in stored)
 
 
 def test_workers_give_the_serial_numbers(capsys):

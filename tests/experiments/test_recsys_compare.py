@@ -19,7 +19,10 @@ def test_compare_writes_one_table_per_world(tmp_path, capsys):
     db, out = f"sqlite:///{tmp_path / 'compare.db'}", tmp_path / "tables.md"
     worlds = ["no-genres", "ml-100k-nogenres"]
     assert recsys_compare.main(["--quick", "--seeds", "2", "--worlds", ",".join(worlds), "--db", db,
-                                "--out", str(out)]) == 0
+                                "--out", str(out), "--rows", str(tmp_path / "recsys.jsonl")]) == 0
+    overview = [json.loads(line) for line in (tmp_path / "recsys.jsonl").read_text().splitlines()]  # the docs' rows
+    assert overview and all(r["command"].startswith("python -m experiments.recsys_compare") for r in overview)
+    assert (tmp_path / "recsys_no-genres.jsonl").is_file() and (tmp_path / "recsys_no-genres-1.jsonl").is_file()
     text = out.read_text()
     assert text.strip() == capsys.readouterr().out.strip()
     summaries = json.loads(out.with_suffix(".json").read_text())
