@@ -2,7 +2,7 @@
 
 * the notebooks of ``notebooks/`` become the Tutorials (pages ``notebooks/NAME.ipynb``, rendered by
   mkdocs-jupyter), so a tutorial has one source, the notebook the suite executes;
-* ``CHANGELOG.md`` at the repository's root becomes a page (``CHANGELOG.md``);
+* ``CHANGELOG.md`` at the repository's root becomes a page (``CHANGELOG.md``; its ``docs/`` links made relative);
 * ``reference/config.md``'s and ``reference/cli.md``'s markers are replaced by the config reference, read from
   the dataclasses (docs/config_reference.py), and the CLI's ``--help`` (docs/cli_reference.py), at build
   time: a key or a flag added to the code appears without anyone editing the page;
@@ -40,6 +40,8 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri == "CHANGELOG.md":  # its links are written from the repository's root, for GitHub
+        markdown = markdown.replace("](docs/", "](")
     for marker, generate in GENERATED.items():
         if marker in markdown:
             markdown = markdown.replace(marker, generate())
