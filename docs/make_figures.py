@@ -1,7 +1,9 @@
-"""Regenerate the example figures shown in the README (docs/*.png): `python docs/make_figures.py`.
+"""Regenerate the example figures of the README and the docs site (docs/*.png): `python docs/make_figures.py`.
 
 Runs `relay` (1000 episodes, seed 0) and `recsys` (the scenario file's settings, seed 0) into a
-throwaway database and draws one figure per topic with scenarios.report.
+throwaway database and draws one figure per topic with scenarios.report: wealth.png (the README's figure,
+the home page, reports), flows.png and agent_lineage.png (reports), skill_lineage.png and
+skill_evolution.png (skills). docs/howto/figures.md lists them, and the two figures made elsewhere.
 """
 
 import tempfile
