@@ -318,6 +318,27 @@ def run_exists(engine, run_id: str) -> bool:
         return s.get(Run, run_id) is not None
 
 
+def get_run(engine, run_id: str) -> Run | None:
+    """The run's row, detached from any session (None: no such run): what a resume reads and checks before
+    it takes the run's lease."""
+    with Session(engine) as s:
+        run = s.get(Run, run_id)
+        if run is not None:
+            s.expunge(run)
+        return run
+
+
+def stored_json(text: str | None, where: str):
+    """A JSON column of a run (``run.config``, ``run.summary``) decoded, or a StoreError naming it: the
+    database may come from anyone. None stays None."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError) as err:
+        raise StoreError(f"{where}: not valid JSON ({' '.join(str(err).split())[:120]})") from None
+
+
 def load_episodes(engine, run_id: str) -> list[dict]:
     """The run's episode rows, in order, as the dicts the model produced."""
     with Session(engine) as s:

@@ -98,7 +98,8 @@ def run_task(task: Task, sweep: str, db_url: str | None) -> tuple[dict, dict | N
         retried = run_exists(engine, task.run_id)  # Ray retried us after our worker died: continue that run
         engine.dispose()
         if retried:  # the dead worker's lease may be on another node, where no pid can be checked: take it
-            return resume_experiment(task.run_id, db_url, progress=False, take_over=True), None
+            return resume_experiment(task.run_id, db_url, progress=False, take_over=True,
+                                     scenario=exp.run.scenario), None  # the user named it
         return run_experiment(exp, db_url, progress=False, run_id=task.run_id, sweep=sweep), None
     folder = tempfile.mkdtemp(prefix="catallax-run-")
     try:
