@@ -42,6 +42,7 @@ import networkx as nx
 import yaml
 from sqlmodel import Session
 
+from skills import files
 from skills.library import (GATES, OPERATORS, RULE_FENCE, STATUSES, Skill, SkillEdit, SkillError, SkillLibrary, check,
                             utcnow)
 
@@ -208,21 +209,27 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
 def export_library(library: SkillLibrary, folder: Path) -> list[Path]:
     """Write every version of every skill under ``folder`` (which must be new or empty)."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise SkillFormatError(f"{folder}: folder: not a folder; export into a new folder")
     if folder.exists() and any(folder.iterdir()):
         raise SkillFormatError(f"{folder}: folder: not empty; export into a new folder")
     versions, edits = library.versions(), library.edits()
+    for v in versions:  # the library may come from anyone's database: its names become paths, so check them
+        problem = check("name", v.name) or (None if type(v.version) is int and v.version >= 1 else "not positive")
+        if problem:
+            raise SkillFormatError(f"{folder}: skill {v.name!r} version {v.version!r}: {problem}; nothing written")
     labels = {v.id: v.label for v in versions}
-    written = []
+    texts = []
     for name in sorted({v.name for v in versions}):
         own = [v for v in versions if v.name == name]
         kept = [v for v in own if v.status != "rejected"]
         head = max(kept or own, key=lambda v: v.version)
         for v in own:
-            path = folder / name / ("SKILL.md" if v is head else f"versions/v{v.version}.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(v, labels, edits.get(v.edit_id)))
-            written.append(path)
-    return written
+            parts = (name, "SKILL.md") if v is head else (name, "versions", f"v{v.version}.md")
+            texts.append((files.under(folder, *parts), render(v, labels, edits.get(v.edit_id))))
+    for path, text in texts:  # every name checked and rendered before the first file is written
+        files.write(folder, path, text)
+    return [path for path, _ in texts]
 
 
 def read_folder(folder: Path) -> dict[str, Parsed]:

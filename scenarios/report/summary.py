@@ -10,6 +10,7 @@ Opening the report never writes to the database.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from scenarios.report.evolution import market_evolution_figure, skill_evolution_
 from scenarios.report.lineage import agent_tree_figure, rule_tree_figure, skill_tree_figure
 from scenarios.report.style import short
 from scenarios.report.wealth import flows_figure, wealth_figure
+from skills import files
 from skills.library import SkillLibrary
 from skills.lineage import skill_graph
 
@@ -50,7 +52,7 @@ def write_report(engine, run_id: str, out: Path) -> dict:
     Raises KeyError if the database has no run ``run_id``.
     """
     data = load_run(engine, run_id)
-    out.mkdir(parents=True, exist_ok=True)
+    files.make_folders(out.parent, out / "summary.md")  # a symlink planted as the report's folder is not followed
     tl = timeline(data)
     figures, notes = {}, []
     if data.transfers.size:  # a run where no money moved (a team without a market) has no wealth to plot
@@ -69,14 +71,14 @@ def write_report(engine, run_id: str, out: Path) -> dict:
     if library is not None:
         figures["skill_lineage"] = skill_tree_figure(skill_graph(library), credit, title=f"Skill library {run_id!r}")
         figures["skill_evolution"] = skill_evolution_figure(library, credit, data.summary.get("credit_baseline"))
-    for stale in CAPTIONS.keys() - figures.keys():  # left over from an earlier report of this run
-        (out / f"{stale}.png").unlink(missing_ok=True)
+    for stale in CAPTIONS.keys() - figures.keys():  # left over from an earlier report of this run (a symlink
+        (out / f"{stale}.png").unlink(missing_ok=True)  # there: the link goes, its target stays)
     paths = {}
     for name, fig in figures.items():
-        paths[name] = out / f"{name}.png"
-        fig.savefig(paths[name], dpi=DPI, bbox_inches="tight")  # nothing clipped at the edges (a colour bar label)
-    summary = out / "summary.md"
-    summary.write_text(markdown(engine, data, tl, paths, library, notes))
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")  # nothing clipped at the edges (a colour bar)
+        paths[name] = files.write(out, out / f"{name}.png", png.getvalue())  # replaces a planted symlink, unfollowed
+    summary = files.write(out, out / "summary.md", markdown(engine, data, tl, paths, library, notes))
     return {"summary": summary, "figures": paths}
 
 

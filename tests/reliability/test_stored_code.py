@@ -119,3 +119,14 @@ def test_a_database_with_triggers_is_not_written(tmp_path, capsys, trigger):
     assert code == 2 and "trigger" in err
     code, _, err = cli(["report", run_id, "--db", url, "--out", str(tmp_path / "rep")], capsys)
     assert code in (0, None), err  # reading fires no trigger: the runs can still be read
+
+
+def test_case_6_the_dashboard_builds_built_in_scenarios_only(tmp_path):
+    from scenarios.report.dashboard import LiveMarket
+
+    marker = tmp_path / "marker"
+    evil = tmp_path / "evil.py"
+    evil.write_text(EVIL.format(marker=str(marker)))
+    with pytest.raises(ValueError, match="not a built-in"):
+        LiveMarket(scenario=str(evil))
+    assert not marker.exists()
