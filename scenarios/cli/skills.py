@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import unicodedata
 from pathlib import Path
 
 from sqlmodel import Session
@@ -86,6 +87,16 @@ def _checked(fn, *args):
         raise ConfigError(str(err.args[0] if isinstance(err, KeyError) else err)) from None
 
 
+def shown(text: str, keep: str = "") -> str:
+    """``text`` safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides)
+    other than ``keep`` are shown as ``\\x1b``-style escapes; a library from anyone's database prints as text."""
+    return "".join(c if c in keep or not _control(c) else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _control(c: str) -> bool:
+    return unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d"  # Cf: bidi overrides; keep the emoji joiner
+
+
 def _row(v, current: set, operator: str | None, gate: str | None) -> dict:
     return {"label": v.label, "name": v.name, "version": v.version, "role": v.role, "status": v.status,
             "current": v.id in current, "operator": operator, "gate": gate, "description": v.description}
@@ -100,8 +111,8 @@ def list_skills(library: SkillLibrary, args) -> list[dict]:
     if not args.json:
         for r in rows:
             mark = "*" if r["current"] else " "
-            print(f"{mark} {r['label']:<32} {r['role'] or '-':<10} {r['status']:<8} {r['operator'] or '-':<7} "
-                  f"{r['gate'] or '-':<9} {r['description'][:60]}")
+            print(shown(f"{mark} {r['label']:<32} {r['role'] or '-':<10} {r['status']:<8} {r['operator'] or '-':<7} "
+                        f"{r['gate'] or '-':<9} {r['description'][:60]}"))
         scope = "" if args.all else " (current; --all for every version)"
         print(f"{len(rows)} version(s) in library {library.name!r}{scope}")
     return rows
@@ -113,7 +124,7 @@ def show(library: SkillLibrary, args) -> dict:
     labels = {v.id: v.label for v in versions}
     text = render(skill, labels, edits.get(skill.edit_id))
     if not args.json:
-        print(text, end="")
+        print(shown(text, keep="\n\t"), end="")
     return {"label": skill.label, "skill_md": text}
 
 
@@ -146,16 +157,16 @@ def lineage(library: SkillLibrary, args) -> dict:
         steps = edit_path(g, source, target)
         if not args.json:
             for u, v, operator in steps:
-                print(f"{u} -> {v}" + (f"  ({operator})" if operator else ""))
+                print(shown(f"{u} -> {v}" + (f"  ({operator})" if operator else "")))
         return {"path": [[u, v, op] for u, v, op in steps]}
     origins = {} if args.agents else _origins(library)
     if node is not None:
         up, down = ancestors(g, node), descendants(g, node)
         if not args.json:
-            print(f"{node}\n  ancestors:   {', '.join(map(str, up)) or '-'}")
-            print(f"  descendants: {', '.join(map(str, down)) or '-'}")
+            print(shown(f"{node}\n  ancestors:   {', '.join(map(str, up)) or '-'}", keep="\n"))
+            print(shown(f"  descendants: {', '.join(map(str, down)) or '-'}"))
             if node in origins:
-                print(f"  origin:      {_origin_text(origins[node])}")
+                print(shown(f"  origin:      {_origin_text(origins[node])}"))
         return {"node": node, "ancestors": up, "descendants": down, **origins.get(node, {})}
     if not args.json:
         for n in g.nodes:
@@ -163,7 +174,7 @@ def lineage(library: SkillLibrary, args) -> dict:
                        for p, _, d in g.in_edges(n, data=True)]
             if not parents and n in origins:
                 parents = [_origin_text(origins[n])]
-            print(f"{n}" + (f" <- {', '.join(parents)}" if parents else ""))
+            print(shown(f"{n}" + (f" <- {', '.join(parents)}" if parents else "")))
     return {"nodes": [{"id": n, **d, **origins.get(n, {})} for n, d in g.nodes(data=True)],
             "edges": [[u, v] for u, v in g.edges]}
 
