@@ -16,10 +16,11 @@ import socket
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import Connection, delete, insert, select, text, update
 from sqlmodel import Session
 
 from market.checkpoint import CheckpointError, decode
@@ -313,6 +314,28 @@ def _fault_hang_in_write(count: int) -> None:
 # ------------------------------------------------------------------ reading runs, moving them between databases
 
 
+@contextmanager
+def snapshot(engine):
+    """A connection in one read transaction: every read through it sees the database at one moment, so a run
+    that another process is writing reads as it was at its last committed round (SQLite in WAL: the first
+    read's snapshot; PostgreSQL: REPEATABLE READ). Pass it where a reader takes an engine."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            yield conn
+
+
+@contextmanager
+def connected(bind):
+    """``bind`` itself when it is a connection (a :func:`snapshot`), else a new connection of the engine."""
+    if isinstance(bind, Connection):
+        yield bind
+    else:
+        with bind.connect() as conn:
+            yield conn
+
+
 def run_exists(engine, run_id: str) -> bool:
     with Session(engine) as s:
         return s.get(Run, run_id) is not None
@@ -351,7 +374,7 @@ def load_episodes(engine, run_id: str) -> list[dict]:
 def _query_log(engine, run_id: str, query: str) -> list[tuple]:
     """``query`` over the run's transfer log rows (``{table}`` names the log, each ``{rows}`` is a WHERE on the
     run's id range), through a DB-API cursor: its plain tuples cost a fraction of SQLAlchemy's rows."""
-    with engine.connect() as conn:
+    with connected(engine) as conn:
         first = run_first_id(conn, run_id)
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         sql = query.format(table=TransferLog.__tablename__, rows=f"WHERE id BETWEEN {mark} AND {mark}")

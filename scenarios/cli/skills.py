@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import unicodedata
+from contextlib import nullcontext
 from pathlib import Path
 
 from sqlmodel import Session
 
-from market.store import Run, make_engine
+from market.store import Run, make_engine, snapshot
 from scenarios.cli.run import database_url, store_errors
 from scenarios.run.config import ConfigError
 from skills import SkillError, SkillLibrary, ancestors, descendants, edit_path, export_library, import_library
@@ -68,12 +69,13 @@ def handle(args) -> int:
     writes = args.action == "import"
     with store_errors():  # not a database, unreachable, unknown schema: one line, exit 2
         engine = make_engine(url, readonly=not writes)  # the others open it read-only: they change nothing
-    if args.run is not None:
-        with Session(engine) as s:
-            if s.get(Run, args.run) is None:
-                raise ConfigError(f"--run {args.run}: not found in {url}")
-    library = SkillLibrary(engine, args.run or args.library, create=writes)
-    result = _checked(ACTIONS[args.action], library, args)
+    with nullcontext(engine) if writes else snapshot(engine) as bind:  # a reader sees one moment of the database
+        if args.run is not None:
+            with Session(bind) as s:
+                if s.get(Run, args.run) is None:
+                    raise ConfigError(f"--run {args.run}: not found in {url}")
+        library = SkillLibrary(bind, args.run or args.library, create=writes)
+        result = _checked(ACTIONS[args.action], library, args)
     if args.json:
         print(json.dumps(result))
     return 0

@@ -15,16 +15,18 @@ one of 400.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
+from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from market import Reason, gini
 from market.ledger import HOUSE_ID
 from market.money import MICRO
-from market.store import Agent, Run, load_episodes, load_transfers, make_engine
+from market.store import Agent, Run, load_episodes, load_transfers, make_engine, snapshot
 from skills.lineage import agent_graph
 
 # Money in the ledger is int64 micro-credits; plots are in credits.
@@ -104,8 +106,15 @@ class RunData:
 
 
 def load_run(engine, run_id: str) -> RunData:
-    """Every row of one run that the plots use; KeyError if the database has no such run."""
-    with Session(engine) as s:
+    """Every row of one run that the plots use, read in one transaction (a run being written reads as it was
+    at its last committed round); KeyError if the database has no such run. ``engine``: an engine, or a
+    connection already in a :func:`market.store.snapshot`."""
+    with snapshot(engine) if isinstance(engine, Engine) else nullcontext(engine) as conn:
+        return _load(conn, run_id)
+
+
+def _load(conn, run_id: str) -> RunData:
+    with Session(conn) as s:
         run = s.get(Run, run_id)
         if run is None:
             raise KeyError(f"run {run_id}: not found")
@@ -118,11 +127,11 @@ def load_run(engine, run_id: str) -> RunData:
         born=np.array([a.born_episode for a in agents], dtype=np.int64),
         died=np.array([a.died_episode if a.died_episode is not None else -1 for a in agents], dtype=np.int64),
         skill=[a.skill for a in agents],
-        transfers=load_transfers(engine, run_id),
-        episodes=load_episodes(engine, run_id),
+        transfers=load_transfers(conn, run_id),
+        episodes=load_episodes(conn, run_id),
         config=json.loads(run.config) if run.config else {},
         summary=json.loads(run.summary) if run.summary else {},
-        agents_graph=agent_graph(engine, run_id),
+        agents_graph=agent_graph(conn, run_id),
     )
 
 

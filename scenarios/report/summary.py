@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import inspect, select as sa_select
 
-from market.store import Agent
+from market.store import Agent, connected, snapshot
 from scenarios.report.data import CREDITS, flows, load_run, timeline
 from scenarios.report.evolution import market_evolution_figure, skill_evolution_figure
 from scenarios.report.lineage import agent_tree_figure, rule_tree_figure, skill_tree_figure
@@ -49,8 +49,14 @@ def run_library(engine, run_id: str) -> SkillLibrary | None:
 def write_report(engine, run_id: str, out: Path) -> dict:
     """Write ``out/*.png`` and ``out/summary.md``; return {"summary": path, "figures": {name: path}}.
 
-    Raises KeyError if the database has no run ``run_id``.
+    Raises KeyError if the database has no run ``run_id``. Everything is read in one transaction
+    (:func:`market.store.snapshot`): a run being written is reported as of its last committed round.
     """
+    with snapshot(engine) as conn:
+        return _write(conn, run_id, out)
+
+
+def _write(engine, run_id: str, out: Path) -> dict:
     data = load_run(engine, run_id)
     files.make_folders(out.parent, out / "summary.md")  # a symlink planted as the report's folder is not followed
     tl = timeline(data)
@@ -84,7 +90,7 @@ def write_report(engine, run_id: str, out: Path) -> dict:
 
 def _ledger_check(engine, data) -> str:
     """The transfer log replayed from zero against the final balances the run stored in ``agent``."""
-    with engine.connect() as conn:
+    with connected(engine) as conn:
         stored = dict(conn.execute(sa_select(Agent.agent_id, Agent.final_wealth)
                                    .where(Agent.run_id == data.run.id)).all())
     replayed = dict(zip(data.ids.tolist(), data.final_balance().tolist()))
