@@ -337,18 +337,21 @@ def connected(bind):
 
 
 def run_exists(engine, run_id: str) -> bool:
-    with Session(engine) as s:
-        return s.get(Run, run_id) is not None
+    with connected(engine) as conn:  # the id alone: no other column of a foreign row is converted
+        return conn.execute(select(Run.id).where(Run.id == run_id)).first() is not None
 
 
 def get_run(engine, run_id: str) -> Run | None:
     """The run's row, detached from any session (None: no such run): what a resume reads and checks before
     it takes the run's lease."""
-    with Session(engine) as s:
-        run = s.get(Run, run_id)
-        if run is not None:
-            s.expunge(run)
-        return run
+    try:
+        with Session(engine) as s:
+            run = s.get(Run, run_id)
+            if run is not None:
+                s.expunge(run)
+            return run
+    except (ValueError, TypeError, OverflowError) as err:  # a date or number SQLAlchemy cannot convert
+        raise StoreError(f"run {run_id}: its row: {' '.join(str(err).split())[:120]}") from None
 
 
 def stored_json(text: str | None, where: str):
@@ -368,7 +371,23 @@ def load_episodes(engine, run_id: str) -> list[dict]:
         first = run_first_id(s, run_id)
         rows = s.execute(select(*(getattr(EpisodeLog, c) for c in EPISODE_COLUMNS))
                          .where(EpisodeLog.id.between(first, first + LOG_STRIDE - 1)).order_by(EpisodeLog.id)).all()
+    checked_ints(rows, EPISODE_COLUMNS, "episode_log")
     return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
+
+
+def checked_ints(rows: list[tuple], columns: tuple[str, ...], table: str, dtype=None) -> np.ndarray:
+    """``rows`` as an integer array (``dtype``: a structured one, else int64 columns), or a StoreError naming
+    the table, column and value that is not an integer in range: a database may come from anyone."""
+    try:
+        return np.array(rows, dtype=dtype or np.int64).reshape(len(rows), *(() if dtype else (len(columns),)))
+    except (ValueError, TypeError, OverflowError):
+        for i, name in enumerate(columns):
+            for row in rows:
+                try:
+                    np.array(row[i], dtype=dtype[name] if dtype is not None else np.int64)
+                except (ValueError, TypeError, OverflowError):
+                    raise StoreError(f"{table}.{name}: {row[i]!r:.60} is not an integer in range") from None
+        raise StoreError(f"{table}: its rows are not integers") from None
 
 
 def _query_log(engine, run_id: str, query: str) -> list[tuple]:
@@ -390,8 +409,8 @@ def load_transfers(engine, run_id: str) -> np.ndarray:
     """The run's transfer log, in order, as a structured array (see market.ledger): what ``resume`` restores
     and reports plot."""
     columns = ", ".join(TRANSFER_DTYPE.names)
-    return np.array(_query_log(engine, run_id, f"SELECT {columns} FROM {{table}} {{rows}} ORDER BY id"),
-                    dtype=TRANSFER_DTYPE)
+    rows = _query_log(engine, run_id, f"SELECT {columns} FROM {{table}} {{rows}} ORDER BY id")
+    return checked_ints(rows, TRANSFER_DTYPE.names, TransferLog.__tablename__, TRANSFER_DTYPE)
 
 
 def stored_balances(engine, run_id: str) -> dict[int, int]:

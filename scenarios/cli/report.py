@@ -45,7 +45,8 @@ def handle(args) -> int:
     from scenarios.report.summary import write_report  # matplotlib loads only for this command
 
     try:
-        written = write_report(engine, args.run_id, args.out / folder)
+        with store_errors():  # a value the database should not hold: one line naming its table and column
+            written = write_report(engine, args.run_id, args.out / folder)
     except (UnsafePath, NotADirectoryError, FileExistsError) as err:  # a symlink or file where the report goes
         raise ConfigError(str(err)) from None
     if args.json:

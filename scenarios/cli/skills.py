@@ -21,9 +21,7 @@ import unicodedata
 from contextlib import nullcontext
 from pathlib import Path
 
-from sqlmodel import Session
-
-from market.store import Run, make_engine, snapshot
+from market.store import make_engine, run_exists, snapshot
 from scenarios.cli.run import database_url, store_errors
 from scenarios.run.config import ConfigError
 from skills import SkillError, SkillLibrary, ancestors, descendants, edit_path, export_library, import_library
@@ -71,9 +69,8 @@ def handle(args) -> int:
         engine = make_engine(url, readonly=not writes)  # the others open it read-only: they change nothing
     with nullcontext(engine) if writes else snapshot(engine) as bind:  # a reader sees one moment of the database
         if args.run is not None:
-            with Session(bind) as s:
-                if s.get(Run, args.run) is None:
-                    raise ConfigError(f"--run {args.run}: not found in {url}")
+            if not run_exists(bind, args.run):
+                raise ConfigError(f"--run {args.run}: not found in {url}")
         library = SkillLibrary(bind, args.run or args.library, create=writes)
         result = _checked(ACTIONS[args.action], library, args)
     if args.json:
