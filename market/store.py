@@ -401,6 +401,13 @@ def _query_log(engine, run_id: str, query: str) -> list[tuple]:
         try:
             cursor.execute(sql, (first, first + LOG_STRIDE - 1) * query.count("{rows}"))
             return cursor.fetchall()
+        except conn.dialect.dbapi.DataError as err:  # PostgreSQL: a sum past bigint
+            raise StoreError(f"{TransferLog.__tablename__}: {' '.join(str(err).split())[:120]}") from None
+        except conn.dialect.dbapi.OperationalError as err:  # SQLite: "integer overflow" summing stored amounts
+            if "overflow" not in str(err):
+                raise
+            raise StoreError(f"{TransferLog.__tablename__}.amount: the stored amounts overflow int64 when "
+                             "summed") from None
         finally:
             cursor.close()
 

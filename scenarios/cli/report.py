@@ -40,15 +40,17 @@ def handle(args) -> int:
     url = make_url(db_url)
     with store_errors():
         engine = make_engine(db_url, readonly=True)  # a report only reads: the database is left as it was
-    if not run_exists(engine, args.run_id):
-        raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
-    from scenarios.report.summary import write_report  # matplotlib loads only for this command
-
     try:
+        if not run_exists(engine, args.run_id):
+            raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
+        from scenarios.report.summary import write_report  # matplotlib loads only for this command
+
         with store_errors():  # a value the database should not hold: one line naming its table and column
             written = write_report(engine, args.run_id, args.out / folder)
     except (UnsafePath, NotADirectoryError, FileExistsError) as err:  # a symlink or file where the report goes
         raise ConfigError(str(err)) from None
+    finally:
+        engine.dispose()
     if args.json:
         print(json.dumps({"run_id": args.run_id, "summary": str(written["summary"]),
                           "figures": {k: str(v) for k, v in written["figures"].items()}}))

@@ -67,12 +67,14 @@ def handle(args) -> int:
     writes = args.action == "import"
     with store_errors():  # not a database, unreachable, unknown schema: one line, exit 2
         engine = make_engine(url, readonly=not writes)  # the others open it read-only: they change nothing
-    with nullcontext(engine) if writes else snapshot(engine) as bind:  # a reader sees one moment of the database
-        if args.run is not None:
-            if not run_exists(bind, args.run):
+    try:
+        with nullcontext(engine) if writes else snapshot(engine) as bind:  # a reader sees one moment of the database
+            if args.run is not None and not run_exists(bind, args.run):
                 raise ConfigError(f"--run {args.run}: not found in {url}")
-        library = SkillLibrary(bind, args.run or args.library, create=writes)
-        result = _checked(ACTIONS[args.action], library, args)
+            library = SkillLibrary(bind, args.run or args.library, create=writes)
+            result = _checked(ACTIONS[args.action], library, args)
+    finally:
+        engine.dispose()
     if args.json:
         print(json.dumps(result))
     return 0
@@ -84,6 +86,9 @@ def _checked(fn, *args):
         return fn(*args)
     except (SkillError, KeyError, ValueError) as err:
         raise ConfigError(str(err.args[0] if isinstance(err, KeyError) else err)) from None
+    except (TypeError, OverflowError) as err:  # a skill row of a foreign database SQLAlchemy cannot convert
+        raise ConfigError(f"skill tables: a stored value of the wrong type ({type(err).__name__}: "
+                          f"{' '.join(str(err).split())[:120]})") from None
 
 
 def shown(text: str, keep: str = "") -> str:

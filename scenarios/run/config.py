@@ -497,12 +497,14 @@ def _funding_fits_int64(exp: Experiment) -> str | None:
                 f"lower it or run.episodes")
 
 
-MAX_AGENTS, MAX_CELLS = 10**7, 10**9  # agents in a population (10x the engine's 1M scaling bench); batch x agents
+MAX_AGENTS, MAX_CELLS = 10**15, 10**17  # agents in a population; market.batch x agents (a [B, N] array's cells)
 
 
 def _counts_fit_memory(exp: Experiment) -> str | None:
-    """Population sizes, and their product with market.batch (the [B, agents] bid arrays), that a machine can
-    allocate: past them numpy refuses with a traceback, or the process is killed for memory."""
+    """Population sizes, and their product with market.batch (the [B, agents] bid arrays), whose array sizes
+    in bytes fit int64 with room to spare: past them numpy cannot even state the size ("array is too big").
+    Below them a size the machine cannot allocate is a MemoryError: one line from the CLI (a failed run in
+    a sweep)."""
     population, batch = exp.population, exp.market.batch
     for key in ("initial_agents", "max_agents"):
         if getattr(population, key) > MAX_AGENTS:

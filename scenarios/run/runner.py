@@ -9,13 +9,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
 from market import Economy, MarketModel
 from market.checkpoint import encode
+from market.ledger import LedgerError
 from market.population import HOUSE_ROW
 from market.store import (RunStore, StoreError, get_run, load_episodes, load_transfers, make_engine, shown_url,
                           stored_balances, stored_json)
-from scenarios.run.config import Experiment, from_dict
+from scenarios.run.config import ConfigError, Experiment, from_dict
 from scenarios.run import trust
 from scenarios.run.interrupt import Interrupted, Stop
 from scenarios.registry import get_scenario
@@ -77,21 +79,33 @@ def resume_experiment(run_id: str, db_url: str, progress: bool = True, stop: Sto
     config = trust.checked(stored_json(row.config, f"{source}: run.config"), source, scenario)
     exp = from_dict(config, source=source)
     model = build_model(exp)
-    store, run, state = RunStore.attach(db_url, run_id, take_over=take_over)
-    if run.status == "finished":  # another resume finished it in between
-        store.engine.dispose()
-        return _finished(run)
     try:
-        episodes = []
-        if state is not None:  # else: killed before its first checkpoint, so start over with the same run id
-            model.load_state_dict(state)
-            model.ledger.restore(load_transfers(store.engine, run_id))
-            episodes = load_episodes(store.engine, run_id)
-    except BaseException as err:
-        store.fail(f"{type(err).__name__}: {err}")
-        store.engine.dispose()
+        store, run, state = RunStore.attach(db_url, run_id, take_over=take_over)
+        if run.status == "finished":  # another resume finished it in between
+            store.engine.dispose()
+            return _finished(run)
+        try:
+            episodes = []
+            if state is not None:  # else: killed before its first checkpoint, so start over with the same run id
+                model.load_state_dict(state)
+                model.ledger.restore(load_transfers(store.engine, run_id))
+                episodes = load_episodes(store.engine, run_id)
+        except BaseException as err:
+            store.fail(f"{type(err).__name__}: {err}")
+            store.engine.dispose()
+            raise
+        return _drive(exp, model, store, episodes, progress, stop)
+    except (ConfigError, StoreError, Interrupted):
         raise
-    return _drive(exp, model, store, episodes, progress, stop)
+    except STORED_DATA_ERRORS as err:  # rows that contradict each other (a foreign or edited database): the
+        # run is marked failed (its lease released), and this is one line, not a traceback
+        first = (str(err).strip().splitlines() or [""])[0][:160]
+        raise StoreError(f"run {run_id}: its stored rows do not resume ({type(err).__name__}: {first})") from None
+
+
+STORED_DATA_ERRORS = (TypeError, ValueError, KeyError, IndexError, OverflowError, SQLAlchemyError, LedgerError)
+"""What a resume of inconsistent stored rows raises (a mistyped checkpoint count, an agent row that is not there
+at the end); a ConfigError is a ValueError too, and already one line."""
 
 
 def _finished(run) -> dict:
