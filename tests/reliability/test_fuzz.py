@@ -7,6 +7,9 @@ The normal suite runs a small budget (a few examples a command). The large run, 
 four commands (CATALLAX_FUZZ examples each)::
 
     CATALLAX_FUZZ=2500 nice -n 10 python -m pytest -p no:cacheprovider tests/reliability/test_fuzz.py
+
+(``CATALLAX_FUZZ_REPORT=N`` and the like set one command's count: a report draws its figures, ~1-3 s an
+input, where the others take a fraction of a second.)
 """
 
 import contextlib
@@ -27,8 +30,13 @@ from scenarios.cli.main import main
 from skills import SkillLibrary
 
 EXAMPLES = int(os.environ.get("CATALLAX_FUZZ", "3"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 10,
-                suppress_health_check=list(HealthCheck))
+
+
+def fuzz(command: str):
+    """Hypothesis settings for one command: CATALLAX_FUZZ examples, or CATALLAX_FUZZ_<COMMAND> (IMPORT, EXPORT,
+    REPORT, RESUME) for that one; the small default budget is derandomized (the same examples every run)."""
+    n = int(os.environ.get(f"CATALLAX_FUZZ_{command.upper()}", EXAMPLES))
+    return settings(max_examples=n, deadline=None, derandomize=n <= 10, suppress_health_check=list(HealthCheck))
 MAX_RSS_KB = 3 * 2**20  # the test process's peak resident memory stays under 3 GB (an alias bomb would pass it)
 PLANT = "evil.py"  # a plugin planted beside the sandbox: importing it writes MARKER
 MARKER = "marker"
@@ -231,7 +239,7 @@ def templates(tmp_path_factory) -> dict[str, Path]:
 
 
 # -------------------------------------------------------------------------------------------------- tests
-@FUZZ
+@fuzz("import")
 @given(files=skill_folders())
 def test_skills_import_of_generated_folders(tmp_path_factory, files):
     root = fresh(tmp_path_factory.getbasetemp() / "fuzz-import")
@@ -243,7 +251,7 @@ def test_skills_import_of_generated_folders(tmp_path_factory, files):
             cli(["skills", "export", str(root / "out"), "--db", f"sqlite:///{root / 'lib.db'}"])
 
 
-@FUZZ
+@fuzz("export")
 @given(changes=mutations(["skill", "skill_edit"]), out=st.sampled_from(["out", "out/deeper", "decoy/victim.txt"]))
 def test_skills_export_of_generated_rows(tmp_path_factory, templates, changes, out):
     root = fresh(tmp_path_factory.getbasetemp() / "fuzz-export")
@@ -257,7 +265,7 @@ def test_skills_export_of_generated_rows(tmp_path_factory, templates, changes, o
         cli(["skills", "lineage", "--db", url])
 
 
-@FUZZ
+@fuzz("report")
 @given(changes=mutations(["run", "agent", "transfer_log", "episode_log", "checkpoint", "run_number"]),
        run_id=st.none() | controls.filter(lambda s: "\x00" not in s) | paths_in)
 def test_report_of_generated_rows(tmp_path_factory, templates, changes, run_id):
@@ -270,7 +278,7 @@ def test_report_of_generated_rows(tmp_path_factory, templates, changes, run_id):
         cli(["report", run_id, "--db", f"sqlite:///{root / 'run.db'}", "--out", str(root / "out")])
 
 
-@FUZZ
+@fuzz("resume")
 @given(changes=mutations(["run", "agent", "transfer_log", "episode_log", "checkpoint", "run_number"]))
 def test_resume_of_generated_rows(tmp_path_factory, templates, changes):
     root = fresh(tmp_path_factory.getbasetemp() / "fuzz-resume")
