@@ -16,15 +16,15 @@ import socket
 import sys
 import time
 import uuid
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import Connection, delete, insert, select, text, update
+from sqlalchemy import delete, insert, select, text, update
 from sqlmodel import Session
 
 from market.checkpoint import CheckpointError, decode
 from market.ledger import TRANSFER_DTYPE
+from market.reading import checked_ints, connected, snapshot, stored_json  # noqa: F401 (callers import them here)
 from market.schema import (
     LOG_STRIDE,
     MODELS,
@@ -314,28 +314,6 @@ def _fault_hang_in_write(count: int) -> None:
 # ------------------------------------------------------------------ reading runs, moving them between databases
 
 
-@contextmanager
-def snapshot(engine):
-    """A connection in one read transaction: every read through it sees the database at one moment, so a run
-    that another process is writing reads as it was at its last committed round (SQLite in WAL: the first
-    read's snapshot; PostgreSQL: REPEATABLE READ). Pass it where a reader takes an engine."""
-    with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-        with conn.begin():
-            yield conn
-
-
-@contextmanager
-def connected(bind):
-    """``bind`` itself when it is a connection (a :func:`snapshot`), else a new connection of the engine."""
-    if isinstance(bind, Connection):
-        yield bind
-    else:
-        with bind.connect() as conn:
-            yield conn
-
-
 def run_exists(engine, run_id: str) -> bool:
     with connected(engine) as conn:  # the id alone: no other column of a foreign row is converted
         return conn.execute(select(Run.id).where(Run.id == run_id)).first() is not None
@@ -354,17 +332,6 @@ def get_run(engine, run_id: str) -> Run | None:
         raise StoreError(f"run {run_id}: its row: {' '.join(str(err).split())[:120]}") from None
 
 
-def stored_json(text: str | None, where: str):
-    """A JSON column of a run (``run.config``, ``run.summary``) decoded, or a StoreError naming it: the
-    database may come from anyone. None stays None."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError, RecursionError) as err:
-        raise StoreError(f"{where}: not valid JSON ({' '.join(str(err).split())[:120]})") from None
-
-
 def load_episodes(engine, run_id: str) -> list[dict]:
     """The run's episode rows, in order, as the dicts the model produced."""
     with Session(engine) as s:
@@ -373,21 +340,6 @@ def load_episodes(engine, run_id: str) -> list[dict]:
                          .where(EpisodeLog.id.between(first, first + LOG_STRIDE - 1)).order_by(EpisodeLog.id)).all()
     checked_ints(rows, EPISODE_COLUMNS, "episode_log")
     return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
-
-
-def checked_ints(rows: list[tuple], columns: tuple[str, ...], table: str, dtype=None) -> np.ndarray:
-    """``rows`` as an integer array (``dtype``: a structured one, else int64 columns), or a StoreError naming
-    the table, column and value that is not an integer in range: a database may come from anyone."""
-    try:
-        return np.array(rows, dtype=dtype or np.int64).reshape(len(rows), *(() if dtype else (len(columns),)))
-    except (ValueError, TypeError, OverflowError):
-        for i, name in enumerate(columns):
-            for row in rows:
-                try:
-                    np.array(row[i], dtype=dtype[name] if dtype is not None else np.int64)
-                except (ValueError, TypeError, OverflowError):
-                    raise StoreError(f"{table}.{name}: {row[i]!r:.60} is not an integer in range") from None
-        raise StoreError(f"{table}: its rows are not integers") from None
 
 
 def _query_log(engine, run_id: str, query: str) -> list[tuple]:

@@ -1,5 +1,9 @@
 """``catallax resume RUN_ID``: continue a killed or interrupted run from its last checkpoint (a finished one:
-print its summary)."""
+print its summary).
+
+A run of a plugin scenario (a .py file, a module) resumes while the plugin's files hash to what the run
+stored when it started; otherwise, or for a database from elsewhere, ``--scenario PATH`` names the plugin
+you trust (scenarios/run/trust.py). Nothing a database names is imported otherwise."""
 
 from __future__ import annotations
 
