@@ -222,6 +222,8 @@ def make_engine(url: str, readonly: bool = False):
         _sqlite_setup(engine, readonly)
     try:
         check(engine) if readonly else migrate(engine)
+        if not readonly:
+            refuse_foreign_code(engine)
         if engine.dialect.name == "sqlite" and not readonly:
             _wal(engine)  # only once the file is known to be ours: a foreign file is left as it was
     except StoreError as err:
@@ -232,6 +234,29 @@ def make_engine(url: str, readonly: bool = False):
         reason = str(err.orig).strip().splitlines()[0] if err.orig else str(err)
         raise StoreError(f"--db {shown}: cannot open the database ({reason})") from None
     return engine
+
+
+def refuse_foreign_code(engine) -> None:
+    """A database we write holds no triggers (SQLite, PostgreSQL) or rewrite rules (PostgreSQL): catallax
+    makes none, and one planted in a shared file would run on our writes (rewrite a run's config, drop
+    transfers). Raises :class:`StoreError` naming them; a read-only open never fires them, so reports read on."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            found = conn.execute(text("SELECT 'trigger', name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
+                                      "ORDER BY name")).all()
+        elif conn.dialect.name == "postgresql":
+            found = conn.execute(text(
+                "SELECT 'trigger', t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND n.nspname = current_schema() "
+                "UNION ALL SELECT 'rule', rulename, tablename FROM pg_rules WHERE schemaname = current_schema() "
+                "ORDER BY 2")).all()
+        else:
+            found = []
+    if found:
+        shown = ", ".join(f"{kind} {name!r} on {table!r}" for kind, name, table in found[:5])
+        raise StoreError(f"holds {shown}{' ...' if len(found) > 5 else ''}: a catallax database has no triggers or "
+                         "rules, and these would run on its writes; refusing to write (drop them, or copy the runs "
+                         "out with a read-only command)")
 
 
 def shown_url(url: str) -> str:

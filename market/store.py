@@ -24,6 +24,7 @@ from sqlmodel import Session
 
 from market.checkpoint import CheckpointError, decode
 from market.ledger import TRANSFER_DTYPE
+from market.reading import checked_ints, connected, snapshot, stored_json  # noqa: F401 (callers import them here)
 from market.schema import (
     LOG_STRIDE,
     MODELS,
@@ -314,8 +315,21 @@ def _fault_hang_in_write(count: int) -> None:
 
 
 def run_exists(engine, run_id: str) -> bool:
-    with Session(engine) as s:
-        return s.get(Run, run_id) is not None
+    with connected(engine) as conn:  # the id alone: no other column of a foreign row is converted
+        return conn.execute(select(Run.id).where(Run.id == run_id)).first() is not None
+
+
+def get_run(engine, run_id: str) -> Run | None:
+    """The run's row, detached from any session (None: no such run): what a resume reads and checks before
+    it takes the run's lease."""
+    try:
+        with Session(engine) as s:
+            run = s.get(Run, run_id)
+            if run is not None:
+                s.expunge(run)
+            return run
+    except (ValueError, TypeError, OverflowError) as err:  # a date or number SQLAlchemy cannot convert
+        raise StoreError(f"run {run_id}: its row: {' '.join(str(err).split())[:120]}") from None
 
 
 def load_episodes(engine, run_id: str) -> list[dict]:
@@ -324,13 +338,14 @@ def load_episodes(engine, run_id: str) -> list[dict]:
         first = run_first_id(s, run_id)
         rows = s.execute(select(*(getattr(EpisodeLog, c) for c in EPISODE_COLUMNS))
                          .where(EpisodeLog.id.between(first, first + LOG_STRIDE - 1)).order_by(EpisodeLog.id)).all()
+    checked_ints(rows, EPISODE_COLUMNS, "episode_log")
     return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
 
 
 def _query_log(engine, run_id: str, query: str) -> list[tuple]:
     """``query`` over the run's transfer log rows (``{table}`` names the log, each ``{rows}`` is a WHERE on the
     run's id range), through a DB-API cursor: its plain tuples cost a fraction of SQLAlchemy's rows."""
-    with engine.connect() as conn:
+    with connected(engine) as conn:
         first = run_first_id(conn, run_id)
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         sql = query.format(table=TransferLog.__tablename__, rows=f"WHERE id BETWEEN {mark} AND {mark}")
@@ -338,6 +353,13 @@ def _query_log(engine, run_id: str, query: str) -> list[tuple]:
         try:
             cursor.execute(sql, (first, first + LOG_STRIDE - 1) * query.count("{rows}"))
             return cursor.fetchall()
+        except conn.dialect.dbapi.DataError as err:  # PostgreSQL: a sum past bigint
+            raise StoreError(f"{TransferLog.__tablename__}: {' '.join(str(err).split())[:120]}") from None
+        except conn.dialect.dbapi.OperationalError as err:  # SQLite: "integer overflow" summing stored amounts
+            if "overflow" not in str(err):
+                raise
+            raise StoreError(f"{TransferLog.__tablename__}.amount: the stored amounts overflow int64 when "
+                             "summed") from None
         finally:
             cursor.close()
 
@@ -346,8 +368,8 @@ def load_transfers(engine, run_id: str) -> np.ndarray:
     """The run's transfer log, in order, as a structured array (see market.ledger): what ``resume`` restores
     and reports plot."""
     columns = ", ".join(TRANSFER_DTYPE.names)
-    return np.array(_query_log(engine, run_id, f"SELECT {columns} FROM {{table}} {{rows}} ORDER BY id"),
-                    dtype=TRANSFER_DTYPE)
+    rows = _query_log(engine, run_id, f"SELECT {columns} FROM {{table}} {{rows}} ORDER BY id")
+    return checked_ints(rows, TRANSFER_DTYPE.names, TransferLog.__tablename__, TRANSFER_DTYPE)
 
 
 def stored_balances(engine, run_id: str) -> dict[int, int]:

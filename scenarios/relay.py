@@ -41,7 +41,7 @@ from market.protocols import World
 class Config:
     stages: int = Field(5, ge=1, le=64)
     """K: stages of the chain; the item must be advanced K times."""
-    horizon_factor: int = Field(2, ge=1)
+    horizon_factor: int = Field(2, ge=1, le=10**4)
     """Steps per episode = horizon_factor x K."""
     p_specialist: float = Field(0.5, ge=0, le=1)
     """Chance that a random newcomer is a true specialist (``stage == s -> advance_s``);

@@ -28,12 +28,20 @@ in the same format. Lineage and the edit that made a version live in
 library and importing it elsewhere gives the same versions, edits and lineage,
 and exporting again gives the same bytes. A bad file is a
 :class:`SkillFormatError` naming the file and the field.
+
+A folder may come from anyone, so what is read is bounded (the ``MAX_*``
+constants below, listed in docs/reliability.md): regular files only (no
+symlink, FIFO or device), each and all of them under a size cap; front-matter
+values plain strings within the spec's lengths, YAML anchors and aliases refused.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +50,7 @@ import networkx as nx
 import yaml
 from sqlmodel import Session
 
+from skills import files
 from skills.library import (GATES, OPERATORS, RULE_FENCE, STATUSES, Skill, SkillEdit, SkillError, SkillLibrary, check,
                             utcnow)
 
@@ -49,7 +58,17 @@ FIELDS = ("name", "description", "license", "compatibility", "allowed-tools", "m
 EXTRA = ("license", "compatibility", "allowed-tools")  # Agent Skills fields Catallax keeps but does not use
 META = ("version", "status", "role", "parent", "merge-parent", "created", "edit-operator", "edit-target",
         "edit-partner", "edit-diagnosis", "edit-gate", "edit-score-before", "edit-score-after", "edit-created")
-REF = re.compile(r"^[a-z0-9-]+@[1-9][0-9]*$")
+REF = re.compile(r"^[a-z0-9-]+@[1-9][0-9]{0,8}$")
+VERSION = re.compile(r"^[1-9][0-9]{0,8}$")  # ASCII digits only ("²".isdigit() is True), below 10^9
+# Bounds on what a SKILL.md folder may hold (a folder may come from anyone; see docs/reliability.md). The
+# Agent Skills spec caps name (64) and description (1024, skills/library.py) and compatibility (500).
+MAX_FILE_BYTES = 256 * 1024  # one SKILL.md or versions/v<k>.md
+MAX_FRONT_CHARS = 32 * 1024  # its front matter
+MAX_BODY_CHARS = 100_000  # the body (LLM skill lines are far shorter: one line of at most 200 characters)
+MAX_RULE_CHARS = 10_000
+MAX_FIELD_CHARS = {"compatibility": 500, "license": 1024, "allowed-tools": 1024}
+MAX_META_CHARS, MAX_DIAGNOSIS_CHARS = 1024, 16_000  # a metadata value; edit-diagnosis (JSON)
+MAX_FILES, MAX_TOTAL_BYTES = 10_000, 64 * 2**20  # one import
 FENCE_LINE = re.compile(rf"(?m)^{re.escape(RULE_FENCE)}$")
 
 
@@ -103,15 +122,15 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
     end = text.find("\n---\n", 3)
     if end < 0:
         fail("front matter", "no closing '---' line")
-    try:
-        front = yaml.safe_load(text[4 : end + 1])
-    except yaml.YAMLError as err:
-        fail("front matter", f"not valid YAML ({' '.join(str(err).split())})")
-    if not isinstance(front, dict):
-        fail("front matter", "must be a YAML mapping of fields")
+    if end > MAX_FRONT_CHARS:
+        fail("front matter", f"longer than {MAX_FRONT_CHARS} characters")
+    front = _yaml(text[4 : end + 1], fail)
     for key in front:
         if key not in FIELDS:
-            fail(str(key), f"unknown field (expected {', '.join(FIELDS)})")
+            fail(str(key)[:64], f"unknown field (expected {', '.join(FIELDS)})")
+    for key, cap in MAX_FIELD_CHARS.items():
+        if key in front and not (isinstance(front[key], str) and len(front[key]) <= cap):
+            fail(key, f"must be a plain string of at most {cap} characters")
     for key in ("name", "description"):
         if key not in front:
             fail(key, "missing")
@@ -133,8 +152,8 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
         if not tail.endswith("\n```") or "```" in tail[:-4]:
             fail("rule", f"the {RULE_FENCE} block must close with ``` and end the file")
         rule = tail[:-4]
-    for key, value in (("body", body), ("rule", rule)):
-        problem = check(key, value)
+    for key, value, cap in (("body", body, MAX_BODY_CHARS), ("rule", rule, MAX_RULE_CHARS)):
+        problem = f"{len(value)} characters, at most {cap}" if value is not None and len(value) > cap else check(key, value)
         if problem:
             fail(key, problem)
 
@@ -143,14 +162,19 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
         fail("metadata", "must be a mapping of keys to strings")
     for key, value in meta.items():
         if key not in META:
-            fail(f"metadata.{key}", f"unknown key (expected {', '.join(META)})")
-        if not isinstance(value, (str, int, float)):
+            fail(f"metadata.{str(key)[:64]}", f"unknown key (expected {', '.join(META)})")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             fail(f"metadata.{key}", "must be a string")
+        cap = MAX_DIAGNOSIS_CHARS if key == "edit-diagnosis" else MAX_META_CHARS
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**cap:
+            fail(f"metadata.{key}", f"longer than {cap} characters")
+        if len(str(value)) > cap:
+            fail(f"metadata.{key}", f"longer than {cap} characters")
     meta = {k: str(v) for k, v in meta.items()}
 
     def meta_int(key: str) -> int:
-        if not meta[key].isdigit() or int(meta[key]) < 1:
-            fail(f"metadata.{key}", f"{meta[key]!r} is not a positive integer")
+        if not VERSION.match(meta[key]):
+            fail(f"metadata.{key}", f"{meta[key][:32]!r} is not a positive integer below 10^9")
         return int(meta[key])
 
     def meta_float(key: str) -> float | None:
@@ -204,41 +228,105 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
     return Parsed(path, skill, meta.get("parent"), meta.get("merge-parent"), edit)
 
 
+def _yaml(front: str, fail) -> dict:
+    """The front matter as a mapping: YAML without anchors and aliases (an alias bomb is a few hundred bytes
+    that expand to gigabytes) or tags beyond plain scalars, collections and strings."""
+    try:
+        for event in yaml.parse(front, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                fail("front matter", "YAML anchors and aliases (& and *) are not allowed")
+        data = yaml.safe_load(front)
+    except yaml.YAMLError as err:
+        fail("front matter", f"not valid YAML ({' '.join(str(err).split())[:200]})")
+    except RecursionError:
+        fail("front matter", "nested too deeply")
+    except ValueError as err:  # an integer past Python's digit limit
+        fail("front matter", f"not readable ({' '.join(str(err).split())[:120]})")
+    if not isinstance(data, dict):
+        fail("front matter", "must be a YAML mapping of fields")
+    return data
+
+
+def read_text(path: Path) -> str:
+    """A SKILL.md file's text: a regular file (not a symlink, FIFO or device) of at most
+    :data:`MAX_FILE_BYTES`, in UTF-8; anything else is a SkillFormatError naming it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO opens without waiting
+    except OSError as err:
+        problem = "a symbolic link (not followed)" if err.errno == errno.ELOOP else err.strerror
+        raise SkillFormatError(f"{path}: file: {problem}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SkillFormatError(f"{path}: file: not a regular file")
+        data = b""
+        while len(data) <= MAX_FILE_BYTES and (chunk := os.read(fd, MAX_FILE_BYTES + 1 - len(data))):
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise SkillFormatError(f"{path}: file: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SkillFormatError(f"{path}: file: not UTF-8 text (byte {err.start})") from None
+
+
 # ------------------------------------------------------------- whole libraries
 def export_library(library: SkillLibrary, folder: Path) -> list[Path]:
     """Write every version of every skill under ``folder`` (which must be new or empty)."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise SkillFormatError(f"{folder}: folder: not a folder; export into a new folder")
     if folder.exists() and any(folder.iterdir()):
         raise SkillFormatError(f"{folder}: folder: not empty; export into a new folder")
     versions, edits = library.versions(), library.edits()
+    for v in versions:  # the library may come from anyone's database: its names become paths, so check them
+        problem = check("name", v.name) or (None if type(v.version) is int and v.version >= 1 else "not positive")
+        if problem:
+            raise SkillFormatError(f"{folder}: skill {v.name!r} version {v.version!r}: {problem}; nothing written")
     labels = {v.id: v.label for v in versions}
-    written = []
+    texts = []
     for name in sorted({v.name for v in versions}):
         own = [v for v in versions if v.name == name]
         kept = [v for v in own if v.status != "rejected"]
         head = max(kept or own, key=lambda v: v.version)
         for v in own:
-            path = folder / name / ("SKILL.md" if v is head else f"versions/v{v.version}.md")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(v, labels, edits.get(v.edit_id)))
-            written.append(path)
-    return written
+            parts = (name, "SKILL.md") if v is head else (name, "versions", f"v{v.version}.md")
+            texts.append((files.under(folder, *parts), render(v, labels, edits.get(v.edit_id))))
+    for path, text in texts:  # every name checked and rendered before the first file is written
+        files.write(folder, path, text)
+    return [path for path, _ in texts]
 
 
 def read_folder(folder: Path) -> dict[str, Parsed]:
     """Parse SKILL.md folders (or one skill folder): ``name@version`` -> its version; touches no database."""
     folder = Path(folder)
-    skill_dirs = [folder] if (folder / "SKILL.md").is_file() else sorted(p.parent for p in folder.glob("*/SKILL.md"))
+    if not folder.is_dir():
+        raise SkillFormatError(f"{folder}: folder: not a folder")
+    single = os.path.lexists(folder / "SKILL.md")
+    skill_dirs = [folder] if single else sorted(p.parent for p in folder.glob("*/SKILL.md"))
     if not skill_dirs:
         raise SkillFormatError(f"{folder}: folder: no SKILL.md found (expected {folder}/<name>/SKILL.md)")
-    parsed: dict[str, Parsed] = {}
+    paths: list[tuple[Path, str]] = []  # (file, the skill folder it belongs to)
     for d in skill_dirs:
-        for path in [d / "SKILL.md", *sorted((d / "versions").glob("*.md"))]:
-            p = parse(path.read_text(), path, d.name)
-            if p.skill.label in parsed:
-                first = parsed[p.skill.label].path
-                raise SkillFormatError(f"{path}: metadata.version: {p.skill.label} is also {first}")
-            parsed[p.skill.label] = p
+        for sub in (d, d / "versions"):
+            if sub != folder and sub.is_symlink():
+                raise SkillFormatError(f"{sub}: folder: a symbolic link (not followed)")
+        paths += [(path, d.name) for path in [d / "SKILL.md", *sorted((d / "versions").glob("*.md"))]]
+        if len(paths) > MAX_FILES:
+            raise SkillFormatError(f"{folder}: folder: more than {MAX_FILES} SKILL.md files")
+    parsed: dict[str, Parsed] = {}
+    total = 0
+    for path, name in paths:
+        text = read_text(path)
+        total += len(text)
+        if total > MAX_TOTAL_BYTES:
+            raise SkillFormatError(f"{folder}: folder: more than {MAX_TOTAL_BYTES} bytes of SKILL.md files")
+        p = parse(text, path, name)
+        if p.skill.label in parsed:
+            first = parsed[p.skill.label].path
+            raise SkillFormatError(f"{path}: metadata.version: {p.skill.label} is also {first}")
+        parsed[p.skill.label] = p
     return parsed
 
 

@@ -42,8 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
+    except MemoryError as err:  # a config this machine cannot allocate (a population of 10^14 agents)
+        parser.exit(2, f"catallax: error: out of memory ({' '.join(str(err).split())[:160] or 'MemoryError'}); "
+                       "lower the sizes in the config\n")
     except (ConfigError, ScenarioError) as err:
-        parser.exit(2, f"catallax: error: {err}\n")
+        parser.exit(2, f"catallax: error: {skills.shown(str(err))}\n")  # a name from a file or database: no
+        # control character in it reaches the terminal or splits the one line
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 from market.store import make_engine, run_exists
 from scenarios.cli.run import database_url, store_errors
 from scenarios.run.config import ConfigError
+from skills.files import UnsafePath, run_id_part
 
 
 def add_parser(subparsers):
@@ -29,15 +30,27 @@ def add_parser(subparsers):
 
 
 def handle(args) -> int:
+    try:
+        folder = f"report-{run_id_part(args.run_id)}"  # checked before it names a folder
+    except UnsafePath as err:
+        raise ConfigError(str(err)) from None
+    if args.out.exists() and not args.out.is_dir():
+        raise ConfigError(f"--out {args.out}: not a folder")
     db_url = database_url(args.db, args.out, must_exist=True)
     url = make_url(db_url)
     with store_errors():
         engine = make_engine(db_url, readonly=True)  # a report only reads: the database is left as it was
-    if not run_exists(engine, args.run_id):
-        raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
-    from scenarios.report.summary import write_report  # matplotlib loads only for this command
+    try:
+        if not run_exists(engine, args.run_id):
+            raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
+        from scenarios.report.summary import write_report  # matplotlib loads only for this command
 
-    written = write_report(engine, args.run_id, args.out / f"report-{args.run_id}")
+        with store_errors():  # a value the database should not hold: one line naming its table and column
+            written = write_report(engine, args.run_id, args.out / folder)
+    except (UnsafePath, NotADirectoryError, FileExistsError) as err:  # a symlink or file where the report goes
+        raise ConfigError(str(err)) from None
+    finally:
+        engine.dispose()
     if args.json:
         print(json.dumps({"run_id": args.run_id, "summary": str(written["summary"]),
                           "figures": {k: str(v) for k, v in written["figures"].items()}}))

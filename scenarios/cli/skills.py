@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import unicodedata
+from contextlib import nullcontext
 from pathlib import Path
 
-from sqlmodel import Session
-
-from market.store import Run, make_engine
+from market.store import make_engine, run_exists, snapshot
 from scenarios.cli.run import database_url, store_errors
 from scenarios.run.config import ConfigError
 from skills import SkillError, SkillLibrary, ancestors, descendants, edit_path, export_library, import_library
@@ -57,6 +57,8 @@ def add_parser(subparsers):
 
 
 def handle(args) -> int:
+    if args.action == "export" and args.folder.exists() and not args.folder.is_dir():
+        raise ConfigError(f"{args.folder}: not a folder; export into a new folder")
     url = database_url(args.db, args.out, must_exist=args.action != "import")
     if args.action == "import":
         _checked(read_folder, args.folder)  # a bad file is reported before any database is touched
@@ -65,12 +67,14 @@ def handle(args) -> int:
     writes = args.action == "import"
     with store_errors():  # not a database, unreachable, unknown schema: one line, exit 2
         engine = make_engine(url, readonly=not writes)  # the others open it read-only: they change nothing
-    if args.run is not None:
-        with Session(engine) as s:
-            if s.get(Run, args.run) is None:
+    try:
+        with nullcontext(engine) if writes else snapshot(engine) as bind:  # a reader sees one moment of the database
+            if args.run is not None and not run_exists(bind, args.run):
                 raise ConfigError(f"--run {args.run}: not found in {url}")
-    library = SkillLibrary(engine, args.run or args.library, create=writes)
-    result = _checked(ACTIONS[args.action], library, args)
+            library = SkillLibrary(bind, args.run or args.library, create=writes)
+            result = _checked(ACTIONS[args.action], library, args)
+    finally:
+        engine.dispose()
     if args.json:
         print(json.dumps(result))
     return 0
@@ -82,6 +86,19 @@ def _checked(fn, *args):
         return fn(*args)
     except (SkillError, KeyError, ValueError) as err:
         raise ConfigError(str(err.args[0] if isinstance(err, KeyError) else err)) from None
+    except (TypeError, OverflowError) as err:  # a skill row of a foreign database SQLAlchemy cannot convert
+        raise ConfigError(f"skill tables: a stored value of the wrong type ({type(err).__name__}: "
+                          f"{' '.join(str(err).split())[:120]})") from None
+
+
+def shown(text: str, keep: str = "") -> str:
+    """``text`` safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides)
+    other than ``keep`` are shown as ``\\x1b``-style escapes; a library from anyone's database prints as text."""
+    return "".join(c if c in keep or not _control(c) else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def _control(c: str) -> bool:
+    return unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d"  # Cf: bidi overrides; keep the emoji joiner
 
 
 def _row(v, current: set, operator: str | None, gate: str | None) -> dict:
@@ -98,8 +115,8 @@ def list_skills(library: SkillLibrary, args) -> list[dict]:
     if not args.json:
         for r in rows:
             mark = "*" if r["current"] else " "
-            print(f"{mark} {r['label']:<32} {r['role'] or '-':<10} {r['status']:<8} {r['operator'] or '-':<7} "
-                  f"{r['gate'] or '-':<9} {r['description'][:60]}")
+            print(shown(f"{mark} {r['label']:<32} {r['role'] or '-':<10} {r['status']:<8} {r['operator'] or '-':<7} "
+                        f"{r['gate'] or '-':<9} {r['description'][:60]}"))
         scope = "" if args.all else " (current; --all for every version)"
         print(f"{len(rows)} version(s) in library {library.name!r}{scope}")
     return rows
@@ -111,7 +128,7 @@ def show(library: SkillLibrary, args) -> dict:
     labels = {v.id: v.label for v in versions}
     text = render(skill, labels, edits.get(skill.edit_id))
     if not args.json:
-        print(text, end="")
+        print(shown(text, keep="\n\t"), end="")
     return {"label": skill.label, "skill_md": text}
 
 
@@ -144,16 +161,16 @@ def lineage(library: SkillLibrary, args) -> dict:
         steps = edit_path(g, source, target)
         if not args.json:
             for u, v, operator in steps:
-                print(f"{u} -> {v}" + (f"  ({operator})" if operator else ""))
+                print(shown(f"{u} -> {v}" + (f"  ({operator})" if operator else "")))
         return {"path": [[u, v, op] for u, v, op in steps]}
     origins = {} if args.agents else _origins(library)
     if node is not None:
         up, down = ancestors(g, node), descendants(g, node)
         if not args.json:
-            print(f"{node}\n  ancestors:   {', '.join(map(str, up)) or '-'}")
-            print(f"  descendants: {', '.join(map(str, down)) or '-'}")
+            print(shown(f"{node}\n  ancestors:   {', '.join(map(str, up)) or '-'}", keep="\n"))
+            print(shown(f"  descendants: {', '.join(map(str, down)) or '-'}"))
             if node in origins:
-                print(f"  origin:      {_origin_text(origins[node])}")
+                print(shown(f"  origin:      {_origin_text(origins[node])}"))
         return {"node": node, "ancestors": up, "descendants": down, **origins.get(node, {})}
     if not args.json:
         for n in g.nodes:
@@ -161,7 +178,7 @@ def lineage(library: SkillLibrary, args) -> dict:
                        for p, _, d in g.in_edges(n, data=True)]
             if not parents and n in origins:
                 parents = [_origin_text(origins[n])]
-            print(f"{n}" + (f" <- {', '.join(parents)}" if parents else ""))
+            print(shown(f"{n}" + (f" <- {', '.join(parents)}" if parents else "")))
     return {"nodes": [{"id": n, **d, **origins.get(n, {})} for n, d in g.nodes(data=True)],
             "edges": [[u, v] for u, v in g.edges]}
 

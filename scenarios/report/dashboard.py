@@ -61,6 +61,8 @@ class LiveMarket(MarketModel):
     """``MarketModel`` built from a scenario by keyword (what SolaraViz's Reset calls), with its auctions watched."""
 
     def __init__(self, scenario: str = "relay", seed: int = 0, batch: int = 1):
+        if scenario not in SCENARIOS:  # the Select's value comes from a websocket: checked on the server, so a
+            raise ValueError(f"dashboard: scenario {scenario!r} is not a built-in one")  # client names no .py file
         exp = load(scenario, [f"market.batch={int(batch)}"], seed=int(seed))
         world, policy = get_scenario(scenario).build(exp.scenario)
         self.watch = AuctionWatch(policy, self._record)

@@ -15,16 +15,20 @@ one of 400.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import networkx as nx
 import numpy as np
+from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from market import Reason, gini
 from market.ledger import HOUSE_ID
 from market.money import MICRO
-from market.store import Agent, Run, load_episodes, load_transfers, make_engine
+from market.store import (Agent, Run, StoreError, checked_ints, load_episodes, load_transfers, make_engine, snapshot,
+                          stored_json)
 from skills.lineage import agent_graph
 
 # Money in the ledger is int64 micro-credits; plots are in credits.
@@ -104,25 +108,50 @@ class RunData:
 
 
 def load_run(engine, run_id: str) -> RunData:
-    """Every row of one run that the plots use; KeyError if the database has no such run."""
-    with Session(engine) as s:
-        run = s.get(Run, run_id)
-        if run is None:
-            raise KeyError(f"run {run_id}: not found")
-        agents = s.exec(select(Agent).where(Agent.run_id == run_id).order_by(Agent.agent_id)).all()
-        s.expunge(run)
+    """Every row of one run that the plots use, read in one transaction (a run being written reads as it was
+    at its last committed round); KeyError if the database has no such run. ``engine``: an engine, or a
+    connection already in a :func:`market.store.snapshot`."""
+    with snapshot(engine) if isinstance(engine, Engine) else nullcontext(engine) as conn:
+        return _load(conn, run_id)
+
+
+def _load(conn, run_id: str) -> RunData:
+    """The rows, each checked for the type the plots need: a database may come from anyone, and a bad
+    value is a StoreError naming its table and column (one line, exit 2), not a traceback."""
+    try:
+        with Session(conn) as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"run {run_id}: not found")
+            agents = s.exec(select(Agent).where(Agent.run_id == run_id).order_by(Agent.agent_id)).all()
+            s.expunge(run)
+    except (ValueError, TypeError, OverflowError) as err:  # a date or number SQLAlchemy cannot convert
+        raise StoreError(f"run {run_id}: run or agent row: {' '.join(str(err).split())[:120]}") from None
+    for key in ("seed", "episodes"):
+        checked_ints([(getattr(run, key),)], (key,), "run")
+    for key in ("id", "scenario", "status"):
+        if not isinstance(getattr(run, key), str):
+            raise StoreError(f"run.{key}: {getattr(run, key)!r:.60} is not text")
+    if not isinstance(run.started_at, datetime):
+        raise StoreError(f"run.started_at: {run.started_at!r:.60} is not a date and time")
+    if not all(isinstance(a.skill, str | None) for a in agents):
+        raise StoreError("agent.skill: not text")
+    columns = ("agent_id", "parent_id", "born_episode", "died_episode")
+    rows = [(a.agent_id, -1 if a.parent_id is None else a.parent_id, a.born_episode,
+             -1 if a.died_episode is None else a.died_episode) for a in agents]
+    ids, parent, born, died = checked_ints(rows, columns, "agent").T
+    config, summary = (stored_json(getattr(run, key), f"run.{key}") or {} for key in ("config", "summary"))
+    for key, value in (("config", config), ("summary", summary)):
+        if not isinstance(value, dict):
+            raise StoreError(f"run.{key}: not a JSON object")
     return RunData(
-        run=run,
-        ids=np.array([a.agent_id for a in agents], dtype=np.int64),
-        parent=np.array([a.parent_id if a.parent_id is not None else -1 for a in agents], dtype=np.int64),
-        born=np.array([a.born_episode for a in agents], dtype=np.int64),
-        died=np.array([a.died_episode if a.died_episode is not None else -1 for a in agents], dtype=np.int64),
+        run=run, ids=ids.copy(), parent=parent.copy(), born=born.copy(), died=died.copy(),
         skill=[a.skill for a in agents],
-        transfers=load_transfers(engine, run_id),
-        episodes=load_episodes(engine, run_id),
-        config=json.loads(run.config) if run.config else {},
-        summary=json.loads(run.summary) if run.summary else {},
-        agents_graph=agent_graph(engine, run_id),
+        transfers=load_transfers(conn, run_id),
+        episodes=load_episodes(conn, run_id),
+        config=config,
+        summary=summary,
+        agents_graph=agent_graph(conn, run_id),
     )
 
 

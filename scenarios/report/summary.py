@@ -10,17 +10,19 @@ Opening the report never writes to the database.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 from sqlalchemy import inspect, select as sa_select
 
-from market.store import Agent
+from market.store import Agent, connected, snapshot
 from scenarios.report.data import CREDITS, flows, load_run, timeline
 from scenarios.report.evolution import market_evolution_figure, skill_evolution_figure
 from scenarios.report.lineage import agent_tree_figure, rule_tree_figure, skill_tree_figure
 from scenarios.report.style import short
 from scenarios.report.wealth import flows_figure, wealth_figure
+from skills import files
 from skills.library import SkillLibrary
 from skills.lineage import skill_graph
 
@@ -47,10 +49,16 @@ def run_library(engine, run_id: str) -> SkillLibrary | None:
 def write_report(engine, run_id: str, out: Path) -> dict:
     """Write ``out/*.png`` and ``out/summary.md``; return {"summary": path, "figures": {name: path}}.
 
-    Raises KeyError if the database has no run ``run_id``.
+    Raises KeyError if the database has no run ``run_id``. Everything is read in one transaction
+    (:func:`market.store.snapshot`): a run being written is reported as of its last committed round.
     """
+    with snapshot(engine) as conn:
+        return _write(conn, run_id, out)
+
+
+def _write(engine, run_id: str, out: Path) -> dict:
     data = load_run(engine, run_id)
-    out.mkdir(parents=True, exist_ok=True)
+    files.make_folders(out.parent, out / "summary.md")  # a symlink planted as the report's folder is not followed
     tl = timeline(data)
     figures, notes = {}, []
     if data.transfers.size:  # a run where no money moved (a team without a market) has no wealth to plot
@@ -69,20 +77,20 @@ def write_report(engine, run_id: str, out: Path) -> dict:
     if library is not None:
         figures["skill_lineage"] = skill_tree_figure(skill_graph(library), credit, title=f"Skill library {run_id!r}")
         figures["skill_evolution"] = skill_evolution_figure(library, credit, data.summary.get("credit_baseline"))
-    for stale in CAPTIONS.keys() - figures.keys():  # left over from an earlier report of this run
-        (out / f"{stale}.png").unlink(missing_ok=True)
+    for stale in CAPTIONS.keys() - figures.keys():  # left over from an earlier report of this run (a symlink
+        (out / f"{stale}.png").unlink(missing_ok=True)  # there: the link goes, its target stays)
     paths = {}
     for name, fig in figures.items():
-        paths[name] = out / f"{name}.png"
-        fig.savefig(paths[name], dpi=DPI, bbox_inches="tight")  # nothing clipped at the edges (a colour bar label)
-    summary = out / "summary.md"
-    summary.write_text(markdown(engine, data, tl, paths, library, notes))
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")  # nothing clipped at the edges (a colour bar)
+        paths[name] = files.write(out, out / f"{name}.png", png.getvalue())  # replaces a planted symlink, unfollowed
+    summary = files.write(out, out / "summary.md", markdown(engine, data, tl, paths, library, notes))
     return {"summary": summary, "figures": paths}
 
 
 def _ledger_check(engine, data) -> str:
     """The transfer log replayed from zero against the final balances the run stored in ``agent``."""
-    with engine.connect() as conn:
+    with connected(engine) as conn:
         stored = dict(conn.execute(sa_select(Agent.agent_id, Agent.final_wealth)
                                    .where(Agent.run_id == data.run.id)).all())
     replayed = dict(zip(data.ids.tolist(), data.final_balance().tolist()))

@@ -497,7 +497,24 @@ def _funding_fits_int64(exp: Experiment) -> str | None:
                 f"lower it or run.episodes")
 
 
-CHECKS = (_funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _token_price_is_charged,
+MAX_AGENTS, MAX_CELLS = 10**15, 10**17  # agents in a population; market.batch x agents (a [B, N] array's cells)
+
+
+def _counts_fit_memory(exp: Experiment) -> str | None:
+    """Population sizes, and their product with market.batch (the [B, agents] bid arrays), whose array sizes
+    in bytes fit int64 with room to spare: past them numpy cannot even state the size ("array is too big").
+    Below them a size the machine cannot allocate is a MemoryError: one line from the CLI (a failed run in
+    a sweep)."""
+    population, batch = exp.population, exp.market.batch
+    for key in ("initial_agents", "max_agents"):
+        if getattr(population, key) > MAX_AGENTS:
+            return f"population.{key} = {getattr(population, key)}: at most {MAX_AGENTS:,}"
+    if batch * max(population.initial_agents, population.max_agents) > MAX_CELLS:
+        return (f"market.batch = {batch}: times population.max_agents = {population.max_agents} is past "
+                f"{MAX_CELLS:,} cells of bids a round")
+
+
+CHECKS = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _token_price_is_charged,
           _objective_gets_its_signals,
           _scenario_has_a_skill_library,
           _device_is_there,

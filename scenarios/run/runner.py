@@ -9,12 +9,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy.exc import SQLAlchemyError
 
 from market import Economy, MarketModel
 from market.checkpoint import encode
+from market.ledger import LedgerError
 from market.population import HOUSE_ROW
-from market.store import RunStore, load_episodes, load_transfers, stored_balances
-from scenarios.run.config import Experiment, from_dict
+from market.store import (RunStore, StoreError, get_run, load_episodes, load_transfers, make_engine, shown_url,
+                          stored_balances, stored_json)
+from scenarios.run.config import ConfigError, Experiment, from_dict
+from scenarios.run import trust
 from scenarios.run.interrupt import Interrupted, Stop
 from scenarios.registry import get_scenario
 
@@ -47,29 +51,69 @@ def run_experiment(exp: Experiment, db_url: str, progress: bool = True, run_id: 
     ``stop``: signals caught by the caller (the CLI); the run then ends at a round boundary, checkpointed,
     with :class:`Interrupted`."""
     model = build_model(exp)
-    store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict(), run_id=run_id, sweep=sweep)
+    store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict() | trust.stamp(exp.run.scenario),
+                            run_id=run_id, sweep=sweep)  # a plugin's hash: what a later resume may import
     return _drive(exp, model, store, [], progress, stop)
 
 
 def resume_experiment(run_id: str, db_url: str, progress: bool = True, stop: Stop | None = None,
-                      take_over: bool = False) -> dict:
+                      take_over: bool = False, scenario: str | None = None) -> dict:
     """Continue a run from its last checkpoint; it ends as the uninterrupted run would have.
 
     A finished run is not run again: its stored summary is returned and nothing is written.
     ``take_over``: the caller knows the run's last writer died (a sweep task Ray retried); see
-    :meth:`RunStore.attach`."""
-    store, run, state = RunStore.attach(db_url, run_id, take_over=take_over)
-    if run.status == "finished":
-        store.engine.dispose()
-        print(f"run {run_id} finished at {run.finished_at:%Y-%m-%d %H:%M:%S}; nothing to resume", file=sys.stderr)
-        return json.loads(run.summary)
-    exp = from_dict(json.loads(run.config), source=f"run {run_id}")
+    :meth:`RunStore.attach`. ``scenario``: the plugin the user named on the command line, trusted when
+    the run names the same one (otherwise a stored plugin must match the hash stored at its start:
+    scenarios/run/trust.py). The stored config is read, checked and built into a model before the run's
+    lease is taken, and a resume that fails after it releases the lease (the run is then ``failed``)."""
+    source = f"run {run_id}"
+    engine = make_engine(db_url)
+    try:
+        row = get_run(engine, run_id)
+    finally:
+        engine.dispose()
+    if row is None:
+        raise StoreError(f"run {run_id}: not found in {shown_url(db_url)}")
+    if row.status == "finished":
+        return _finished(row)
+    config = trust.checked(stored_json(row.config, f"{source}: run.config"), source, scenario)
+    exp = from_dict(config, source=source)
     model = build_model(exp)
-    if state is None:  # killed before its first checkpoint: start over, with the same run id
-        return _drive(exp, model, store, [], progress, stop)
-    model.load_state_dict(state)
-    model.ledger.restore(load_transfers(store.engine, run_id))
-    return _drive(exp, model, store, load_episodes(store.engine, run_id), progress, stop)
+    try:
+        store, run, state = RunStore.attach(db_url, run_id, take_over=take_over)
+        if run.status == "finished":  # another resume finished it in between
+            store.engine.dispose()
+            return _finished(run)
+        try:
+            episodes = []
+            if state is not None:  # else: killed before its first checkpoint, so start over with the same run id
+                model.load_state_dict(state)
+                model.ledger.restore(load_transfers(store.engine, run_id))
+                episodes = load_episodes(store.engine, run_id)
+        except BaseException as err:
+            store.fail(f"{type(err).__name__}: {err}")
+            store.engine.dispose()
+            raise
+        return _drive(exp, model, store, episodes, progress, stop)
+    except (ConfigError, StoreError, Interrupted):
+        raise
+    except STORED_DATA_ERRORS as err:  # rows that contradict each other (a foreign or edited database): the
+        # run is marked failed (its lease released), and this is one line, not a traceback
+        first = (str(err).strip().splitlines() or [""])[0][:160]
+        raise StoreError(f"run {run_id}: its stored rows do not resume ({type(err).__name__}: {first})") from None
+
+
+STORED_DATA_ERRORS = (TypeError, ValueError, KeyError, IndexError, OverflowError, SQLAlchemyError, LedgerError)
+"""What a resume of inconsistent stored rows raises (a mistyped checkpoint count, an agent row that is not there
+at the end); a ConfigError is a ValueError too, and already one line."""
+
+
+def _finished(run) -> dict:
+    print(f"run {run.id} finished at {run.finished_at:%Y-%m-%d %H:%M:%S}; nothing to resume", file=sys.stderr)
+    summary = stored_json(run.summary, f"run {run.id}: run.summary")
+    if not isinstance(summary, dict):
+        raise StoreError(f"run {run.id}: run.summary: not a JSON object")
+    return summary
 
 
 def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool,

@@ -12,6 +12,10 @@ takes the workers' writes directly. Either way a run lands whole and once: the
 driver names every run before it starts, and a task that Ray retries after
 its worker died resumes that run on the server, or starts it over in a fresh
 private file.
+
+A grid's values are deduplicated once parsed (``1,+1`` is one point), and a
+sweep holds at most :data:`MAX_RUNS` runs (points x seeds), refused before any
+is planned.
 """
 
 from __future__ import annotations
@@ -31,8 +35,11 @@ from sqlalchemy.engine import make_url
 from tqdm import tqdm
 
 from market.store import export_run, import_run, make_engine, new_run_id, run_exists
-from scenarios.run.config import ConfigError, from_dict, load
+from scenarios.run.config import ConfigError, from_dict, load, parse_override
 from scenarios.run.runner import resume_experiment, run_experiment
+
+
+MAX_RUNS = 10_000  # runs in one sweep (grid points x seeds), checked before any is planned
 
 
 @dataclass
@@ -53,7 +60,10 @@ class Outcome:
 
 
 def parse_grid(items: list[str]) -> dict[str, list[str]]:
-    """``["market.rent=0.01,0.05", ...]`` -> ``{"market.rent": ["0.01", "0.05"], ...}`` (values stay TOML text)."""
+    """``["market.rent=0.01,0.05", ...]`` -> ``{"market.rent": ["0.01", "0.05"], ...}`` (values stay TOML text).
+
+    Values equal once parsed are one value (``1,1,+1`` is ``1``, the first spelling kept): each grid
+    point runs once and its table row counts its own runs."""
     grid: dict[str, list[str]] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -65,8 +75,19 @@ def parse_grid(items: list[str]) -> dict[str, list[str]]:
             raise ConfigError(f"--grid {item}: {key} is already on the grid")
         if key == "run.seed":
             raise ConfigError(f"--grid {item}: seeds come from --seeds N")
-        grid[key] = values
+        grid[key] = _distinct(key, values)
     return grid
+
+
+def _distinct(key: str, values: list[str]) -> list[str]:
+    """``values`` without those equal, as parsed TOML, to an earlier one (true is not 1; 1 is 1.0)."""
+    kept, seen = [], []
+    for raw in values:
+        value = parse_override(f"{key}={raw}")[1]
+        if not any(value == s and isinstance(value, bool) == isinstance(s, bool) for s in seen):
+            kept.append(raw)
+            seen.append(value)
+    return kept
 
 
 def plan(scenario: str, overrides: list[str], grid: dict[str, list[str]], seeds: int) -> list[Task]:
@@ -76,6 +97,9 @@ def plan(scenario: str, overrides: list[str], grid: dict[str, list[str]], seeds:
     """
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}: need at least 1")
+    runs = math.prod(len(v) for v in grid.values()) * seeds
+    if runs > MAX_RUNS:  # planning costs ~0.6 ms and ~7 KB a run before Ray starts: refused before any
+        raise ConfigError(f"--grid/--seeds: {runs:,} runs, at most {MAX_RUNS:,} in one sweep (split it)")
     base = load(scenario, overrides).run.seed
     tasks = []
     for values in itertools.product(*grid.values()):
@@ -98,7 +122,8 @@ def run_task(task: Task, sweep: str, db_url: str | None) -> tuple[dict, dict | N
         retried = run_exists(engine, task.run_id)  # Ray retried us after our worker died: continue that run
         engine.dispose()
         if retried:  # the dead worker's lease may be on another node, where no pid can be checked: take it
-            return resume_experiment(task.run_id, db_url, progress=False, take_over=True), None
+            return resume_experiment(task.run_id, db_url, progress=False, take_over=True,
+                                     scenario=exp.run.scenario), None  # the user named it
         return run_experiment(exp, db_url, progress=False, run_id=task.run_id, sweep=sweep), None
     folder = tempfile.mkdtemp(prefix="catallax-run-")
     try:
