@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import weakref
 from dataclasses import dataclass
 
 from agents.backends.base import Backend, BackendConfig, Stats
@@ -76,9 +77,24 @@ def engine_class(name: str) -> type:
     return getattr(importlib.import_module(engine.module), engine.cls)
 
 
+_MADE: weakref.WeakSet = weakref.WeakSet()
+"""Every engine this process made and still holds, for :func:`close_all`."""
+
+
 def make_backend(cfg: BackendConfig) -> Backend:
     """The configured backend, a fresh engine."""
-    return engine_class(cfg.backend)(cfg)
+    backend = engine_class(cfg.backend)(cfg)
+    _MADE.add(backend)
+    return backend
+
+
+def close_all() -> None:
+    """Close every engine this process made (shared or private) and forget the shared ones. A command calls
+    it before it exits: a vLLM engine's worker processes and threads keep a process alive until closed."""
+    for backend in list(_MADE):
+        backend.close()
+    _MADE.clear()
+    _SHARED.clear()
 
 
 _SHARED: dict[str, Backend] = {}
