@@ -152,7 +152,7 @@ class Scenario:
         world, policy = built
         if self.plugin:
             self._probe(world, exp.market.batch)
-            _default_hooks(world)
+            _default_hooks(world, self.origin)
         if exp.market.token_price and getattr(type(policy), "compute", Policy.compute) is Policy.compute:
             raise ScenarioError(f"market.token_price = {exp.market.token_price!r}: scenario {self.name!r}'s policy "
                                 f"({type(policy).__name__}) reports no LLM tokens to charge (its compute(), "
@@ -193,14 +193,18 @@ WORLD_NEEDS = ("reset", "observe", "step", "horizon", "solved")
 """What interface 1 asks of every world; the rest of market.protocols.World is optional hooks with defaults."""
 
 
-def _default_hooks(world) -> None:
+def _default_hooks(world, origin: str) -> None:
     """A plugin world written as a plain class (not a subclass of market.protocols.World) gets the optional
     hooks' defaults a subclass inherits (a checkpoint's ``state_dict``: nothing to carry; ``oracle``: none ...),
-    so the market calls them on either alike."""
+    so the market calls them on either alike; one that cannot take them (``__slots__``) is refused, naming one."""
     for name, default in vars(World).items():
         if name.startswith("_") or name in WORLD_NEEDS or hasattr(world, name):
             continue
-        setattr(world, name, types.MethodType(default, world) if callable(default) else default)
+        try:
+            setattr(world, name, types.MethodType(default, world) if callable(default) else default)
+        except AttributeError:
+            raise ScenarioError(f"{origin}: the world has no {name} (market/protocols.py World) and cannot be given "
+                                f"the default; define it, or subclass market.World") from None
 
 
 def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:

@@ -14,9 +14,19 @@ from agents.backends.hf import HFBackend
 
 HFBackend(BackendConfig(backend="hf", device="cpu"))  # stderr: the test's pipe
 master, slave = pty.openpty()
-fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # 80 columns (a new pty has 0: no room for a bar)
+fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # 80 columns (a new pty has 0: no bar)
 drawn = []
-reader = threading.Thread(target=lambda: [drawn.append(b) for b in iter(lambda: os.read(master, 4096), b"")], daemon=True)
+
+
+def drain():
+    try:
+        while chunk := os.read(master, 4096):
+            drawn.append(chunk)
+    except OSError:  # the terminal's other end closed
+        pass
+
+
+reader = threading.Thread(target=drain, daemon=True)
 reader.start()
 piped, sys.stderr = sys.stderr, open(slave, "w")  # now a terminal
 HFBackend(BackendConfig(backend="hf", device="cpu", max_batch=2))  # another config: loaded again

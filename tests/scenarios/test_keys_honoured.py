@@ -126,5 +126,6 @@ def test_token_price_needs_a_policy_that_reports_tokens_not_a_learned_actions_de
     assert code == 0, err
     assert json.loads(out.strip().splitlines()[-1])["conservation_ok"]
     with sqlite3.connect(tmp_path / "catallax.db") as db:
-        charged = db.execute("SELECT count(*), sum(amount) FROM transfer WHERE reason = ?", (int(Reason.COMPUTE),)).fetchone()
+        charged = db.execute("SELECT count(*), sum(amount) FROM transfer WHERE reason = ?",
+                             (int(Reason.COMPUTE),)).fetchone()
     assert charged[0] > 0 and charged[1] % 500_000 == 0  # 500 tokens at 1 credit per 1000: 0.5 credits an action

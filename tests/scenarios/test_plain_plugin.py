@@ -110,3 +110,12 @@ def _run(db: Path) -> tuple[str, str]:
 
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT id, status FROM run").fetchone()
+
+
+def test_a_plain_world_that_cannot_take_the_default_hooks_is_refused_at_load_naming_one(tmp_path):
+    slots = "class World:\n    __slots__ = (\"rungs\", \"horizon\", \"at\")\n\n"
+    (tmp_path / "slotted.py").write_text(WORLD.replace("class World:\n", slots))
+    done = catallax(tmp_path, "run", "slotted.py", "--set", "run.episodes=8", "--set", "market.batch=4")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert "slotted.py: the world has no group (market/protocols.py World)" in done.stderr
+    assert not (tmp_path / "runs" / "catallax.db").exists()  # refused before anything was written

@@ -20,7 +20,7 @@ def api_snippet() -> str:
 
 
 def named_attributes(snippet: str) -> list[str]:
-    """The names the ``open_run`` line's comment lists: ``.summary``, ``agents``, ``.final_balance()`` -> plain names."""
+    """The names the ``open_run`` line's comment lists (``.summary``, ``agents``, ``.final_balance()``), plain."""
     line = next(line for line in snippet.splitlines() if "open_run(" in line and "#" in line)
     names = [re.sub(r"\W", "", part.split("(")[0]) for part in line.split("#", 1)[1].split(",")]
     return [n for n in names if n]
