@@ -88,13 +88,20 @@ def make_backend(cfg: BackendConfig) -> Backend:
     return backend
 
 
-def close_all() -> None:
-    """Close every engine this process made (shared or private) and forget the shared ones. A command calls
-    it before it exits: a vLLM engine's worker processes and threads keep a process alive until closed."""
-    for backend in list(_MADE):
+def engines() -> set:
+    """The engines this process made and still holds."""
+    return set(_MADE)
+
+
+def close_engines(keep: set = frozenset()) -> None:
+    """Close every engine this process made but those in ``keep`` (held before a command began: a notebook's, a
+    test's), and forget the shared ones among them. A command calls it before it exits: a vLLM engine's worker
+    processes and threads keep a process alive until closed."""
+    for backend in [b for b in _MADE if b not in keep]:
         backend.close()
-    _MADE.clear()
-    _SHARED.clear()
+        _MADE.discard(backend)
+    for key in [k for k, b in _SHARED.items() if b not in keep]:
+        del _SHARED[key]
 
 
 _SHARED: dict[str, Backend] = {}

@@ -100,7 +100,8 @@ def summary_alone():
     """While a run executes, file descriptor 1 is stderr, so whatever an LLM engine or its worker processes
     print (vLLM logs to stdout by default; children inherit the descriptor) lands there and stdout holds the
     summary alone, printed after. At the end every engine the run made is closed: a live vLLM engine's
-    processes and threads keep the command from exiting."""
+    processes and threads keep the command from exiting (those made before it began, in a notebook, are kept)."""
+    held = factory.engines() if (factory := sys.modules.get("agents.backends.factory")) else set()
     sys.stdout.flush()
     try:
         saved = os.dup(1)
@@ -112,9 +113,8 @@ def summary_alone():
         yield
     finally:
         try:
-            from agents.backends.factory import close_all  # loaded by LLM runs already; rule runs import it here
-
-            close_all()
+            if factory := sys.modules.get("agents.backends.factory"):  # an engine was made only where it was imported
+                factory.close_engines(keep=held)
         finally:
             sys.stdout.flush()
             if saved is not None:
