@@ -78,7 +78,7 @@ def engine_class(name: str) -> type:
 
 
 _MADE: weakref.WeakSet = weakref.WeakSet()
-"""Every engine this process made and still holds, for :func:`close_all`."""
+"""Every engine this process made and still holds, for :func:`close_engines`."""
 
 
 def make_backend(cfg: BackendConfig) -> Backend:
