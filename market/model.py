@@ -48,6 +48,7 @@ class RoundLog:
     episodes: list[dict]
     births: list[dict] = field(default_factory=list)
     deaths: list[dict] = field(default_factory=list)
+    usage: list[dict] = field(default_factory=list)  # the round's LLM calls per engine (set by the runner: store.py)
 
 
 @dataclass

@@ -35,8 +35,8 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy import (BigInteger, Column, Integer, LargeBinary, MetaData, PrimaryKeyConstraint, SmallInteger, String,
-                        Table, event, insert, inspect, text)
+from sqlalchemy import (BigInteger, Column, Float, Integer, LargeBinary, MetaData, PrimaryKeyConstraint, SmallInteger,
+                        String, Table, event, insert, inspect, text)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlmodel import Field, SQLModel, create_engine
@@ -44,7 +44,7 @@ from sqlmodel import Field, SQLModel, create_engine
 from market.ledger import Reason
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-SCHEMA = "0005"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
+SCHEMA = "0006"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
 BASELINE = "0001"  # the schema databases had before it was versioned
 SQLITE_BUSY_MS = 60_000  # how long a SQLite writer waits for the lock before "database is locked"
 LOG_STRIDE = 10**9  # ids per run in the logs: a run holds at most this many transfers (and episodes)
@@ -176,6 +176,20 @@ class Checkpoint(SQLModel, table=True):
     state: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
+class RoundUsage(SQLModel, table=True):
+    """What one round's LLM calls used, per engine (none for a round that called no model): written with the round,
+    so a resumed run adds the rounds before its checkpoint to what its own process counts, and reports the whole
+    run's tokens and engine time (market/store.py ``load_usage``)."""
+
+    __tablename__ = "round_usage"
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    episode: int = Field(primary_key=True)  # the round's first episode
+    backend: str = Field(primary_key=True)  # the engine: its name and model ("hf:smollm2")
+    prompt_tokens: int = Field(sa_column=Column(BigInteger, nullable=False))
+    completion_tokens: int = Field(sa_column=Column(BigInteger, nullable=False))
+    seconds: float = Field(sa_column=Column(Float, nullable=False))  # time inside the engine's calls
+
+
 class Lease(SQLModel, table=True):
     """Which process writes a run: taken when a run or resume starts, renewed by every round, dropped at the end.
 
@@ -190,8 +204,9 @@ class Lease(SQLModel, table=True):
     heartbeat: datetime  # the last round it wrote (or when it took the lease)
 
 
-MODELS = (Run, Agent, Transfer, Episode, Checkpoint)  # a run's record as exported, parents first
-TABLES = {m.__tablename__ for m in (Run, Agent, Checkpoint, Lease, RunNumber, ReasonName, TransferLog, EpisodeLog)}
+MODELS = (Run, Agent, Transfer, Episode, Checkpoint, RoundUsage)  # a run's record as exported, parents first
+TABLES = {m.__tablename__ for m in (Run, Agent, Checkpoint, Lease, RunNumber, ReasonName, TransferLog, EpisodeLog,
+                                    RoundUsage)}
 
 
 def make_engine(url: str, readonly: bool = False):

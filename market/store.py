@@ -19,7 +19,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlmodel import Session
 
 from market.checkpoint import CheckpointError, decode
@@ -33,6 +33,7 @@ from market.schema import (
     Episode,
     EpisodeLog,
     Lease,
+    RoundUsage,
     Run,
     RunNumber,
     StoreError,
@@ -125,6 +126,7 @@ class RunStore:
                 first = run_first_id(s, run_id)
                 s.execute(delete(TransferLog).where(TransferLog.id.between(first + seq, first + LOG_STRIDE - 1)))
                 s.execute(delete(EpisodeLog).where(EpisodeLog.id.between(first + episodes, first + LOG_STRIDE - 1)))
+                s.execute(delete(RoundUsage).where(RoundUsage.run_id == run_id, RoundUsage.episode >= episodes))
                 if ckpt is None:
                     s.execute(delete(Agent).where(Agent.run_id == run_id))
                 else:
@@ -185,6 +187,7 @@ class RunStore:
         births = [dict(run_id=self.run_id, **b) for log in logs for b in log.births]
         deaths = [dict(run_id=self.run_id, **d) for log in logs for d in log.deaths]  # updated after all births:
         # an agent born and dead within the batch is inserted first
+        usage = [dict(run_id=self.run_id, **u) for log in logs for u in log.usage]
 
         def write():
             with Session(self.engine) as s:
@@ -195,6 +198,8 @@ class RunStore:
                 insert_rows(s.connection(), EpisodeLog, EPISODE_COLUMNS, episodes)
                 if deaths:  # ORM bulk update by primary key: one executemany
                     s.execute(update(Agent), deaths)
+                if usage:
+                    s.execute(insert(RoundUsage), usage)
                 if checkpoint is not None:
                     self._put_checkpoint(s, checkpoint, episodes_done, end)
                 _fault_hang_in_write(self._writes)
@@ -342,6 +347,17 @@ def load_episodes(engine, run_id: str) -> list[dict]:
     return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
 
 
+def load_usage(engine, run_id: str) -> dict[str, dict]:
+    """The LLM usage of the run's stored rounds, summed per engine: backend -> {prompt_tokens, completion_tokens,
+    seconds} (none for a run whose rounds called no model)."""
+    c = RoundUsage.__table__.c
+    with engine.connect() as conn:
+        sums = (func.sum(c.prompt_tokens), func.sum(c.completion_tokens), func.sum(c.seconds))
+        rows = conn.execute(select(c.backend, *sums).where(c.run_id == run_id).group_by(c.backend)).all()
+    return {backend: {"prompt_tokens": int(p), "completion_tokens": int(t), "seconds": float(sec)}
+            for backend, p, t, sec in rows}
+
+
 def _query_log(engine, run_id: str, query: str) -> list[tuple]:
     """``query`` over the run's transfer log rows (``{table}`` names the log, each ``{rows}`` is a WHERE on the
     run's id range), through a DB-API cursor: its plain tuples cost a fraction of SQLAlchemy's rows."""
@@ -395,7 +411,7 @@ def import_run(engine, rows: dict[str, list[dict]]) -> None:
 
     def write():
         with Session(engine) as s:
-            for m in (Run, Agent, Checkpoint):
+            for m in (Run, Agent, Checkpoint, RoundUsage):
                 if rows.get(m.__tablename__):
                     s.execute(insert(m.__table__), rows[m.__tablename__])
             number = RunNumber(run_id=rows["run"][0]["id"])

@@ -61,6 +61,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
 from importlib.metadata import entry_points
@@ -70,6 +71,7 @@ import numpy as np
 
 from agents.config import VALUE_KEYS
 from market import MarketModel
+from market.protocols import Policy, World
 
 API = 1
 SCENARIO_DIR = Path(__file__).parent
@@ -150,6 +152,11 @@ class Scenario:
         world, policy = built
         if self.plugin:
             self._probe(world, exp.market.batch)
+            _default_hooks(world, self.origin)
+        if exp.market.token_price and getattr(type(policy), "compute", Policy.compute) is Policy.compute:
+            raise ScenarioError(f"market.token_price = {exp.market.token_price!r}: scenario {self.name!r}'s policy "
+                                f"({type(policy).__name__}) reports no LLM tokens to charge (its compute(), "
+                                f"market/protocols.py Policy)")
         if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)
             world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]))
         if self.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
@@ -180,6 +187,24 @@ class Scenario:
         if obs.ndim != 2 or obs.shape[0] != batch or not np.issubdtype(obs.dtype, np.number):
             raise ScenarioError(f"{self.origin}: world.observe() gave shape {obs.shape} ({obs.dtype}) for "
                                 f"{batch} worlds; expected a numeric [B, F] array with B = market.batch = {batch}")
+
+
+WORLD_NEEDS = ("reset", "observe", "step", "horizon", "solved")
+"""What interface 1 asks of every world; the rest of market.protocols.World is optional hooks with defaults."""
+
+
+def _default_hooks(world, origin: str) -> None:
+    """A plugin world written as a plain class (not a subclass of market.protocols.World) gets the optional
+    hooks' defaults a subclass inherits (a checkpoint's ``state_dict``: nothing to carry; ``oracle``: none ...),
+    so the market calls them on either alike; one that cannot take them (``__slots__``) is refused, naming one."""
+    for name, default in vars(World).items():
+        if name.startswith("_") or name in WORLD_NEEDS or hasattr(world, name):
+            continue
+        try:
+            setattr(world, name, types.MethodType(default, world) if callable(default) else default)
+        except AttributeError:
+            raise ScenarioError(f"{origin}: the world has no {name} (market/protocols.py World) and cannot be given "
+                                f"the default; define it, or subclass market.World") from None
 
 
 def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:

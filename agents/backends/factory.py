@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import weakref
 from dataclasses import dataclass
 
 from agents.backends.base import Backend, BackendConfig, Stats
@@ -76,9 +77,31 @@ def engine_class(name: str) -> type:
     return getattr(importlib.import_module(engine.module), engine.cls)
 
 
+_MADE: weakref.WeakSet = weakref.WeakSet()
+"""Every engine this process made and still holds, for :func:`close_engines`."""
+
+
 def make_backend(cfg: BackendConfig) -> Backend:
     """The configured backend, a fresh engine."""
-    return engine_class(cfg.backend)(cfg)
+    backend = engine_class(cfg.backend)(cfg)
+    _MADE.add(backend)
+    return backend
+
+
+def engines() -> set:
+    """The engines this process made and still holds."""
+    return set(_MADE)
+
+
+def close_engines(keep: set = frozenset()) -> None:
+    """Close every engine this process made but those in ``keep`` (held before a command began: a notebook's, a
+    test's), and forget the shared ones among them. A command calls it before it exits: a vLLM engine's worker
+    processes and threads keep a process alive until closed."""
+    for backend in [b for b in _MADE if b not in keep]:
+        backend.close()
+        _MADE.discard(backend)
+    for key in [k for k, b in _SHARED.items() if b not in keep]:
+        del _SHARED[key]
 
 
 _SHARED: dict[str, Backend] = {}

@@ -37,6 +37,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 from agents.backends import smollm2
 from agents.backends.base import NO, YES, BackendConfig, Completion, Prompt, Stats
+from agents.backends.loading import loading_bars
 
 
 def cpu_has_bf16() -> bool:
@@ -106,7 +107,8 @@ class HFBackend:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype)).to(self.device).eval()
+        with loading_bars():  # transformers' "Loading weights" bar: on a terminal only
+            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype)).to(self.device).eval()
         self.eos = self.tokenizer.eos_token_id
         self.yes_ids, self.no_ids = self._first_tokens(YES), self._first_tokens(NO)
         self._pieces = None  # token id -> decoded text, built on first use of stop strings

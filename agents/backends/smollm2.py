@@ -39,9 +39,12 @@ def model_folder() -> Path:
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from agents.backends.loading import loading_bars
+
     source = gguf_folder()
     tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=GGUF)
-    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF)
+    with loading_bars():
+        model = AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF)
     model.hf_quantizer = None  # the weights are already de-quantized to float32; save them plain
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

@@ -4,7 +4,11 @@ Same API on both; this module only picks CPU-friendly defaults when there is no
 GPU: ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) unless set, and eager mode (graph
 compilation costs about 100 s of start-up on two cores, more than a short run
 saves). A script that builds this backend needs an ``if __name__ == "__main__":``
-guard: the engine starts worker processes.
+guard: the engine starts worker processes; :meth:`close` stops them (the CLI closes
+every engine before it exits: a live engine keeps the process from ending). The
+engine logs to stderr (``VLLM_LOGGING_STREAM``, unless set; vLLM's own default is
+stdout, where ``--json`` summaries go), and its weight-loading bar shows on a
+terminal only, as the run's own progress bar does.
 
 The engine batches the whole call itself (continuous batching), per-prompt caps,
 stops and seeds included. Scoring asks for one token restricted to the yes/no
@@ -17,6 +21,7 @@ apply here: token caps bound a call's time.
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -34,6 +39,7 @@ class VLLMBackend:
         gpu = torch.cuda.is_available() if cfg.device == "auto" else cfg.device == "cuda"
         if not gpu:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # read when vllm is first imported
         from vllm import LLM, SamplingParams
 
         self._params = SamplingParams
@@ -46,6 +52,7 @@ class VLLMBackend:
             seed=cfg.seed,
             disable_log_stats=True,
             logprobs_mode="processed_logprobs",  # scores: log-probabilities within the allowed yes/no tokens
+            use_tqdm_on_load=sys.stderr.isatty(),  # no \r frames into a pipe
         )
         self.tokenizer = self.llm.get_tokenizer()
         first = lambda spellings: sorted({self.tokenizer.encode(s, add_special_tokens=False)[0] for s in spellings})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from scenarios.cli.run import database_url, print_summary, store_errors
+from scenarios.cli.run import database_url, print_summary, store_errors, summary_alone
 from scenarios.run.interrupt import Stop
 from scenarios.run.runner import resume_experiment
 
@@ -28,9 +28,9 @@ def add_parser(subparsers):
 
 def handle(args) -> int:
     db_url = database_url(args.db, args.out, must_exist=True)
-    with store_errors(), Stop() as stop:  # also: no such run, a run another process writes
+    with store_errors(), Stop() as stop, summary_alone():  # also: no such run, a run another process writes
         summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty(), stop=stop,
-                                     scenario=args.scenario)  # no \r frames into a pipe
+                                     scenario=args.scenario)  # no  frames into a pipe
     if stop.interrupted:
         return stop.interrupted.exit_code
     print_summary(summary, args.json)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -86,12 +87,39 @@ def handle(args) -> int:
     db_url = database_url(args.db, args.out, durable=True)
     if args.db is None:
         output_folder(args.out)
-    with store_errors(), Stop() as stop:  # Ctrl-C, SIGTERM: checkpointed at a round boundary, exit 130 / 143
+    with store_errors(), Stop() as stop, summary_alone():  # Ctrl-C, SIGTERM: checkpointed at a round boundary, exit 130 / 143
         summary = run_experiment(exp, db_url, progress=sys.stderr.isatty(), stop=stop)  # no \r frames into a pipe
     if stop.interrupted:
         return stop.interrupted.exit_code
     print_summary(summary, args.json)
     return 0
+
+
+@contextmanager
+def summary_alone():
+    """While a run executes, file descriptor 1 is stderr, so whatever an LLM engine or its worker processes
+    print (vLLM logs to stdout by default; children inherit the descriptor) lands there and stdout holds the
+    summary alone, printed after. At the end every engine the run made is closed: a live vLLM engine's
+    processes and threads keep the command from exiting (those made before it began, in a notebook, are kept)."""
+    held = factory.engines() if (factory := sys.modules.get("agents.backends.factory")) else set()
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no descriptor 1 (a host that replaced it): nothing to keep apart
+        saved = None
+    if saved is not None:
+        os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        try:
+            if factory := sys.modules.get("agents.backends.factory"):  # an engine was made only where it was imported
+                factory.close_engines(keep=held)
+        finally:
+            sys.stdout.flush()
+            if saved is not None:
+                os.dup2(saved, 1)
+                os.close(saved)
 
 
 @contextmanager

@@ -84,6 +84,15 @@ class RunData:
             root[a] = root.get(p, a) if p > 0 else a
         return np.array([root[a] for a in self.ids.tolist()], dtype=np.int64)
 
+    @property
+    def agents(self):
+        """The agents as one table (a pandas DataFrame indexed by ``agent_id``): ``parent`` (-1: a random
+        newcomer), ``born``, ``died`` (-1: alive at the end), ``skill`` and ``final_balance`` (micro-credits)."""
+        import pandas as pd
+
+        return pd.DataFrame({"parent": self.parent, "born": self.born, "died": self.died, "skill": self.skill,
+                             "final_balance": self.final_balance()}, index=pd.Index(self.ids, name="agent_id"))
+
     def final_balance(self) -> np.ndarray:
         """[A] every agent's balance after the last transfer (dead agents end at zero)."""
         return self._net(self.transfers)
@@ -157,7 +166,8 @@ def _load(conn, run_id: str) -> RunData:
 
 def open_run(url: str, run_id: str) -> RunData:
     """A run read back from its results database, for notebooks and scripts: ``.summary``, ``.config``,
-    ``.transfers`` (the whole ledger), the agents (``.ids``, ``.parent``, ``.born``, ``.died``, ``.skill``),
+    ``.transfers`` (the whole ledger), the agents (``.agents``, a table; ``.ids``, ``.parent``, ``.born``,
+    ``.died``, ``.skill`` as arrays),
     ``.episodes`` and ``.final_balance()`` (replayed from the ledger)."""
     engine = make_engine(url)
     try:

@@ -276,12 +276,13 @@ def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
 
 def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
     """[skills] evolves a scenario's skill library (scenarios/registry.py: SKILL_LIBRARY): a scenario without
-    one would ignore a changed key."""
+    one would ignore a changed key (``credit = "none"``, the setting that turns skill evolution off, says so)."""
     if get_scenario(exp.run.scenario).skill_library:
         return None
     defaults = SkillsConfig()
     for f in dataclasses.fields(SkillsConfig):
-        if (value := getattr(exp.skills, f.name)) != getattr(defaults, f.name):
+        value = getattr(exp.skills, f.name)
+        if value != getattr(defaults, f.name) and (f.name, value) != ("credit", "none"):
             return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
 
 
@@ -326,10 +327,29 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
 
 
 def _token_price_is_charged(exp: Experiment) -> str | None:
-    """Compute is charged where the agents' policy reports the tokens its calls use: LLM agents."""
-    if exp.market.token_price and not get_scenario(exp.run.scenario).lm_actions:
-        return (f"market.token_price = {exp.market.token_price!r}: scenario {exp.run.scenario!r}'s agents make no "
-                f"LLM calls the market can charge")
+    """Compute is charged where the agents' policy reports the tokens its calls use (``compute()``, market/protocols.py
+    Policy), which only its built policy tells (scenarios/registry.py refuses the key there, before a round); a model
+    of the scenario's own has no market policy to report them."""
+    if exp.market.token_price and get_scenario(exp.run.scenario).own_model is not None:
+        return (f"market.token_price = {exp.market.token_price!r}: scenario {exp.run.scenario!r} runs a model of its "
+                f"own, whose agents report no LLM tokens to the market")
+
+
+def _features_are_read(exp: Experiment) -> str | None:
+    """agents.features is how learned bids see a state, and how the critic of learned action logits does
+    (agents/critic.py ActionCritic, under an objective that reads one); a run with neither would ignore it."""
+    agents = exp.agents
+    if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned":
+        return None
+    if agents.actions == "grpo" and agents.objective != "grpo" and not get_scenario(exp.run.scenario).lm_actions:
+        from agents.critic import SIGNALS
+        from agents.objectives import needs
+
+        if set(SIGNALS) & set(needs(agents.objective)):
+            return None
+    return (f"agents.features = {agents.features!r}: read only by learned bids (agents.bids = \"learned\") and by "
+            f"the critic of learned action logits (agents.actions = \"grpo\" under an objective that reads a critic); "
+            f"this run has neither")
 
 
 LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
@@ -372,7 +392,7 @@ def _groups_divide_the_batch(exp: Experiment) -> str | None:
     """A group is G consecutive episodes of one round, so a round must hold whole groups."""
     agents, market = exp.agents, exp.market
     if _needs_groups(exp) and agents.group and market.batch % agents.group:
-        return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple"
+        return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
 
 
 def _skill_groups_fit(exp: Experiment) -> str | None:
@@ -383,7 +403,7 @@ def _skill_groups_fit(exp: Experiment) -> str | None:
     if not (scenario.skill_library and scenario.own_model is None and skills.credit != "none"):
         return None
     if market.batch % skills.group:
-        return f"skills.group = {skills.group}: market.batch ({market.batch}) must be a multiple"
+        return f"skills.group = {skills.group}: market.batch ({market.batch}) must be a multiple of {skills.group}"
     if _needs_groups(exp) and agents.group != skills.group:
         return (f"skills.group = {skills.group}: agents.group = {agents.group} groups the same worlds for the "
                 f"learner; set them equal")
@@ -514,7 +534,8 @@ def _counts_fit_memory(exp: Experiment) -> str | None:
                 f"{MAX_CELLS:,} cells of bids a round")
 
 
-CHECKS = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _lm_keys_are_read, _token_price_is_charged,
+CHECKS = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _features_are_read, _lm_keys_are_read,
+          _token_price_is_charged,
           _objective_gets_its_signals,
           _scenario_has_a_skill_library,
           _device_is_there,

@@ -15,8 +15,8 @@ from market import Economy, MarketModel
 from market.checkpoint import encode
 from market.ledger import LedgerError
 from market.population import HOUSE_ROW
-from market.store import (RunStore, StoreError, get_run, load_episodes, load_transfers, make_engine, shown_url,
-                          stored_balances, stored_json)
+from market.store import (RunStore, StoreError, get_run, load_episodes, load_transfers, load_usage, make_engine,
+                          shown_url, stored_balances, stored_json)
 from scenarios.run.config import ConfigError, Experiment, from_dict
 from scenarios.run import trust
 from scenarios.run.interrupt import Interrupted, Stop
@@ -89,6 +89,7 @@ def resume_experiment(run_id: str, db_url: str, progress: bool = True, stop: Sto
             if state is not None:  # else: killed before its first checkpoint, so start over with the same run id
                 model.load_state_dict(state)
                 model.ledger.restore(load_transfers(store.engine, run_id))
+                _carry_usage(model, load_usage(store.engine, run_id))
                 episodes = load_episodes(store.engine, run_id)
         except BaseException as err:
             store.fail(f"{type(err).__name__}: {err}")
@@ -146,13 +147,16 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
     every, seconds = exp.run.checkpoint_every, exp.run.checkpoint_seconds
     unwritten, since = [], time.monotonic()  # the rounds since the last checkpoint, and when it was written
     bar = _progress(rounds, done, exp.run.scenario) if progress else None
+    engines = _engines(model)
     try:
         for r in range(done, rounds):
             if _stopping(stop):  # a signal came between rounds: checkpoint the rounds so far (if any) and stop
                 if unwritten:
                     store.write_rounds(unwritten, encode(model.state_dict()), model.episodes_done)
                 raise Interrupted(store.run_id, stop.signum)
+            first, before = model.episodes_done, _counters(engines)
             model.step()
+            model.last_round.usage = _used(engines, before, first)
             unwritten.append(model.last_round)
             episodes += model.last_round.episodes
             if (r + 1 == rounds or (every is not None and (r + 1) % every == 0)
@@ -165,6 +169,41 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
         if bar is not None:
             bar.close()
     return _finish(exp, model, store, episodes)
+
+
+USAGE = ("prompt_tokens", "completion_tokens", "seconds")
+"""An engine's counters (agents/backends/base.py Stats) that are stored per round (market/schema.py RoundUsage)."""
+
+
+def _engines(model: Economy) -> dict[str, object]:
+    """The LLM engines the model's agents call, by label (``hf:smollm2``): the policy's ``backend``, if any."""
+    policy = getattr(model, "policy", None)
+    backend = getattr(getattr(policy, "unwrapped", policy), "backend", None)
+    if backend is None or not hasattr(backend, "stats"):
+        return {}
+    return {f"{backend.name}:{getattr(getattr(backend, 'cfg', None), 'model', '')}": backend}
+
+
+def _counters(engines: dict) -> dict[str, tuple]:
+    return {label: tuple(getattr(engine.stats, k) for k in USAGE) for label, engine in engines.items()}
+
+
+def _used(engines: dict, before: dict[str, tuple], episode: int) -> list[dict]:
+    """The round's usage rows: what each engine's counters moved by since ``before`` (none where nothing moved)."""
+    rows = []
+    for label, now in _counters(engines).items():
+        moved = [a - b for a, b in zip(now, before[label])]
+        if any(moved):
+            rows.append({"episode": episode, "backend": label, **dict(zip(USAGE, moved))})
+    return rows
+
+
+def _carry_usage(model: Economy, stored: dict[str, dict]) -> None:
+    """A resumed run's engines start from what the rounds before its checkpoint used, so the counters its summary
+    reads (``llm_tokens``, ``backend_seconds``) are the whole run's, as an uninterrupted run's are."""
+    for label, engine in _engines(model).items():
+        for key, value in stored.get(label, {}).items():
+            setattr(engine.stats, key, getattr(engine.stats, key) + value)
 
 
 def _progress(rounds: int, done: int, name: str):

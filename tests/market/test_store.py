@@ -125,7 +125,7 @@ def test_a_run_moves_between_databases_whole_and_once(stored, tmp_path):
     target = make_engine(f"sqlite:///{tmp_path / 'target.db'}")
     import_run(target, rows)
     assert export_run(target, summary["run_id"]) == rows
-    assert all(rows[m.__tablename__] for m in MODELS)
+    assert all(rows[m.__tablename__] for m in MODELS if m.__tablename__ != "round_usage")  # relay calls no LLM
     with pytest.raises(IntegrityError):
         import_run(target, rows)  # a second import adds nothing
     with target.connect() as conn:

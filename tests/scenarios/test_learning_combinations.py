@@ -11,7 +11,7 @@ import itertools
 import pytest
 import torch
 
-from scenarios.registry import SCENARIOS
+from scenarios.registry import SCENARIOS, ScenarioError
 from scenarios.run.config import ConfigError, load
 from scenarios.run.runner import build_model
 
@@ -79,7 +79,9 @@ def test_what_is_refused_where():
     assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
                                                                                        "agents.lora_rank=4"])
     assert "agents.lm_lr" in outcome("wordmath", ["agents.lm_lr=0.001"])
-    assert "make no LLM calls the market can charge" in outcome("relay", ["market.token_price=0.1"])
+    assert "runs a model of its own, whose agents report no LLM" in outcome("boltzmann", ["market.token_price=0.1"])
+    with pytest.raises(ScenarioError, match="policy \\(RulePolicy\\) reports no LLM tokens to charge"):
+        build_model(load("relay", ["market.token_price=0.1"]))  # which policy reports tokens: known once it is built
     assert "only the hf backend" in outcome("wordmath", ["agents.actions=grpo", "wordmath.llm.backend=\"vllm\""])
     assert "no learned action logits" in outcome("recsys", ["agents.actions=grpo"])
     with pytest.raises(ConfigError, match="team mode has no auction"):

@@ -1,0 +1,131 @@
+"""Keys a run cannot honour are refused in one line naming the key (exit 2), and the refusals say what they mean.
+
+- ``agents.features`` is read by learned bids (and by a rule-logit critic): without them it was silently ignored;
+- ``skills.credit = "none"`` turns skill evolution off, so a scenario without a skill library accepts it;
+- a group that must divide ``market.batch`` is named in full ("a multiple of 4");
+- ``market.token_price`` needs a policy that reports the tokens its calls use, not a scenario that declares
+  LoRA-trainable actions: a plugin whose policy reports tokens is charged, one whose policy does not is refused.
+"""
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from market.ledger import Reason
+from scenarios.cli.main import main
+from scenarios.registry import ScenarioError
+from scenarios.run.config import ConfigError, load
+from scenarios.run.runner import build_model
+
+
+def refusal(scenario: str, sets: list[str]) -> str:
+    with pytest.raises(ConfigError) as err:
+        load(scenario, sets)
+    return str(err.value)
+
+
+def cli(argv, capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_:
+        sys.exit(main(argv))
+    out = capsys.readouterr()
+    return exit_.value.code, out.out, out.err
+
+
+def test_features_without_learned_bids_are_refused_in_one_line_naming_the_key(tmp_path, capsys):
+    code, out, err = cli(["run", "relay", "--set", "agents.features=minilm", "--out", str(tmp_path)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "agents.features = 'minilm'" in err and "learned bids" in err
+    assert not (tmp_path / "catallax.db").exists()  # refused before anything was written
+    assert load("relay", ["agents.bids=learned", "agents.features=agent"]).agents.features == "agent"
+    assert load("blocks", ["agents.actions=grpo", "agents.objective=tppo", "agents.features=agent",
+                           "agents.bids=holland"]).agents.features == "agent"  # tppo's critic reads them
+
+
+def test_skills_credit_none_is_the_off_setting_even_without_a_library():
+    assert load("relay", ["skills.credit=none"]).skills.credit == "none"
+    assert "scenario 'relay' has no skill library" in refusal("relay", ["skills.credit=none", "skills.every=2"])
+
+
+def test_a_group_that_must_divide_the_batch_is_named_in_full():
+    assert refusal("wordmath", ["skills.credit=grse", "skills.group=3"]).endswith(
+        "skills.group = 3: market.batch (16) must be a multiple of 3")
+    assert refusal("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "agents.group=3",
+                             "market.batch=8"]).endswith("agents.group = 3: market.batch (8) must be a multiple of 3")
+
+
+METERED = '''
+"""Two rungs; every action is charged as 500 tokens by a policy that counts them (as an LLM policy does)."""
+import numpy as np
+from pydantic.dataclasses import dataclass
+
+from agents import RulePolicy, RuleSpace
+from market import World
+
+
+@dataclass
+class Config:
+    rungs: int = 2
+
+
+class Ladder(World):
+    def __init__(self, cfg):
+        self.rungs, self.horizon = cfg.rungs, 3 * cfg.rungs
+        self.at = np.zeros(1, dtype=np.int64)
+
+    def reset(self, batch, rng):
+        self.at = np.zeros(batch, dtype=np.int64)
+
+    def observe(self):
+        return self.at[:, None]
+
+    def step(self, actions, acting):
+        self.at = self.at + (acting & (actions == self.at))
+        done = self.at == self.rungs
+        return done.astype(float), done
+
+    @property
+    def solved(self):
+        return self.at == self.rungs
+
+
+class Metered(RulePolicy):
+    def resize(self, capacity):
+        super().resize(capacity)
+        self.rows = capacity
+
+    def act(self, obs, winners):
+        self.acted = getattr(self, "acted", []) + [winners[winners >= 0]]
+        return super().act(obs, winners)
+
+    def compute(self):
+        acted, self.acted = getattr(self, "acted", []), []
+        return 500 * np.bincount(np.concatenate([np.zeros(0, dtype=np.int64), *acted]), minlength=self.rows)
+
+
+def build(cfg):
+    space = RuleSpace(("rung",), (0,), (cfg.rungs - 1,), tuple(f"climb_{r}" for r in range(cfg.rungs)), max_terms=1)
+    return Ladder(cfg), Metered(space)
+
+
+def metrics(model, episodes, cfg):
+    return {}
+'''
+
+
+def test_token_price_needs_a_policy_that_reports_tokens_not_a_learned_actions_declaration(tmp_path, capsys):
+    with pytest.raises(ScenarioError, match=r"market.token_price = 0.1: scenario 'relay''s policy \(RulePolicy\) "
+                                            r"reports no LLM tokens"):
+        build_model(load("relay", ["market.token_price=0.1"]))
+    plugin = tmp_path / "metered.py"
+    plugin.write_text(METERED)  # no LEARNED_ACTIONS = "lm": it was refused as making "no LLM calls"
+    code, out, err = cli(["run", str(plugin), "--set", "market.token_price=1.0", "--set", "run.episodes=16",
+                          "--set", "market.batch=4", "--json", "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["conservation_ok"]
+    with sqlite3.connect(tmp_path / "catallax.db") as db:
+        charged = db.execute("SELECT count(*), sum(amount) FROM transfer WHERE reason = ?",
+                             (int(Reason.COMPUTE),)).fetchone()
+    assert charged[0] > 0 and charged[1] % 500_000 == 0  # 500 tokens at 1 credit per 1000: 0.5 credits an action
