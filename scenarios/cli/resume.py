@@ -30,7 +30,7 @@ def handle(args) -> int:
     db_url = database_url(args.db, args.out, must_exist=True)
     with store_errors(), Stop() as stop, summary_alone():  # also: no such run, a run another process writes
         summary = resume_experiment(args.run_id, db_url, progress=sys.stderr.isatty(), stop=stop,
-                                     scenario=args.scenario)  # no  frames into a pipe
+                                     scenario=args.scenario)  # no \r frames into a pipe
     if stop.interrupted:
         return stop.interrupted.exit_code
     print_summary(summary, args.json)
