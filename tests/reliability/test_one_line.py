@@ -85,3 +85,13 @@ def test_a_run_number_past_int64_ids_is_one_line(tmp_path, capsys):
     sql(url, "UPDATE run_number SET num = 9223372036854775807")
     code, _, err = cli(["report", run_id, "--db", url, "--out", str(tmp_path / "rep")], capsys)
     assert code == 2 and "run_number.num" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_finished_run_without_its_time_or_summary_resumes_in_one_line(tmp_path, capsys):
+    url, run_id = relay_run(tmp_path, capsys)
+    sql(url, "UPDATE run SET finished_at = NULL")
+    code, _, err = cli(["resume", run_id, "--db", url, "--json"], capsys)
+    assert code in (0, None) and "finished; nothing to resume" in err
+    sql(url, "UPDATE run SET summary = '[]'")
+    code, _, err = cli(["resume", run_id, "--db", url], capsys)
+    assert code == 2 and "run.summary" in err
