@@ -4,8 +4,8 @@ benchmarks/results/reliability_fuzz.jsonl (docs/reliability.md shows them).
 
     nice -n 10 python benchmarks/reliability_fuzz.py import=3000 export=3000 resume=3000 report=1000
 
-``--ingest OUT SECONDS COMMAND`` records a pytest output this script's loop wrote earlier (a run started
-in pieces, in the background) instead of running one.
+``--ingest OUT SECONDS COMMAND COMMIT`` records a pytest output of the same command run earlier (a run
+started in pieces, in the background, at COMMIT) instead of running one.
 """
 
 from __future__ import annotations
@@ -32,21 +32,23 @@ def pytest_command(command: str) -> list[str]:
 
 
 def counts(out: str) -> tuple[int, int]:
-    """(passing, failing) inputs over every hypothesis phase in a pytest output."""
-    found = re.findall(r"(\d+) passing, (\d+) failing", out)
+    """(passing, failing) generated inputs in a pytest output: the reuse and generate phases (shrinking a
+    failure retries variants of the same input; they are not counted)."""
+    found = re.findall(r"during (?:reuse|generate) phase[^\n]*\n[^\n]*\n\s*- (\d+) passing, (\d+) failing", out)
     passing, failing = sum(int(p) for p, _ in found), sum(int(f) for _, f in found)
     if not found and " failed" in out:  # a failure is printed before (or instead of) the statistics
         failing = 1
     return passing, failing
 
 
-def row(command: str, n: int, out: str, seconds: float, how: str) -> dict:
+def row(command: str, n: int, out: str, seconds: float, how: str, commit: str | None = None) -> dict:
     passing, failing = counts(out)
     failure = next((line for line in out.splitlines() if line.startswith("E   ") and "Error" in line), None)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    distinct = sum(int(d) for d in re.findall(r"Found (\d+) distinct error", out)) or int(failing > 0)
     return {"test": command, "asked": n, "inputs": passing + failing, "seconds": round(seconds),
-            "failures": failing, "first_failure": failure, "command": how,
-            "date": datetime.date.today().isoformat(), "commit": commit.stdout.strip(),
+            "failures": failing, "distinct_errors": distinct, "first_failure": failure, "command": how,
+            "date": datetime.date.today().isoformat(), "commit": commit or head.stdout.strip(),
             "machine": f"{platform.node()}: {os.cpu_count()} CPUs (shared), nice 10"}
 
 
@@ -55,7 +57,7 @@ def main(argv: list[str]) -> None:
         out, seconds, command = Path(argv[1]).read_text(), float(argv[2]), argv[3]
         n = int(re.search(r"-(\d+)-\d+\.out$", argv[1]).group(1))
         rows = [row(command, n, out, seconds, f"CATALLAX_FUZZ_{command.upper()}={n} " + " ".join(
-            pytest_command(command)[1:]))]
+            pytest_command(command)[1:]), commit=argv[4])]
     else:
         rows = []
         for spec in argv:
