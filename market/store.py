@@ -271,8 +271,13 @@ def first_id(num: int) -> int:
 
 
 def run_first_id(s, run_id: str) -> int:
-    num = s.execute(select(RunNumber.num).where(RunNumber.run_id == run_id)).scalar_one()
+    num = s.execute(select(RunNumber.num).where(RunNumber.run_id == run_id)).scalar_one_or_none()
+    if type(num) is not int or not 1 <= num <= MAX_RUN_NUMBER:  # a foreign database's: its ids must fit int64
+        raise StoreError(f"run_number.num: {num!r:.60} is not a run number (1 to {MAX_RUN_NUMBER})")
     return first_id(num)
+
+
+MAX_RUN_NUMBER = (2**63 - 1) // LOG_STRIDE  # the last run whose log ids fit int64
 
 
 def _give_back_free_pages(s: Session) -> None:

@@ -14,7 +14,6 @@ one of 400.
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime

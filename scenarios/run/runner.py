@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +110,8 @@ at the end); a ConfigError is a ValueError too, and already one line."""
 
 
 def _finished(run) -> dict:
-    print(f"run {run.id} finished at {run.finished_at:%Y-%m-%d %H:%M:%S}; nothing to resume", file=sys.stderr)
+    when = f" at {run.finished_at:%Y-%m-%d %H:%M:%S}" if isinstance(run.finished_at, datetime) else ""
+    print(f"run {run.id} finished{when}; nothing to resume", file=sys.stderr)
     summary = stored_json(run.summary, f"run {run.id}: run.summary")
     if not isinstance(summary, dict):
         raise StoreError(f"run {run.id}: run.summary: not a JSON object")

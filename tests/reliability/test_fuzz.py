@@ -22,7 +22,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from market.store import make_engine
@@ -36,7 +36,9 @@ def fuzz(command: str):
     """Hypothesis settings for one command: CATALLAX_FUZZ examples, or CATALLAX_FUZZ_<COMMAND> (IMPORT, EXPORT,
     REPORT, RESUME) for that one; the small default budget is derandomized (the same examples every run)."""
     n = int(os.environ.get(f"CATALLAX_FUZZ_{command.upper()}", EXAMPLES))
-    return settings(max_examples=n, deadline=None, derandomize=n <= 10, suppress_health_check=list(HealthCheck))
+    return settings(max_examples=n, deadline=None, derandomize=n <= 10, suppress_health_check=list(HealthCheck),
+                    phases=list(Phase) if n <= 10 else [Phase.explicit, Phase.generate])  # a large run reports
+    # a failure as found (shrinking one report input took ten minutes) and does not replay old ones
 MAX_RSS_KB = 3 * 2**20  # the test process's peak resident memory stays under 3 GB (an alias bomb would pass it)
 PLANT = "evil.py"  # a plugin planted beside the sandbox: importing it writes MARKER
 MARKER = "marker"

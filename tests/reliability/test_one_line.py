@@ -77,3 +77,21 @@ def test_case_11_a_sweep_past_its_cap_is_refused_before_planning(tmp_path, capsy
                         "--out", str(tmp_path)], capsys)
     assert code == 2 and f"{MAX_RUNS:,}" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_number_past_int64_ids_is_one_line(tmp_path, capsys):
+    """Found by the fuzz suite: run_number.num = 2^63 - 1 made the log's id range overflow SQLite's integers."""
+    url, run_id = relay_run(tmp_path, capsys)
+    sql(url, "UPDATE run_number SET num = 9223372036854775807")
+    code, _, err = cli(["report", run_id, "--db", url, "--out", str(tmp_path / "rep")], capsys)
+    assert code == 2 and "run_number.num" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_finished_run_without_its_time_or_summary_resumes_in_one_line(tmp_path, capsys):
+    url, run_id = relay_run(tmp_path, capsys)
+    sql(url, "UPDATE run SET finished_at = NULL")
+    code, _, err = cli(["resume", run_id, "--db", url, "--json"], capsys)
+    assert code in (0, None) and "finished; nothing to resume" in err
+    sql(url, "UPDATE run SET summary = '[]'")
+    code, _, err = cli(["resume", run_id, "--db", url], capsys)
+    assert code == 2 and "run.summary" in err
