@@ -63,6 +63,7 @@ from agents import parse
 from agents.backends import BackendConfig
 from agents.backends.factory import require_engine, shared_backend
 from agents.llm_policy import LLMPolicy, PolicyConfig, Role
+from agents.prompts import Prompts
 from agents.rules import RuleSpace
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.config import STRICT
@@ -124,6 +125,22 @@ POOL = {  # (p, lines): a newcomer holds each line with probability p (worked ex
         (0.3, wake_examples()),
     ],
 }
+
+PROMPTS = Prompts(
+    explore_demo=("example: Task: Joe has 3 cups and buys 2 more. | Wrote: 3 - 2 | Correct: 3 + 2 | Write a worked "
+                  "example. => example: Joe has 3 cups and buys 2 more. => 3 + 2"),
+    diagnose_demo="\n".join([
+        'example: Blamed x-example-6 (correct: The answer is 8.). Step 0: extractor -> invalid_output "5 + +". => '
+        '{"failure": "invalid_output", "step": 0, "action": "revise", "target": "x-example-6"}',
+        'example: Blamed y-rule-2 (correct: The answer is 7.). Step 0: extractor -> ok "4 + 3". Step 1: answerer -> ok '
+        '"9". => {"failure": "harmful_skill", "step": 1, "action": "prune", "target": "y-rule-2"}',
+        'example: Blamed z-example-1. Step 0: extractor -> timeout "Max reads 3 pag". => {"failure": "timeout", '
+        '"step": 0, "action": "revise", "target": "z-example-1"}',
+    ]),
+)
+"""wordmath's own demonstrations (agents/prompts.py): a worked explore rewrite (a weak model copies a shown
+format far more reliably than it follows a described one) and three worked verdicts of the diagnoser's short
+form (SmolLM2-135M answered 0 of 6 full diagnosis prompts with a JSON object, and copies this shape)."""
 
 
 @dataclass(config=STRICT)
@@ -245,6 +262,7 @@ class Board:
     stage's summary as text)."""
 
     all_summaries = SUMMARIES
+    prompts = PROMPTS
     space = RuleSpace(features=("stage",), low=(0,), high=(len(STAGES) - 1,), actions=tuple(r.name for r in ROLES))
 
     def __init__(self):
