@@ -124,9 +124,10 @@ class LLMPolicy(Births, ModelCalls, Policy):
         self.records: collections.deque = collections.deque(maxlen=cfg.max_records)
         self.counts = collections.Counter()
         self.bench: dict[tuple, set[int]] = {}  # observation -> rows that forfeited on it
-        self.only: np.ndarray | None = None
+        self.only = None
         """Solo evaluation: world b is played by row only[b] alone at every step; [B, S]: by row only[b, s]
-        in the states of the task's summary s (one agent's capabilities split by stage: a complete agent)."""
+        in the states of the task's summary s (one agent's capabilities split by stage: a complete agent); a
+        function of the observations -> [B] rows: by the row it names for each state."""
         self._seed_agents = list(seed_agents)
         self.explore_temperature: float | None = None
         """Set by a learner of the LM's weights (agents/learned.py): training rounds' completions are
@@ -261,7 +262,7 @@ class LLMPolicy(Births, ModelCalls, Policy):
         B, N = len(obs), self.role.size
         wake = np.zeros((B, N), dtype=bool)
         if self.only is not None:  # alone, an agent acts at every step
-            only = self.only
+            only = self.only(obs) if callable(self.only) else self.only
             if only.ndim == 2:
                 stage = {summary: i for i, summary in enumerate(self.task.all_summaries)}
                 only = only[np.arange(B), [stage[summary] for summary in self.task.summaries(obs)]]

@@ -10,6 +10,7 @@ implements it by hand.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,8 +28,9 @@ class Role:
     """The yes/no wake-up question, asked about a short summary of the state."""
     max_tokens: int = 16
     """Token cap of one action (a constrained agent); hitting it makes the action invalid."""
-    tool: bool = False
-    """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call."""
+    tool: bool | Callable = False
+    """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call. In a text world
+    (agents/text_world.py) the tool itself: a function of the state -> the text it writes (None: nothing)."""
 
 
 class TextTask(Protocol):
