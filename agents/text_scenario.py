@@ -119,17 +119,17 @@ def outcomes(batch: TextBatch) -> tuple[float, float]:
     return float(np.mean(batch.solved)), float(np.mean(rewards))
 
 
-def complete_agent(model, batch: TextBatch) -> tuple[float, float]:
+def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple[float, float]:
     """The complete agent on every problem of ``batch``, frozen: one row per role (every tool; each LLM role
-    holding its whole initial pool, wrong worked examples included, and the LLM roles' summed token budget),
-    and at each state the first role, in the world's order, that may act there plays it: no auction routes.
-    -> (success rate, mean reward)."""
+    holding its whole initial pool, wrong worked examples included, but for ``drop``, and the LLM roles'
+    summed token budget), and at each state the first role, in the world's order, that may act there plays
+    it: no auction routes. -> (success rate, mean reward)."""
     trained, board = model.policy.unwrapped, batch.board
     budget = sum(r.max_tokens for r in board.world.roles if not r.tool)
     roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in board.world.roles]
     pool = board.world.skill_pool()
     lines = {r.name: [line for _, group in pool.get(r.name, []) for line in group
-                      if LLMPolicy._kind(line) != "wake"] for r in roles}
+                      if LLMPolicy._kind(line) != "wake" and line not in drop] for r in roles}
     cfg = dataclasses.replace(trained.cfg, max_skills=max([len(v) for v in lines.values()] + [1]))
     seeds = [(r.name, lines[r.name], 0.0) for r in roles]
     policy = LLMPolicy(trained.backend, board, roles, pool, None, cfg, seeds)
@@ -152,13 +152,16 @@ def complete_agent(model, batch: TextBatch) -> tuple[float, float]:
 
 
 def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
-    """The frozen market and the complete agent (on the untrained model) on the same held-out problems."""
+    """The frozen market and the complete agent (on the untrained model) on the same held-out problems; with
+    the world's ``wrong`` lines, also the curated complete agent (without them: the ceiling)."""
     policy, heldout = model.policy.unwrapped, model.world.heldout
     with policy.evaluating():
         model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
         success, reward = outcomes(heldout)
         with policy.base_weights():
             complete_success, complete_reward = complete_agent(model, heldout)
+            wrong = tuple(heldout.board.world.wrong)
+            curated = complete_agent(model, heldout, drop=wrong) if wrong else None
     live = np.flatnonzero(model.population.traders)
     roles = np.array([policy.roles[r].name for r in policy.role[live]])
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
@@ -166,6 +169,7 @@ def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
     return {
         "heldout_success": success, "heldout_reward": reward,
         "complete_agent_success": complete_success, "complete_agent_reward": complete_reward,
+        **({"curated_agent_success": curated[0], "curated_agent_reward": curated[1]} if curated else {}),
         "heldout_problems": cfg.heldout, "heldout_seed": cfg.heldout_seed,
         "train_success_rate": float(np.mean([e["success"] for e in tail])) if tail else 0.0,
         "population": int(live.size), "roles": {r: int((roles == r).sum()) for r in sorted(set(roles))},

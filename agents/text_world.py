@@ -70,6 +70,9 @@ class TextWorld:
     """Steps an episode may take (a forfeit spends one); the config's ``horizon`` overrides it."""
     prompts: Prompts | None = None
     """The framework's rewrite and diagnosis prompts for this world (None: the generic ones)."""
+    wrong: tuple[str, ...] = ()
+    """Lines of ``pool`` planted wrong on purpose: the summary then also reports the curated complete agent
+    (the same agent without them: the ceiling), beside the fair one holding the whole pool."""
 
     # --- what every world writes ------------------------------------------------------------------
     def problem(self, rng: np.random.Generator):

@@ -18,8 +18,9 @@ The roles, on one frozen SmolLM2-135M by default:
   buyer's last offer and the seller's price.
 
 The oracle (``correct``) knows the floor: the best offer is the floor itself. The complete agent (the
-framework's baseline) is one negotiator holding the whole pool with the summed token budget, playing
-every turn; the market must route between a greedy haggler, a closer and an exact splitter.
+framework's baseline) is one negotiator holding the whole pool (``WRONG`` included) with the summed token
+budget, playing every turn (the first role that may act in every state); the curated one holds the pool
+without ``WRONG`` (the ceiling). The market must route between hagglers, closers and an exact splitter.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def split(state) -> str:
     return f"I offer ${(low + state['ask']) // 2}."
 
 
+WRONG = ("example: Budget $200. Seller: $200 for 4 monitors. => I offer $200.",  # overpays: no surplus
+         "example: Budget $90. Seller: $90 for 2 headsets. => I accept.")  # no offer: refused
+"""Worked examples wrong on purpose: the market should route around their holders."""
+
+
 def wake_examples() -> list[str]:
     return [f"example: {s} {WAKE} => {a}" for s in STAGES for a in ("yes", "no")]
 
@@ -57,8 +63,7 @@ class Procurement(TextWorld):
             (0.7, ["example: Budget $200. Seller: $200 for 4 monitors. => I offer $110.",
                    "example: Budget $150. Seller: $150 for 3 desk lamps. Buyer: I offer $70. Seller: Too low. "
                    "I can do $123. => I offer $96."]),
-            (0.3, ["example: Budget $200. Seller: $200 for 4 monitors. => I offer $200.",  # wrong on purpose:
-                   "example: Budget $90. Seller: $90 for 2 headsets. => I accept."]),  # overpays; no offer
+            (0.3, WRONG),
             (0.3, ["Open at about half the seller's price.", "Raise each offer a little; never pass the budget."]),
             (0.3, wake_examples()),
         ],
@@ -71,6 +76,7 @@ class Procurement(TextWorld):
     }
     stages = STAGES
     horizon = 6
+    wrong = WRONG
 
     def problem(self, rng):
         budget = int(rng.integers(6, 40)) * 10
