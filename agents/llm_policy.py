@@ -246,7 +246,7 @@ class LLMPolicy(Births, ModelCalls, Policy):
         role = self.roles[self.role[row]]
         skills = "\n".join(self.catalogue.lines[n] for n in self._acting_skills(b, row))
         return Prompt(role.frozen, skills, self.task.context(obs_row, role.name), max_tokens=role.max_tokens,
-                      temperature=temperature, seed=seed)
+                      stop=role.stop, temperature=temperature, seed=seed)
 
     # --- the market's Policy protocol ----------------------------------------
     def eligible(self, obs: np.ndarray) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 A module that defines one :class:`~agents.text_world.TextWorld` subclass and no ``build`` is a scenario
 (scenarios/registry.py asks :func:`as_scenario` for the interface): ``Config`` is
-:class:`TextWorldConfig` (unless the module has its own), ``build`` makes the batch of worlds, its
+:class:`TextWorldConfig`, ``build`` makes the batch of worlds, its
 held-out and validation batches (their own seed streams of the world's generator) and the LLM
 policy, ``validate`` refuses what the world cannot serve before anything loads, and ``metrics``
 reports the frozen market against the complete agent on the same held-out problems.
@@ -66,7 +66,7 @@ def as_scenario(module):
         section = module.__name__.rsplit(".", 1)[-1]
     out = types.SimpleNamespace(**vars(module))
     out.__doc__ = module.__doc__ or cls.__doc__
-    out.Config = getattr(module, "Config", TextWorldConfig)
+    out.Config = TextWorldConfig
     out.build = functools.partial(build, cls)
     out.validate = functools.partial(validate, cls, section)
     out.metrics = metrics

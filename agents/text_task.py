@@ -28,6 +28,9 @@ class Role:
     """The yes/no wake-up question, asked about a short summary of the state."""
     max_tokens: int = 16
     """Token cap of one action (a constrained agent); hitting it makes the action invalid."""
+    stop: tuple[str, ...] = ("\n",)
+    """An action ends at the first of these (not included in its text): ``"."`` ends a one-sentence reply
+    before a small model goes on to write the other side of a conversation."""
     tool: bool | Callable = False
     """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call. In a text world
     (agents/text_world.py) the tool itself: a function of the state -> the text it writes (None: nothing)."""

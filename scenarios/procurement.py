@@ -33,6 +33,8 @@ ITEMS = ("office chairs", "laptops", "printer toner", "desk lamps", "monitors", 
 STAGES = ("No offer has been made yet.", "The seller has made a counter-offer.")
 WAKE = "Act?"
 PRICE = re.compile(r"\$\s*(\d{1,7})")
+STOP = ("\n", ".")
+"""A reply is one sentence: SmolLM2 otherwise goes on to write the seller's answer too, past its token cap."""
 
 
 def split(state) -> str:
@@ -53,9 +55,9 @@ def wake_examples() -> list[str]:
 class Procurement(TextWorld):
     roles = (
         Role("negotiator", "You buy for a client and want the lowest price. Make the next offer, below the "
-             "seller's price. Reply only: I offer $<number>.", wake=WAKE, max_tokens=10),
+             "seller's price. Reply only: I offer $<number>.", wake=WAKE, max_tokens=10, stop=STOP),
         Role("closer", "You buy for a client. Accept the seller's last price. Reply only: I accept $<price>.",
-             wake=WAKE, max_tokens=10),
+             wake=WAKE, max_tokens=10, stop=STOP),
         Role("splitter", "A tool: offers halfway between the buyer's last offer and the seller's price.", tool=split),
     )
     pool = {

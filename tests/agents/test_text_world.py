@@ -186,3 +186,20 @@ def test_a_world_module_without_a_text_world_is_left_to_the_registry(tmp_path):
     (tmp_path / "empty.py").write_text(textwrap.dedent('"""Nothing here."""\nX = 1\n'))
     with pytest.raises(ScenarioError, match="defines Config, metrics, build"):
         get_scenario(str(tmp_path / "empty.py"))
+
+
+def test_a_killed_and_resumed_text_world_run_ends_with_the_ledger_of_an_uninterrupted_one(triage, monkeypatch):
+    """Births and LLM-diagnosed skill edits (which replay past states from the move log) across a resume."""
+    from scenarios.run import runner
+    from tests.scenarios.test_wordmath_skills import run_killed
+
+    folder, _ = triage
+    exp = load(str(folder / "triage.toml"), ["run.checkpoint_every=1", "run.episodes=20", "skills.credit=grse",
+                                             "skills.diagnoser=llm", "skills.group=2", "triage.validation=2",
+                                             "triage.heldout=4"])
+    whole = runner.run_experiment(exp, f"sqlite:///{folder / 'a.db'}", progress=False, run_id="whole")
+    url = f"sqlite:///{folder / 'b.db'}"
+    run_killed(exp, url, monkeypatch)
+    resumed = runner.resume_experiment("cut", url, progress=False)
+    assert resumed["ledger_hash"] == whole["ledger_hash"] and resumed["conservation_ok"]
+    assert resumed["rewrites"] == whole["rewrites"] > 0 and resumed["heldout_reward"] == whole["heldout_reward"]
