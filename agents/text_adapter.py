@@ -26,7 +26,7 @@ import numpy as np
 from agents.rules import RuleSpace
 from market.protocols import World
 
-LOG_EPISODES = 8192
+LOG_EPISODES = 4096
 """Episodes whose moves are kept for replay (the skill evolver looks back at most 16 rounds)."""
 
 

@@ -9,7 +9,8 @@ shared CPU cores run SmolLM2-135M at a few dozen tokens a second), through the r
 SQLite file. Every run also measures, on the same held-out problems (the ``heldout_seed`` stream, so the
 same in every run), the **complete agent** (one negotiator holding the whole pool, wrong worked examples
 included, every tool, the summed token budget; agents/text_scenario.py) and the **curated** one
-(without the planted wrong lines: the ceiling); both are greedy, so they score the same in every run.
+(without the planted wrong lines); both are greedy, so they score the same in every run. A row adds the
+splitter tool alone (no model), computed here: what a market that routes every turn to it scores.
 
 The arms: the market under ``fixed`` bids (every awake agent bids the same: routing by chance),
 ``holland`` bids (wealth routes) and ``learned`` value bids (first-price clearing, as wordmath's table).
@@ -69,6 +70,9 @@ def rows_of(runs: list[dict]) -> list[dict]:
         values = [first[s][key] for s in seeds]
         out.append({"agent": name, "reward": _mean_sd(values), "per_seed": _joined(values), "minus_complete": "",
                     "success": "", "seeds": len(seeds)})
+    alone = splitter_alone()
+    out.append({"agent": "splitter tool alone (no LLM)", "reward": f"{alone:.3f}", "per_seed": "", "minus_complete": "",
+                "success": "", "seeds": 0})
     for arm in [a for a in ARMS if any(r["arm"] == a for r in runs)]:
         mine = [by[arm, s] for s in seeds if (arm, s) in by]
         values = [r["heldout_reward"] for r in mine]
@@ -77,6 +81,21 @@ def rows_of(runs: list[dict]) -> list[dict]:
                     "minus_complete": " ".join(f"{g:+.3f}" for g in gaps),
                     "success": f"{np.mean([r['heldout_success'] for r in mine]):.2f}", "seeds": len(mine)})
     return out
+
+
+def splitter_alone(heldout: int = 8, seed: int = 10_000) -> float:
+    """The splitter tool playing every turn of the held-out problems alone (no model: exact, the same in every
+    run): what a market that routes every turn to it scores."""
+    from scenarios.procurement import Procurement, split
+
+    world, rewards = Procurement(), []
+    for pid in range(heldout):
+        state = world.start(world.problem(np.random.default_rng([seed, pid])))
+        for _ in range(world.horizon):
+            if world.done(state) or world.act(state, "splitter", split(state)):
+                break
+        rewards.append(world.reward(state) if world.done(state) else 0.0)
+    return float(np.mean(rewards))
 
 
 def markdown(rows: list[dict]) -> str:
@@ -114,7 +133,8 @@ def main(argv=None) -> int:
     runs = list({(r["arm"], r["seed"]): r for r in map(json.loads, args.log.read_text().splitlines())}.values())
     rows = rows_of(runs)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    stamp = {"command": "python -m experiments.procurement_compare " + " ".join(argv if argv is not None else sys.argv[1:]),
+    given = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report"]  # the runs' command
+    stamp = {"command": " ".join(["python -m experiments.procurement_compare", *given]),
              "date": datetime.date.today().isoformat(), "commit": commit,
              "machine": f"{platform.machine()}, {multiprocessing.cpu_count()} CPU cores, hf backend (SmolLM2-135M)",
              "size": " ".join(SIZE)}

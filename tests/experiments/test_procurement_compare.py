@@ -21,9 +21,12 @@ def run(arm, seed, reward, complete=0.2, curated=0.5):
 def test_rows_pair_each_arm_with_the_complete_agent_of_its_seed():
     rows = pc.rows_of([run("holland", 0, 0.5), run("holland", 1, 0.1, complete=0.3), run("fixed", 0, 0.4)])
     assert [r["agent"].split(" (")[0] for r in rows] == ["complete agent", "curated complete agent",
-                                                         "market, fixed bids", "market, holland bids"]
+                                                         "splitter tool alone", "market, fixed bids",
+                                                         "market, holland bids"]
     assert rows[0]["per_seed"] == "0.200 0.300" and rows[1]["reward"] == "0.500 ± 0.000"
-    assert rows[3]["reward"] == f"0.300 ± {np.std([0.5, 0.1], ddof=1):.3f}" and rows[3]["minus_complete"] == "+0.300 -0.200"
-    assert rows[2]["seeds"] == 1 and rows[2]["minus_complete"] == "+0.200"
+    assert rows[4]["reward"] == f"0.300 ± {np.std([0.5, 0.1], ddof=1):.3f}"
+    assert rows[4]["minus_complete"] == "+0.300 -0.200"
+    assert rows[3]["seeds"] == 1 and rows[3]["minus_complete"] == "+0.200"
+    assert 0 < float(rows[2]["reward"]) < 1  # the tool alone: exact, no model
     table = pc.markdown(rows).splitlines()
-    assert table[0] == "| agent | reward | per_seed | minus_complete | success |" and len(table) == 6
+    assert table[0] == "| agent | reward | per_seed | minus_complete | success |" and len(table) == 7
