@@ -45,9 +45,9 @@ KEEP = ("heldout_reward", "heldout_success", "complete_agent_reward", "curated_a
         "ledger_hash", "invalid_actions", "actions", "roles", "llm_tokens", "conservation_ok")
 
 
-def run_arm(job: tuple[str, int, list[str]]) -> dict:
-    """One procurement run of one arm and seed -> its summary's comparable numbers."""
-    arm, seed, size = job
+def run_arm(job: tuple[str, int, list[str], str]) -> dict:
+    """One procurement run of one arm and seed -> its summary's comparable numbers (and the commit it ran at)."""
+    arm, seed, size, commit = job
     from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
@@ -55,7 +55,8 @@ def run_arm(job: tuple[str, int, list[str]]) -> dict:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         m = run_experiment(exp, f"sqlite:///{Path(folder) / 'run.db'}", progress=False)
-    return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1), **{k: m[k] for k in KEEP}}
+    return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1), "commit": commit,
+            **{k: m[k] for k in KEEP}}
 
 
 def rows_of(runs: list[dict]) -> list[dict]:
@@ -66,7 +67,7 @@ def rows_of(runs: list[dict]) -> list[dict]:
     first = {s: next(r for r in runs if r["seed"] == s) for s in seeds}
     out = []
     for name, key in (("complete agent (whole pool, every tool, summed budget)", "complete_agent_reward"),
-                      ("curated complete agent (no planted wrong lines: the ceiling)", "curated_agent_reward")):
+                      ("curated complete agent (no planted wrong lines)", "curated_agent_reward")):
         values = [first[s][key] for s in seeds]
         out.append({"agent": name, "reward": _mean_sd(values), "per_seed": _joined(values), "minus_complete": "",
                     "success": "", "seeds": len(seeds)})
@@ -122,8 +123,9 @@ def main(argv=None) -> int:
     parser.add_argument("--report", action="store_true", help="run nothing: the table of the runs in --log")
     args = parser.parse_args(argv)
     args.log.parent.mkdir(parents=True, exist_ok=True)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     if not args.report:
-        jobs = [(arm, seed, SIZE) for seed in args.seeds for arm in args.arms]
+        jobs = [(arm, seed, SIZE, head) for seed in args.seeds for arm in args.arms]
         with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as workers:
             for row in workers.imap_unordered(run_arm, jobs):
                 with args.log.open("a") as f:
@@ -132,7 +134,7 @@ def main(argv=None) -> int:
                       file=sys.stderr)
     runs = list({(r["arm"], r["seed"]): r for r in map(json.loads, args.log.read_text().splitlines())}.values())
     rows = rows_of(runs)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = " ".join(sorted({r.get("commit", head) for r in runs}))  # the runs' (the table's code is the same)
     given = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report"]  # the runs' command
     stamp = {"command": " ".join(["python -m experiments.procurement_compare", *given]),
              "date": datetime.date.today().isoformat(), "commit": commit,

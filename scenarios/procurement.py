@@ -20,7 +20,7 @@ The roles, on one frozen SmolLM2-135M by default:
 The oracle (``correct``) knows the floor: the best offer is the floor itself. The complete agent (the
 framework's baseline) is one negotiator holding the whole pool (``WRONG`` included) with the summed token
 budget, playing every turn (the first role that may act in every state); the curated one holds the pool
-without ``WRONG`` (the ceiling). The market must route between hagglers, closers and an exact splitter.
+without ``WRONG``. The market must route between hagglers, closers and an exact splitter.
 """
 
 from __future__ import annotations
