@@ -46,7 +46,9 @@ its market with: one agent holding everything the market has (the calculator,
 every correct skill line of the scenario's pool, the extractor's and the
 answerer's token budgets added up for each of its generations, the same
 horizon), playing every step itself as the step needs (extract, compute,
-answer), with no auction and no wrong worked examples.
+answer), with no auction and no wrong worked examples: the curated one, a ceiling. Beside it,
+``complete_agent_whole_pool_accuracy`` is the fair twin Economy of Minds uses: the same agent holding
+the whole initial pool of each role, the wrong worked examples included.
 """
 
 from __future__ import annotations
@@ -367,15 +369,17 @@ def solo_accuracy(model, rows: np.ndarray, world: WordmathWorld) -> np.ndarray:
     return np.array([e["success"] for e in episodes], dtype=float).reshape(rows.size, n).mean(axis=1)
 
 
-def complete_accuracy(model, world: WordmathWorld) -> float:
+def complete_accuracy(model, world: WordmathWorld, whole: bool = False) -> float:
     """The complete agent (module docstring) on every problem of ``world``, frozen: its capabilities are
     three seeded rows (extractor, calculator, answerer) of a policy of its own on the same engine, and
-    the state decides which of them acts (``LLMPolicy.only`` per stage), so no auction ever routes."""
+    the state decides which of them acts (``LLMPolicy.only`` per stage), so no auction ever routes.
+    ``whole``: each row holds its role's whole pool, wrong worked examples included (the fair twin)."""
     trained = model.policy.unwrapped
     budget = sum(r.max_tokens for r in ROLES if r.name in ("extractor", "answerer"))
     roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in ROLES]
     correct = {name: [line for _, group in POOL.get(name, []) for line in group
-                      if line not in WRONG and line not in wake_examples()] for name in ("extractor", "answerer")}
+                      if (whole or line not in WRONG) and line not in wake_examples()]
+               for name in ("extractor", "answerer")}
     seeds = [("extractor", correct["extractor"], 0.0), ("calculator", [], 0.0), ("answerer", correct["answerer"], 0.0)]
     policy = LLMPolicy(trained.backend, trained.task, roles, POOL, None, trained.cfg, seeds)
     solo = MarketModel(world, policy, MarketConfig(batch=world.fixed.size),
@@ -398,6 +402,7 @@ def metrics(model, episodes: list[dict], cfg: Config) -> dict:
         solo = solo_accuracy(model, answering, heldout)
         with policy.base_weights():
             complete = complete_accuracy(model, heldout)
+            whole_pool = complete_accuracy(model, heldout, whole=True)
     best = int(np.argmax(solo)) if solo.size else -1
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
     stats = policy.backend.stats
@@ -405,6 +410,7 @@ def metrics(model, episodes: list[dict], cfg: Config) -> dict:
         "heldout_accuracy": float(np.mean([e["success"] for e in market])),
         "single_agent_accuracy": float(solo.max()) if solo.size else 0.0,
         "complete_agent_accuracy": complete,
+        "complete_agent_whole_pool_accuracy": whole_pool,
         "single_agent": policy.describe(answering[best:best + 1])[0] if solo.size else None,
         "heldout_problems": cfg.heldout,
         "heldout_seed": cfg.heldout_seed,
