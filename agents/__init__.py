@@ -1,5 +1,8 @@
 """Agents: policy backends (rule, hf, vllm, openai), bid heads and the learner.
 
+Your own LLM world is one class: ``from agents import Role, TextWorld`` (agents/text_world.py, whose docstring
+is the guide); the framework turns it into a scenario (agents/text_scenario.py).
+
 ``LearnedPolicy`` (agents/learned.py: bid heads + the torch learner) is imported on first use, so
 ``import agents`` does not load torch for runs that do not learn.
 """
@@ -8,7 +11,8 @@ from agents.config import AgentsConfig
 from agents.rule_policy import RulePolicy
 from agents.rules import RuleSpace, RuleSyntaxError
 
-__all__ = ["AgentsConfig", "LLMPolicy", "LearnedPolicy", "RulePolicy", "RuleSpace", "RuleSyntaxError"]
+__all__ = ["AgentsConfig", "LLMPolicy", "LearnedPolicy", "Prompts", "Role", "RulePolicy", "RuleSpace", "RuleSyntaxError",
+           "TextWorld"]
 
 
 def __getattr__(name):
@@ -20,4 +24,8 @@ def __getattr__(name):
         from agents.llm_policy import LLMPolicy
 
         return LLMPolicy
+    if name in ("TextWorld", "Role", "Prompts"):  # the text-world API (agents/text_world.py)
+        from agents import text_world
+
+        return getattr(text_world, name)
     raise AttributeError(f"module 'agents' has no attribute {name!r}")

@@ -17,13 +17,11 @@ differs from prompt to prompt far more than between states), and the agent wakes
 where it exceeds its threshold. The threshold is inherited with noise, so the
 market selects it along with the skills.
 
-Lockstep: each market step makes at most two backend calls, each one batch over
-all B worlds and all agents that need it: the wake-up scoring pass (only the
-(agent, state-summary) pairs not seen before; scores are cached, since an
-agent's prompt changes only when it is reborn) and one generation for all
-winners. ``lockstep = False`` sends the same prompts one by one: the benchmark's
-sequential baseline, nothing else. Greedy prompts seen before are answered from
-a bounded memo.
+Lockstep: each market step makes at most two backend calls (agents/llm_calls.py),
+each one batch over all B worlds and all agents that need it: the wake-up scoring
+pass (only the (agent, state-summary) pairs not seen before; scores are cached,
+since an agent's prompt changes only when it is reborn) and one generation for
+all winners.
 
 Robustness: a completion that is empty, over-long (hit its token cap), timed out,
 an engine error, or that the task's parser refuses (unparsable or illegal) is an
@@ -32,16 +30,12 @@ world, which the market treats as a forfeit (the winner pays nothing and is paid
 nothing). The forfeiting agent then sleeps on that same observation, so the next
 bidder gets the state (greedy decoding would only repeat the failure).
 
-Births rewrite skills with the same LLM: exploit (``inherit``) asks the model for
-one more general skill for a rich agent; explore (``revise``) shows a failed
-agent's task, its output and the correct output, and asks for a worked example.
-A malformed rewrite is recorded and discarded (the child keeps its parent's
-skills). Every accepted rewrite is a new version (skill set) with its parent
-version; a line not yet in the role's library is a new skill, an ``add`` edit
-whose diagnosis names the birth (exploit or explore), the parent agent, its
-version and skills, and the raw rewrite.
+Births rewrite skills with the same LLM (agents/llm_births.py), with the
+rewrite prompts and worked demonstrations of the world (agents/prompts.py).
+The roles and the text task the policy reads states through are
+agents/text_task.py's (re-exported here).
 
-The library: the pool's lines are its first skills; :meth:`LLMPolicy.attach`
+The library (agents/llm_lines.py): the pool's lines are its first skills; :meth:`LLMPolicy.attach`
 (called by the runner with the run's store) writes them to the run database,
 under the run's id, and every birth writes its new skills there once the round's
 births are done, never mid-round. Checkpoints carry the library's marks, and a
@@ -53,79 +47,23 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from dataclasses import asdict, dataclass
-from typing import Protocol
+from dataclasses import asdict
 
 import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from agents import parse
 from agents.backends.base import Backend, Completion, Prompt
+from agents.llm_births import Births
+from agents.llm_calls import ModelCalls
+from agents.llm_lines import SkillLines
+from agents.prompts import Prompts
+from agents.text_task import Role, TextTask, status_of
 from market.config import STRICT
 from market.protocols import Policy
 from skills.catalogue import Catalogue
-from skills.library import SkillLibrary
 
-REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
-                  "no preamble.")
-EXPLOIT_ASK = "Role: {role} Current skills: {skills} Write one more general skill that would help in this role."
-EXPLORE_ASK = "Task: {given} | Wrote: {wrote} | Correct: {correct} | Write a worked example."
-EXPLORE_DEMO = ("example: Task: Joe has 3 cups and buys 2 more. | Wrote: 3 - 2 | Correct: 3 + 2 | Write a worked "
-                "example. => example: Joe has 3 cups and buys 2 more. => 3 + 2")
-"""A worked example of the explore rewrite itself: a weak model copies a shown format far more
-reliably than it follows a described one."""
-
-
-@dataclass(frozen=True)
-class Role:
-    name: str
-    frozen: str
-    """System prompt: what the agent is and its hard constraints. Never edited."""
-    wake: str = "Should you act now?"
-    """The yes/no wake-up question, asked about a short summary of the state."""
-    max_tokens: int = 16
-    """Token cap of one action (a constrained agent); hitting it makes the action invalid."""
-    tool: bool = False
-    """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call."""
-
-
-class TextTask(Protocol):
-    """What a scenario provides so LLM agents can read its states and act on them."""
-
-    all_summaries: tuple[str, ...]
-    """Every state summary there is (few: wake-up scores are cached per agent and summary)."""
-
-    def summaries(self, obs: np.ndarray) -> list[str]:
-        """[B] the state summary the wake-up question is asked about; the observation must name
-        its episode (an agent that forfeited sleeps on the same observation until it changes)."""
-
-    def context(self, obs_row: np.ndarray, role: str) -> str:
-        """What an acting agent of this role reads."""
-
-    def illegal(self, role: str, obs_row: np.ndarray) -> str:
-        """Why no action of this role could be legal in this state ("" if one could): checked before
-        generating, so a forfeit that is certain costs no model call."""
-
-    def parse(self, role: str, text: str, obs_row: np.ndarray) -> tuple[str | None, str]:
-        """Raw completion -> (payload, "") or (None, reason) when it is unparsable or illegal."""
-
-    def tool(self, role: str, obs_row: np.ndarray) -> tuple[str | None, str]:
-        """A tool agent's action -> (payload, "") or (None, reason)."""
-
-    def tool_wake(self, role: str, obs: np.ndarray) -> np.ndarray:
-        """[B] bool: when a tool agent of this role wakes."""
-
-    def deliver(self, payloads: list[str | None]) -> None:
-        """This step's payloads, one per world (None where nobody acted validly)."""
-
-    def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
-        """(what the agent was given, the correct output) at a state: material for explore births."""
-
-    def question(self, obs_row: np.ndarray) -> tuple[object, str]:
-        """(the question a world's first observation poses, as a string id; its correct final answer):
-        skill evolution (agents/llm_skills.py) groups rollouts by question and shows diagnosers the answer.
-        Needed only by scenarios with ``SKILL_LIBRARY``."""
+__all__ = ["LLMPolicy", "PolicyConfig", "Role", "TextTask", "status_of"]
 
 
 @config_dataclass(config=STRICT)
@@ -151,25 +89,17 @@ class PolicyConfig:
     """Invalid actions and malformed rewrites kept (the oldest are dropped; counts are kept in full)."""
 
 
-def status_of(done: Completion, reason: str) -> str:
-    """The trace status (skills/workflow.py) of an invalid action: an engine timeout or the token cap is
-    ``timeout`` (the role ran out of its budget), nothing written ``empty_output``, a parsed output the
-    task calls illegal ``constraint_violated``, anything else the parser refused ``invalid_output``."""
-    if reason.startswith("illegal"):
-        return "constraint_violated"
-    if done.finish in ("timeout", "error", "length"):
-        return "timeout"
-    return "invalid_output" if done.text.strip() else "empty_output"
-
-
-class LLMPolicy(Policy):
+class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
     def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[tuple[float, list[str]]]],
-                 weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=()):
+                 weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=(),
+                 prompts: Prompts | None = None):
         """``pool[role]``: groups (p, skill lines); a random newcomer of that role holds each line of a
         group with probability p, independently, in order; ``weights``: how often
         each role is drawn for newcomers; ``seed_agents``: (role, skills, theta) given to the first
-        newborns, in order (None: drawn at random as for any newcomer)."""
+        newborns, in order (None: drawn at random as for any newcomer); ``prompts``: the rewrite and
+        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/prompts.py)."""
         self.backend, self.task, self.roles, self.cfg = backend, task, list(roles), cfg
+        self.prompts = (prompts or getattr(task, "prompts", None) or Prompts()).resolve(self.roles, pool)
         self.role_index = {r.name: i for i, r in enumerate(self.roles)}
         self.pool = pool
         w = np.asarray(weights if weights is not None else np.ones(len(roles)), dtype=float)
@@ -193,9 +123,10 @@ class LLMPolicy(Policy):
         self.records: collections.deque = collections.deque(maxlen=cfg.max_records)
         self.counts = collections.Counter()
         self.bench: dict[tuple, set[int]] = {}  # observation -> rows that forfeited on it
-        self.only: np.ndarray | None = None
+        self.only = None
         """Solo evaluation: world b is played by row only[b] alone at every step; [B, S]: by row only[b, s]
-        in the states of the task's summary s (one agent's capabilities split by stage: a complete agent)."""
+        in the states of the task's summary s (one agent's capabilities split by stage: a complete agent); a
+        function of the observations -> [B] rows: by the row it names for each state."""
         self._seed_agents = list(seed_agents)
         self.explore_temperature: float | None = None
         """Set by a learner of the LM's weights (agents/learned.py): training rounds' completions are
@@ -234,126 +165,6 @@ class LLMPolicy(Policy):
         finally:
             self._evaluating = before
 
-    def weights_changed(self) -> None:
-        """The LM's weights moved (a learner's step): every cached answer, score and prefix KV is stale."""
-        self.memo.clear()
-        self.scores.clear()
-        getattr(self.backend, "weights_changed", lambda: None)()
-
-    # --- backend calls, batched (lockstep) or one by one (baseline) ----------
-    def _generate(self, prompts: list[Prompt], rows: list[int]) -> list[Completion]:
-        """Greedy prompts seen before are answered from the memo (the engine would repeat itself:
-        a forfeiting agent facing the same state again); the rest go to the backend, and what each
-        engine call cost in tokens is charged to the row that asked first (``rows[i]`` asked ``prompts[i]``)."""
-        asker = dict(zip(reversed(prompts), reversed(rows)))  # each distinct prompt's first asker
-        fresh = [p for p in dict.fromkeys(prompts) if p.temperature > 0 or p not in self.memo]
-        if fresh and self.cfg.lockstep:
-            done = self.backend.generate(fresh)
-        else:
-            done = [self.backend.generate([p])[0] for p in fresh]
-        for p, c in zip(fresh, done):
-            self._spend(asker[p], c.prompt_tokens + c.tokens)
-        answers = dict(zip(fresh, done))
-        for p, c in answers.items():
-            if p.temperature == 0 and c.finish != "timeout" and c.finish != "error":
-                self.memo[p] = c
-                if len(self.memo) > self.cfg.memo:
-                    self.memo.pop(next(iter(self.memo)))
-        return [answers[p] if p in answers else self.memo[p] for p in prompts]
-
-    def _score(self, prompts: list[Prompt], rows: list[int]) -> np.ndarray:
-        """Wake-up scores of ``prompts``; each one's prompt tokens are charged to ``rows[i]``."""
-        if not prompts:
-            return np.zeros(0)
-        if self.cfg.lockstep:
-            scores, tokens = self.backend.score(prompts), self.backend.scored_tokens
-        else:
-            parts = [(self.backend.score([p]), self.backend.scored_tokens) for p in prompts]
-            scores, tokens = (np.concatenate(column) for column in zip(*parts))
-        for row, n in zip(rows, tokens.tolist()):
-            self._spend(row, n)
-        return scores
-
-    def _spend(self, row: int, tokens: int) -> None:
-        """Tokens an engine call used for ``row`` (not counted in evaluation: the frozen market pays nothing)."""
-        if not self._evaluating and row >= 0:
-            self.spent[row] += tokens
-
-    def compute(self) -> np.ndarray:
-        """[N] tokens each row's calls used since the last call (the market charges market.token_price)."""
-        spent, self.spent = self.spent, np.zeros_like(self.spent)
-        return spent
-
-    # --- skills: lines of the run's library ------------------------------------
-    def attach(self, store, population=None) -> None:
-        """The run's database (the runner's hook): the library named by the run id receives the skills
-        named so far and, from then on, every round's new ones; ``population`` (the market's) gives
-        the births' edits their agent ids. A resumed policy first drops the rows past its checkpoint."""
-        self._population = population
-        self.catalogue.attach(SkillLibrary(store.engine, store.run_id))
-
-    def evolve_skills(self, skills, seed: int = 0) -> None:
-        """The registry's hook for a run whose ``[skills]`` section edits the library (skills.credit other
-        than none): group-relative credit, diagnosis, LLM-written edits and the gate (agents/llm_skills.py)."""
-        from agents.llm_skills import SkillEvolver
-
-        self.evolver = SkillEvolver(self, skills, seed)
-
-    def learn(self, model) -> None:
-        if self.evolver is not None:
-            self.evolver.learn(model)
-
-    def report(self) -> dict:
-        """The run summary's skill-evolution counts (none without an evolver)."""
-        return self.evolver.report() if self.evolver is not None else {}
-
-    @contextlib.contextmanager
-    def holding(self, skills: list[tuple[str, ...]], lines: dict[str, str]):
-        """Rows hold ``skills`` (names; ``lines``: the text of names not in the catalogue, or new text for
-        names in it) while inside: the gate's candidate library, played frozen."""
-        saved = self.skills, self.catalogue.lines
-        self.skills, self.catalogue.lines = list(skills), {**self.catalogue.lines, **lines}
-        try:
-            yield self
-        finally:
-            self.skills, self.catalogue.lines = saved
-
-    @staticmethod
-    def _kind(line: str) -> str:
-        shown = parse.example(line)
-        return "rule" if shown is None else "wake" if shown[1].strip().lower() in ("yes", "no") else "example"
-
-    def _name(self, role: str, line: str, origin: dict) -> str:
-        return self.catalogue.name(role, line, self._kind(line), origin)
-
-    def lines(self, row: int) -> tuple[str, ...]:
-        """The text of a row's skills, in order."""
-        return tuple(self.catalogue.lines[name] for name in self.skills[row])
-
-    def _agent(self, row: int) -> int | None:
-        return None if self._population is None else int(self._population.ids[row])
-
-    def _carried(self, row: int, wake: bool) -> list[str]:
-        """The skills (names) a prompt carries: general lines always; worked examples whose output is
-        yes/no only in the wake-up prompt, the other worked examples only when acting."""
-        out = []
-        for name in self.skills[row]:
-            kind = self._kind(self.catalogue.lines[name])
-            if kind == "rule" or (kind == "wake") == wake:
-                out.append(name)
-        return out
-
-    def _skills(self, row: int, wake: bool) -> str:
-        return "\n".join(self.catalogue.lines[name] for name in self._carried(row, wake))
-
-    def _acting_skills(self, b: int, row: int) -> list[str]:
-        """What row's acting prompt in world b carries: all its acting skills, or in a training round
-        of skill evolution the ones the evolver draws for this rollout (``skills.p_use``)."""
-        carried = self._carried(row, wake=False)
-        if self.evolver is None or self._evaluating:
-            return carried
-        return self.evolver.applied(b, row, carried)
-
     def _wake_prompt(self, role: int, skills: str, summary: str) -> Prompt:
         r = self.roles[role]
         return Prompt(f"{r.frozen} Answer yes or no.", skills, f"{summary} {r.wake}", max_tokens=1)
@@ -364,7 +175,7 @@ class LLMPolicy(Policy):
         role = self.roles[self.role[row]]
         skills = "\n".join(self.catalogue.lines[n] for n in self._acting_skills(b, row))
         return Prompt(role.frozen, skills, self.task.context(obs_row, role.name), max_tokens=role.max_tokens,
-                      temperature=temperature, seed=seed)
+                      stop=role.stop, temperature=temperature, seed=seed)
 
     # --- the market's Policy protocol ----------------------------------------
     def eligible(self, obs: np.ndarray) -> np.ndarray:
@@ -380,7 +191,7 @@ class LLMPolicy(Policy):
         B, N = len(obs), self.role.size
         wake = np.zeros((B, N), dtype=bool)
         if self.only is not None:  # alone, an agent acts at every step
-            only = self.only
+            only = self.only(obs) if callable(self.only) else self.only
             if only.ndim == 2:
                 stage = {summary: i for i, summary in enumerate(self.task.all_summaries)}
                 only = only[np.arange(B), [stage[summary] for summary in self.task.summaries(obs)]]
@@ -517,65 +328,6 @@ class LLMPolicy(Policy):
             self.theta[row] = rng.uniform(self.cfg.theta_low, self.cfg.theta_high) if theta is None else theta
             names = tuple(self._name(role, line, {"origin": "seed"}) for line in skills)
             self._new_version(row, names, -1, "newcomer")
-        self.catalogue.flush()  # births end a round: its new skills go to the library now
-
-    def _copy(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
-        self.role[rows] = self.role[parents]
-        self.theta[rows] = self.theta[parents] + rng.normal(0.0, self.cfg.theta_sigma, size=rows.size)
-        for row, parent in zip(rows.tolist(), parents.tolist()):
-            self.skills[row] = self.skills[parent]
-            self.version[row] = self.version[parent]
-
-    def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
-        """Exploit: the child of a rich agent is its copy plus one general skill written by the LLM."""
-        self._copy(rows, parents, rng)
-        asks = []
-        for row in rows.tolist():
-            if not self.roles[self.role[row]].tool:
-                skills = " | ".join(self.lines(row)) or "(none)"
-                asks.append((row, EXPLOIT_ASK.format(role=self.roles[self.role[row]].frozen, skills=skills), ""))
-        self._rewrite(asks, dict(zip(rows.tolist(), parents.tolist())), "exploit: add a general skill", rng)
-
-    def revise(self, rows: np.ndarray, parents: np.ndarray, obs: np.ndarray, found: np.ndarray,
-               rng: np.random.Generator) -> np.ndarray:
-        """Explore: the child of a failed agent gets a worked example written by the LLM from the
-        parent's failure (its task, what it wrote, the correct output). Every row is made here (-> all True)."""
-        self._copy(rows, parents, rng)
-        asks = []
-        for row, parent, seen, ok in zip(rows.tolist(), parents.tolist(), obs, found):
-            role = self.roles[self.role[row]]
-            if role.tool or not ok:
-                continue
-            given, correct = self.task.lesson(seen, role.name)
-            last_obs, raw = self.recent.get(parent, ((), ""))
-            wrote = raw if last_obs == tuple(np.asarray(seen).tolist()) else "(nothing)"
-            asks.append((row, EXPLORE_ASK.format(given=given, wrote=wrote.strip() or "(empty)", correct=correct),
-                         EXPLORE_DEMO))
-        self._rewrite(asks, dict(zip(rows.tolist(), parents.tolist())), "explore: revise from a failure", rng)
-        return np.ones(rows.size, dtype=bool)
-
-    def _rewrite(self, asks: list[tuple[int, str, str]], parents: dict[int, int], edit: str,
-                 rng: np.random.Generator) -> None:
-        """One batched generation for all rewrites (``asks``: row, ask, demo; ``parents``: row -> its
-        parent's row); a malformed one is recorded and discarded. A line new to the role is a new
-        skill, its diagnosis the birth; the round's new skills are written when the births end."""
-        seeds = rng.integers(2**31, size=len(asks))
-        prompts = [Prompt(REWRITE_SYSTEM, demo, ask, max_tokens=self.cfg.rewrite_tokens,
-                          temperature=self.cfg.rewrite_temperature, seed=int(s)) for (_, ask, demo), s in zip(asks, seeds)]
-        for (row, _, _), done in zip(asks, self._generate(prompts, [row for row, _, _ in asks])):
-            line = parse.skill(done.text) if done.finish == "stop" or done.finish == "length" else None
-            if line is None or line in self.lines(row):
-                self.counts["malformed_rewrites"] += 1
-                self.records.append({"kind": "malformed_rewrite", "row": row, "edit": edit, "raw": done.text,
-                                     "reason": "duplicate" if line else (done.error or "malformed")})
-                continue
-            self.counts["rewrites"] += 1
-            birth = {"origin": edit.split(":")[0], "agent": self._agent(row), "parent_agent": self._agent(parents[row]),
-                     "parent_version": int(self.version[row]), "version": len(self.versions),
-                     "parent_skills": list(self.skills[row]), "raw": done.text}
-            name = self._name(self.roles[self.role[row]].name, line, birth)
-            skills = (*self.skills[row], name)[-self.cfg.max_skills:]
-            self._new_version(row, skills, int(self.version[row]), edit)
         self.catalogue.flush()  # births end a round: its new skills go to the library now
 
     def describe(self, rows: np.ndarray) -> list[str]:

@@ -23,7 +23,8 @@ rollout's reward is the world's success, less the workflow penalty ``skills.pena
    does not have, is written to the ``skill_diagnosis_failure`` table and the rule diagnoser answers
    instead, counted as a fallback). ``random``: random (agent, skill) columns the rollouts used, with
    revise 1/2, prune 1/4, add 1/4 (what the gate alone buys).
-2. the edit's text, written by the model as births write theirs (agents/llm_policy.py): ``revise``
+2. the edit's text, written by the model as births write theirs (agents/llm_births.py), with the world's
+   prompts (agents/prompts.py): ``revise``
    rewrites the skill as a worked example from the cited step (what the role was given, what it
    wrote, the correct output); ``add`` asks for one more general line for the role, held by every
    agent of that role; ``prune`` takes the line from every agent; ``merge`` gives the partner's holders
@@ -46,10 +47,8 @@ import numpy as np
 
 from agents import parse
 from agents.backends.base import Prompt
-from agents.llm_policy import EXPLOIT_ASK, EXPLORE_ASK, EXPLORE_DEMO, REWRITE_SYSTEM
 from market.schema import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit, validate
-from skills.editor import SHORT_DEMO, SHORT_SYSTEM
 from skills.evolve import blame
 
 PRUNE_BELOW = -0.3
@@ -163,7 +162,8 @@ class SkillEvolver:
 
     def _diagnose(self, prompts: list[str]) -> list[str]:
         """The LLM diagnoser's ``generate``: one greedy batch on the agents' engine, charged to no agent."""
-        asks = [Prompt(SHORT_SYSTEM, SHORT_DEMO, p, max_tokens=96) for p in prompts]
+        own = self.policy.prompts  # the world's (agents/prompts.py)
+        asks = [Prompt(own.diagnose_system, own.diagnose_demo, p, max_tokens=96) for p in prompts]
         with self.policy.evaluating():
             texts = [c.text for c in self.policy._generate(asks, [-1] * len(asks))]
         return texts
@@ -207,9 +207,10 @@ class SkillEvolver:
         if d.action == "add":
             if d.target not in policy.role_index or policy.roles[policy.role_index[d.target]].tool:
                 return None
-            ask = EXPLOIT_ASK.format(role=policy.roles[policy.role_index[d.target]].frozen,
-                                     skills=" | ".join(s.body for s in current.values() if s.role == d.target
-                                                       and policy._kind(s.body) != "wake") or "(none)")
+            ask = policy.prompts.exploit_ask.format(
+                role=policy.roles[policy.role_index[d.target]].frozen,
+                skills=" | ".join(s.body for s in current.values() if s.role == d.target
+                                  and policy._kind(s.body) != "wake") or "(none)")
             line = self._rewrite(ask, "")
             if line is None:
                 return None
@@ -225,15 +226,16 @@ class SkillEvolver:
         n = cited[0]
         given, correct = policy.task.lesson(trace.states[n], skill.role)
         wrote = (nodes[n]["output"] or "").strip() or "(empty)"
-        line = self._rewrite(EXPLORE_ASK.format(given=given, wrote=wrote, correct=correct), EXPLORE_DEMO)
+        own = policy.prompts
+        line = self._rewrite(own.explore_ask.format(given=given, wrote=wrote, correct=correct), own.explore_demo)
         if line is None or line == skill.body:
             return None
         return to_edit(d, description=_summary(line), body=line)
 
     def _rewrite(self, ask: str, demo: str) -> str | None:
         cfg = self.policy.cfg
-        prompt = Prompt(REWRITE_SYSTEM, demo, ask, max_tokens=cfg.rewrite_tokens, temperature=cfg.rewrite_temperature,
-                        seed=int(self.rng.integers(2**31)))
+        prompt = Prompt(self.policy.prompts.rewrite_system, demo, ask, max_tokens=cfg.rewrite_tokens,
+                        temperature=cfg.rewrite_temperature, seed=int(self.rng.integers(2**31)))
         with self.policy.evaluating():
             done = self.policy._generate([prompt], [-1])[0]
         line = parse.skill(done.text) if done.finish in ("stop", "length") else None

@@ -15,7 +15,9 @@ A scenario module provides
   ``my_lab.world``, the entry point's name for a registered plugin);
 * ``metrics(model, episodes, cfg) -> dict``: its part of the run's summary;
 * ``build(cfg) -> (world, policy)`` (the market runs them: market.protocols.World and Policy), or
-  ``make_model(exp)`` for a model of its own (boltzmann has no auction; recsys runs a team);
+  ``make_model(exp)`` for a model of its own (boltzmann has no auction; recsys runs a team); or, for
+  LLM agents, one ``agents.text_world.TextWorld`` subclass, for which the framework makes all three
+  (agents/text_scenario.py);
 
 and optionally
 
@@ -76,7 +78,7 @@ from market.protocols import Policy, World
 API = 1
 SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
-             "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath"}
+             "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement"}
 ENTRY_POINTS = "catallax.scenarios"
 ALL_BID_FEATURES = ("numeric", "minilm", "hf", "agent")
 
@@ -114,6 +116,10 @@ class Scenario:
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
+        if not (hasattr(module, "build") or hasattr(module, "make_model")):  # one TextWorld class: agents/text_world.py
+            from agents.text_scenario import as_scenario
+
+            module = as_scenario(module)
         origin = getattr(module, "__file__", None) or name
         api = getattr(module, "CATALLAX_API", API)
         if api != API:

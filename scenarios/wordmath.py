@@ -46,7 +46,9 @@ its market with: one agent holding everything the market has (the calculator,
 every correct skill line of the scenario's pool, the extractor's and the
 answerer's token budgets added up for each of its generations, the same
 horizon), playing every step itself as the step needs (extract, compute,
-answer), with no auction and no wrong worked examples.
+answer), with no auction and no wrong worked examples: the curated one, a ceiling. Beside it,
+``complete_agent_whole_pool_accuracy`` is the fair twin Economy of Minds uses: the same agent holding
+the whole initial pool of each role, the wrong worked examples included.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from agents import parse
 from agents.backends import BackendConfig
 from agents.backends.factory import require_engine, shared_backend
 from agents.llm_policy import LLMPolicy, PolicyConfig, Role
+from agents.prompts import Prompts
 from agents.rules import RuleSpace
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.config import STRICT
@@ -124,6 +127,22 @@ POOL = {  # (p, lines): a newcomer holds each line with probability p (worked ex
         (0.3, wake_examples()),
     ],
 }
+
+PROMPTS = Prompts(
+    explore_demo=("example: Task: Joe has 3 cups and buys 2 more. | Wrote: 3 - 2 | Correct: 3 + 2 | Write a worked "
+                  "example. => example: Joe has 3 cups and buys 2 more. => 3 + 2"),
+    diagnose_demo="\n".join([
+        'example: Blamed x-example-6 (correct: The answer is 8.). Step 0: extractor -> invalid_output "5 + +". => '
+        '{"failure": "invalid_output", "step": 0, "action": "revise", "target": "x-example-6"}',
+        'example: Blamed y-rule-2 (correct: The answer is 7.). Step 0: extractor -> ok "4 + 3". Step 1: answerer -> ok '
+        '"9". => {"failure": "harmful_skill", "step": 1, "action": "prune", "target": "y-rule-2"}',
+        'example: Blamed z-example-1. Step 0: extractor -> timeout "Max reads 3 pag". => {"failure": "timeout", '
+        '"step": 0, "action": "revise", "target": "z-example-1"}',
+    ]),
+)
+"""wordmath's own demonstrations (agents/prompts.py): a worked explore rewrite (a weak model copies a shown
+format far more reliably than it follows a described one) and three worked verdicts of the diagnoser's short
+form (SmolLM2-135M answered 0 of 6 full diagnosis prompts with a JSON object, and copies this shape)."""
 
 
 @dataclass(config=STRICT)
@@ -245,6 +264,7 @@ class Board:
     stage's summary as text)."""
 
     all_summaries = SUMMARIES
+    prompts = PROMPTS
     space = RuleSpace(features=("stage",), low=(0,), high=(len(STAGES) - 1,), actions=tuple(r.name for r in ROLES))
 
     def __init__(self):
@@ -349,15 +369,17 @@ def solo_accuracy(model, rows: np.ndarray, world: WordmathWorld) -> np.ndarray:
     return np.array([e["success"] for e in episodes], dtype=float).reshape(rows.size, n).mean(axis=1)
 
 
-def complete_accuracy(model, world: WordmathWorld) -> float:
+def complete_accuracy(model, world: WordmathWorld, whole: bool = False) -> float:
     """The complete agent (module docstring) on every problem of ``world``, frozen: its capabilities are
     three seeded rows (extractor, calculator, answerer) of a policy of its own on the same engine, and
-    the state decides which of them acts (``LLMPolicy.only`` per stage), so no auction ever routes."""
+    the state decides which of them acts (``LLMPolicy.only`` per stage), so no auction ever routes.
+    ``whole``: each row holds its role's whole pool, wrong worked examples included (the fair twin)."""
     trained = model.policy.unwrapped
     budget = sum(r.max_tokens for r in ROLES if r.name in ("extractor", "answerer"))
     roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in ROLES]
     correct = {name: [line for _, group in POOL.get(name, []) for line in group
-                      if line not in WRONG and line not in wake_examples()] for name in ("extractor", "answerer")}
+                      if (whole or line not in WRONG) and line not in wake_examples()]
+               for name in ("extractor", "answerer")}
     seeds = [("extractor", correct["extractor"], 0.0), ("calculator", [], 0.0), ("answerer", correct["answerer"], 0.0)]
     policy = LLMPolicy(trained.backend, trained.task, roles, POOL, None, trained.cfg, seeds)
     solo = MarketModel(world, policy, MarketConfig(batch=world.fixed.size),
@@ -380,6 +402,7 @@ def metrics(model, episodes: list[dict], cfg: Config) -> dict:
         solo = solo_accuracy(model, answering, heldout)
         with policy.base_weights():
             complete = complete_accuracy(model, heldout)
+            whole_pool = complete_accuracy(model, heldout, whole=True)
     best = int(np.argmax(solo)) if solo.size else -1
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
     stats = policy.backend.stats
@@ -387,6 +410,7 @@ def metrics(model, episodes: list[dict], cfg: Config) -> dict:
         "heldout_accuracy": float(np.mean([e["success"] for e in market])),
         "single_agent_accuracy": float(solo.max()) if solo.size else 0.0,
         "complete_agent_accuracy": complete,
+        "complete_agent_whole_pool_accuracy": whole_pool,
         "single_agent": policy.describe(answering[best:best + 1])[0] if solo.size else None,
         "heldout_problems": cfg.heldout,
         "heldout_seed": cfg.heldout_seed,

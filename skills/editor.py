@@ -74,16 +74,6 @@ Reply with one JSON object and nothing else:
 
 SHORT_SYSTEM = ("You review a team's workflow. Failure types: " + ", ".join(FAILURE_TYPES) + ". Actions: "
                 + ", ".join(ACTIONS) + ". Reply with one JSON object on one line.")
-SHORT_DEMO = "\n".join([
-    'example: Blamed x-example-6 (correct: The answer is 8.). Step 0: extractor -> invalid_output "5 + +". => '
-    '{"failure": "invalid_output", "step": 0, "action": "revise", "target": "x-example-6"}',
-    'example: Blamed y-rule-2 (correct: The answer is 7.). Step 0: extractor -> ok "4 + 3". Step 1: answerer -> ok '
-    '"9". => {"failure": "harmful_skill", "step": 1, "action": "prune", "target": "y-rule-2"}',
-    'example: Blamed z-example-1. Step 0: extractor -> timeout "Max reads 3 pag". => {"failure": "timeout", '
-    '"step": 0, "action": "revise", "target": "z-example-1"}',
-])
-"""The short form, for a small model: one line per case in the shape of three worked verdicts (shown as
-demonstration turns). SmolLM2-135M answered 0 of 6 full prompts with a JSON object, and copies this shape."""
 SHORT_OUTPUT = 20
 """Characters of each step's output the short form shows (a small model copies long outputs into its verdict)."""
 
@@ -245,8 +235,8 @@ class LLMDiagnoser:
     """What one case cannot tell: e.g. whether the target names a skill of the library ("" if fine,
     else why not: the verdict is then malformed)."""
     short: bool = False
-    """Ask in the short form (SHORT_SYSTEM, SHORT_DEMO as the ``generate`` caller's system and worked
-    examples, :meth:`short_prompt` per case) instead of PROMPT."""
+    """Ask in the short form (SHORT_SYSTEM and worked verdicts as the ``generate`` caller's system and
+    demonstration turns: the world's own, agents/prompts.py; :meth:`short_prompt` per case) instead of PROMPT."""
 
     def short_prompt(self, case: Case) -> str:
         t = case.trace

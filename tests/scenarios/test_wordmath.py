@@ -73,7 +73,7 @@ def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["scenario"] == "wordmath" and summary["conservation_ok"] and summary["episodes"] == (4 if bids else 16)
     assert 0 <= summary["heldout_accuracy"] <= 1 and 0 <= summary["single_agent_accuracy"] <= 1
-    assert 0 <= summary["complete_agent_accuracy"] <= 1
+    assert 0 <= summary["complete_agent_accuracy"] <= 1 and 0 <= summary["complete_agent_whole_pool_accuracy"] <= 1
     assert summary["heldout_problems"] == (4 if bids else 8) and summary["actions"] > 0 and summary["backend"] == "hf"
     assert summary["llm_tokens"] > 0
     with sqlite3.connect(tmp_path / "catallax.db") as db:  # compute is charged (wordmath.toml's token_price)

@@ -16,7 +16,8 @@ import pytest
 from sqlmodel import Session, select
 
 from agents.backends.base import Completion, Stats
-from agents.llm_policy import REWRITE_SYSTEM, LLMPolicy
+from agents.llm_policy import LLMPolicy
+from agents.prompts import REWRITE_SYSTEM
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.checkpoint import decode
 from market.schema import Agent, Checkpoint, make_engine

@@ -1,0 +1,88 @@
+"""Which skill lines an LLM agent's prompts carry, and the run's skill library they are skills of.
+
+Every line of the pool, and every line a birth or an edit writes, is a skill of the run's library
+(skills/library.py; named per role and kind by skills/catalogue.py). A row holds a list of skill names;
+its wake-up prompt carries its general lines and its yes/no worked examples, its acting prompt its
+general lines and its other worked examples (in a training round of skill evolution, each with
+probability ``skills.p_use``: agents/llm_skills.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from agents import parse
+from skills.library import SkillLibrary
+
+
+class SkillLines:
+    """Mixed into LLMPolicy: reads ``skills``, ``catalogue``, ``evolver``, ``_population`` and ``_evaluating``."""
+
+    def attach(self, store, population=None) -> None:
+        """The run's database (the runner's hook): the library named by the run id receives the skills
+        named so far and, from then on, every round's new ones; ``population`` (the market's) gives
+        the births' edits their agent ids. A resumed policy first drops the rows past its checkpoint."""
+        self._population = population
+        self.catalogue.attach(SkillLibrary(store.engine, store.run_id))
+
+    def evolve_skills(self, skills, seed: int = 0) -> None:
+        """The registry's hook for a run whose ``[skills]`` section edits the library (skills.credit other
+        than none): group-relative credit, diagnosis, LLM-written edits and the gate (agents/llm_skills.py)."""
+        from agents.llm_skills import SkillEvolver
+
+        self.evolver = SkillEvolver(self, skills, seed)
+
+    def learn(self, model) -> None:
+        if self.evolver is not None:
+            self.evolver.learn(model)
+
+    def report(self) -> dict:
+        """The run summary's skill-evolution counts (none without an evolver)."""
+        return self.evolver.report() if self.evolver is not None else {}
+
+    @contextlib.contextmanager
+    def holding(self, skills: list[tuple[str, ...]], lines: dict[str, str]):
+        """Rows hold ``skills`` (names; ``lines``: the text of names not in the catalogue, or new text for
+        names in it) while inside: the gate's candidate library, played frozen."""
+        saved = self.skills, self.catalogue.lines
+        self.skills, self.catalogue.lines = list(skills), {**self.catalogue.lines, **lines}
+        try:
+            yield self
+        finally:
+            self.skills, self.catalogue.lines = saved
+
+    @staticmethod
+    def _kind(line: str) -> str:
+        shown = parse.example(line)
+        return "rule" if shown is None else "wake" if shown[1].strip().lower() in ("yes", "no") else "example"
+
+    def _name(self, role: str, line: str, origin: dict) -> str:
+        return self.catalogue.name(role, line, self._kind(line), origin)
+
+    def lines(self, row: int) -> tuple[str, ...]:
+        """The text of a row's skills, in order."""
+        return tuple(self.catalogue.lines[name] for name in self.skills[row])
+
+    def _agent(self, row: int) -> int | None:
+        return None if self._population is None else int(self._population.ids[row])
+
+    def _carried(self, row: int, wake: bool) -> list[str]:
+        """The skills (names) a prompt carries: general lines always; worked examples whose output is
+        yes/no only in the wake-up prompt, the other worked examples only when acting."""
+        out = []
+        for name in self.skills[row]:
+            kind = self._kind(self.catalogue.lines[name])
+            if kind == "rule" or (kind == "wake") == wake:
+                out.append(name)
+        return out
+
+    def _skills(self, row: int, wake: bool) -> str:
+        return "\n".join(self.catalogue.lines[name] for name in self._carried(row, wake))
+
+    def _acting_skills(self, b: int, row: int) -> list[str]:
+        """What row's acting prompt in world b carries: all its acting skills, or in a training round
+        of skill evolution the ones the evolver draws for this rollout (``skills.p_use``)."""
+        carried = self._carried(row, wake=False)
+        if self.evolver is None or self._evaluating:
+            return carried
+        return self.evolver.applied(b, row, carried)

@@ -1,0 +1,86 @@
+"""The prompts the framework itself sends to a world's LLM: skill rewrites at births and the diagnoser's verdicts.
+
+A world's agents are prompted by the world (each role's frozen system prompt, the text the acting role
+reads). The framework adds prompts of its own: the exploit rewrite (one more general skill for a rich
+agent's role), the explore rewrite (a worked example from a failure: what the agent was given, what it
+wrote, the correct output) and the LLM diagnoser's short form (a JSON verdict on a blamed skill). A
+weak model copies a *shown* format far more reliably than it follows a described one, so the explore
+rewrite and the diagnoser each carry a worked demonstration.
+
+These prompts belong to the world (``prompts`` on its text task: agents/text_world.py, or
+scenarios/wordmath.py's own), because any demonstration is task text: a world's agents shown another
+world's worked example copy it (routers born holding an arithmetic example answer ``3 + 2`` to
+``Sentiment: positive``). The defaults here contain nothing of any one task: their demonstrations are
+made from the world's own material (its first worked example, its role names) by :meth:`Prompts.resolve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from agents import parse
+from skills.editor import SHORT_SYSTEM
+
+REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
+                  "no preamble.")
+EXPLOIT_ASK = "Role: {role} Current skills: {skills} Write one more general skill that would help in this role."
+EXPLORE_ASK = "Task: {given} | Wrote: {wrote} | Correct: {correct} | Write a worked example."
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """What the framework asks the world's model, and the worked demonstrations it shows with it.
+
+    ``exploit_ask`` is formatted with ``role`` (the role's frozen prompt) and ``skills`` (its lines);
+    ``explore_ask`` with ``given``, ``wrote`` and ``correct``. A demonstration left ``None`` is made from
+    the world's own material when the policy starts (:meth:`resolve`); ``""`` shows none."""
+
+    rewrite_system: str = REWRITE_SYSTEM
+    exploit_ask: str = EXPLOIT_ASK
+    explore_ask: str = EXPLORE_ASK
+    explore_demo: str | None = None
+    """A worked explore rewrite, as demonstration turns (``example: <ask> => <new line>``)."""
+    diagnose_system: str = SHORT_SYSTEM
+    diagnose_demo: str | None = None
+    """Worked verdicts of the diagnoser's short form (skills/editor.py ``LLMDiagnoser.short_prompt``)."""
+
+    def resolve(self, roles, pool: dict[str, list[tuple[float, list[str]]]]) -> Prompts:
+        """These prompts with every ``None`` demonstration made from the world: ``roles`` (agents/text_task.py
+        Role) and ``pool`` (role -> groups of skill lines)."""
+        out = self
+        if out.explore_demo is None:
+            out = replace(out, explore_demo=explore_demo(pool, self.explore_ask))
+        if out.diagnose_demo is None:
+            out = replace(out, diagnose_demo=diagnose_demo([r.name for r in roles if not r.tool]))
+        return out
+
+
+def explore_demo(pool: dict[str, list[tuple[float, list[str]]]], ask: str = EXPLORE_ASK) -> str:
+    """The explore rewrite worked once on the world's own first worked example (``example: X => Y`` whose
+    output is not a yes/no wake-up answer): asked with X given, nothing written and Y correct, it answers
+    with that line. "" when the pool has no worked example (then no demonstration is shown)."""
+    for groups in pool.values():
+        for _, lines in groups:
+            for line in lines:
+                shown = parse.example(line)
+                if shown is not None and shown[1].strip().lower() not in ("yes", "no"):
+                    given, correct = shown
+                    return f"example: {ask.format(given=given, wrote='(empty)', correct=correct)} => {line}"
+    return ""
+
+
+def diagnose_demo(roles: list[str]) -> str:
+    """Three worked verdicts in the short form, naming the world's own first LLM role (one per failure
+    shape: an unparsable output revised, a harmful skill pruned, a cut-off output revised); the outputs
+    shown are placeholders, not any task's."""
+    if not roles:
+        return ""
+    r = roles[0]
+    return "\n".join([
+        f'example: Blamed {r}-example-1. Step 0: {r} -> invalid_output "??". => {{"failure": "invalid_output", '
+        f'"step": 0, "action": "revise", "target": "{r}-example-1"}}',
+        f'example: Blamed {r}-rule-2. Step 0: {r} -> ok "(output)". => {{"failure": "harmful_skill", "step": 0, '
+        f'"action": "prune", "target": "{r}-rule-2"}}',
+        f'example: Blamed {r}-example-3. Step 0: {r} -> timeout "(cut off". => {{"failure": "timeout", "step": 0, '
+        f'"action": "revise", "target": "{r}-example-3"}}',
+    ])

@@ -1,0 +1,163 @@
+"""A text world (agents/text_world.py) as the market sees it: B states as an array world, and the text task
+the LLM policy reads them through.
+
+:class:`TextBatch` is a ``market.protocols.World`` over B Python states. Its observation row is
+``(stage, seed stream, problem id, world index, episode serial, turn)``: the stage first (the one bounded
+feature learned bids read), then what names the problem (a pure function of stream and id: held-out and
+validation problems are their own streams), the episode (unique across the run's worlds, so an old
+observation never matches a new episode) and how many actions the state has taken (an agent that
+forfeited sleeps on an observation until the state changes). Training worlds draw problem ids from the
+market's RNG, ``group`` consecutive worlds on one problem.
+
+:class:`TextBoard` is the policy's ``TextTask`` (agents/text_task.py): it applies a completion to a copy
+of the state (``TextWorld.act``), keeps the copy as the pending move when it is accepted, and the batch
+commits it when the market lets the agent act. Every applied (role, text) is logged per episode, so the
+state at any observation the run still refers to (births and skill edits read past failures) is rebuilt
+by replaying the log from the problem's start; the log travels in checkpoints.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+
+import numpy as np
+
+from agents.rules import RuleSpace
+from market.protocols import World
+
+LOG_EPISODES = 4096
+"""Episodes whose moves are kept for replay (the skill evolver looks back at most 16 rounds)."""
+
+
+class TextBoard:
+    """The text task over whichever :class:`TextBatch` was observed last (``current``)."""
+
+    def __init__(self, world):
+        self.world = world
+        self.roles = {r.name: r for r in world.roles}
+        self.all_summaries = tuple(world.stages)
+        self.prompts = world.prompts
+        self.space = RuleSpace(features=("stage",), low=(0,), high=(max(len(world.stages) - 1, 1),),
+                               actions=tuple(r.name for r in world.roles))
+        self.episodes = 0  # episodes begun by any batch of the run (TextBatch.serial)
+        self.current: TextBatch | None = None
+        self.pending: dict[int, object] = {}  # world b -> its state after this step's accepted move
+        self.moves: collections.OrderedDict = collections.OrderedDict()  # (serial, b) -> [(role, text)] applied
+
+    # --- states ------------------------------------------------------------------------------------
+    def problem(self, seed: int, pid: int):
+        return self.world.problem(np.random.default_rng([seed, pid]))
+
+    def state_at(self, obs_row: np.ndarray):
+        """The state an observation row saw: the current batch's, or replayed from the move log."""
+        stage, seed, pid, b, serial, turn = (int(x) for x in obs_row)
+        now = self.current
+        if now is not None and now.serial == serial and b < len(now.states) and now.turn[b] == turn:
+            return now.states[b]
+        state = copy.deepcopy(self.world.start(self.problem(seed, pid)))
+        for role, text in self.moves.get((serial, b), [])[:turn]:
+            self.world.act(state, role, text)
+        return state
+
+    def record(self, serial: int, b: int, role: str, text: str) -> None:
+        self.moves.setdefault((serial, b), []).append((role, text))
+        self.moves.move_to_end((serial, b))
+        while len(self.moves) > LOG_EPISODES:
+            self.moves.popitem(last=False)
+
+    def _try(self, b: int, role: str, text: str | None, obs_row: np.ndarray) -> tuple[str | None, str]:
+        if text is None:
+            return None, "illegal: the tool has nothing to do here"
+        trial = copy.deepcopy(self.state_at(obs_row))
+        reason = self.world.act(trial, role, text)
+        if reason:
+            return None, str(reason)
+        self.pending[b] = trial
+        return text, ""
+
+    # --- the TextTask protocol (agents/text_task.py) ----------------------------------------------
+    def summaries(self, obs: np.ndarray) -> list[str]:
+        return [self.all_summaries[int(s)] for s in obs[:, 0]]
+
+    def context(self, obs_row: np.ndarray, role: str) -> str:
+        return self.world.read(self.state_at(obs_row), role)
+
+    def illegal(self, role: str, obs_row: np.ndarray) -> str:
+        return "" if self.world.may_act(self.state_at(obs_row), role) else f"illegal: {role} may not act here"
+
+    def parse(self, role: str, text: str, obs_row: np.ndarray) -> tuple[str | None, str]:
+        return self._try(int(obs_row[3]), role, text.strip(), obs_row)
+
+    def tool(self, role: str, obs_row: np.ndarray) -> tuple[str | None, str]:
+        state = self.state_at(obs_row)
+        if not self.world.may_act(state, role):
+            return None, f"illegal: {role} may not act here"
+        return self._try(int(obs_row[3]), role, self.roles[role].tool(state), obs_row)
+
+    def tool_wake(self, role: str, obs: np.ndarray) -> np.ndarray:
+        return np.array([self.world.may_act(self.state_at(row), role) for row in obs], dtype=bool)
+
+    def deliver(self, payloads: list[str | None]) -> None:
+        self.payloads = payloads
+
+    def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
+        state = self.state_at(obs_row)
+        return self.world.read(state, role), self.world.correct(state, role)
+
+    def question(self, obs_row: np.ndarray) -> tuple[str, str]:
+        """The problem a world plays ("stream:id": the G rollouts of a group share it) and its correct outcome."""
+        seed, pid = int(obs_row[1]), int(obs_row[2])
+        reference = ""
+        if self.world.has_correct():
+            reference = self.world.correct(copy.deepcopy(self.world.start(self.problem(seed, pid))), None)
+        return f"{seed}:{pid}", reference
+
+
+class TextBatch(World):
+    """B states of a text world in lockstep (module docstring); ``fixed``: held-out or validation problem ids."""
+
+    def __init__(self, board: TextBoard, seed: int, horizon: int, fixed: np.ndarray | None = None):
+        self.board, self.seed, self.horizon, self.fixed = board, seed, horizon, fixed
+        self.serial = 0
+        self.reset(1, np.random.default_rng(0))
+
+    def reset(self, batch: int, rng: np.random.Generator) -> None:
+        if self.fixed is not None:
+            self.pid = np.resize(self.fixed, batch)
+        else:  # G consecutive worlds on one problem (group-relative learning)
+            self.pid = np.repeat(rng.integers(2**31, size=-(-batch // self.group)), self.group)[:batch]
+        world = self.board.world
+        self.states = [copy.deepcopy(world.start(self.board.problem(self.seed, int(p)))) for p in self.pid]
+        self.turn = np.zeros(batch, dtype=np.int64)
+        self.board.episodes += 1  # one count for training, held-out and validation batches
+        self.serial = self.board.episodes
+
+    def observe(self) -> np.ndarray:
+        self.board.current, self.board.pending = self, {}
+        B = len(self.states)
+        stage = [self.board.world.stage(s) for s in self.states]
+        return np.stack([np.asarray(stage, dtype=np.int64), np.full(B, self.seed), self.pid, np.arange(B),
+                         np.full(B, self.serial), self.turn], axis=1)
+
+    def step(self, actions: np.ndarray, acting: np.ndarray):
+        world, board = self.board.world, self.board
+        for b in np.flatnonzero(acting & (actions >= 0)).tolist():
+            self.states[b] = board.pending.pop(b)
+            board.record(self.serial, b, world.roles[int(actions[b])].name, board.payloads[b])
+            self.turn[b] += 1
+        done = np.array([world.done(s) for s in self.states], dtype=bool)
+        reward = np.array([float(world.reward(s)) if d else 0.0 for s, d in zip(self.states, done)])
+        return reward, done
+
+    @property
+    def solved(self) -> np.ndarray:
+        world = self.board.world
+        return np.array([world.done(s) and bool(world.solved(s)) for s in self.states], dtype=bool)
+
+    def state_dict(self) -> dict:
+        return {"serial": self.board.episodes, "moves": [(k, list(v)) for k, v in self.board.moves.items()]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.board.episodes = state["serial"]
+        self.board.moves = collections.OrderedDict((tuple(k), list(v)) for k, v in state["moves"])

@@ -1,0 +1,181 @@
+"""A text world's scenario: its config section, build, load-time checks and metrics, made by the framework.
+
+A module that defines one :class:`~agents.text_world.TextWorld` subclass and no ``build`` is a scenario
+(scenarios/registry.py asks :func:`as_scenario` for the interface): ``Config`` is
+:class:`TextWorldConfig`, ``build`` makes the batch of worlds, its
+held-out and validation batches (their own seed streams of the world's generator) and the LLM
+policy, ``validate`` refuses what the world cannot serve before anything loads, and ``metrics``
+reports the frozen market against the complete agent on the same held-out problems.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agents.backends import BackendConfig
+from agents.backends.factory import require_engine, shared_backend
+from agents.llm_policy import LLMPolicy, PolicyConfig
+from agents.text_adapter import TextBatch, TextBoard
+from agents.text_world import TextWorld
+from market import MarketConfig, MarketModel, PopulationConfig
+from market.config import STRICT
+
+BID_FEATURES = ("numeric", "agent", "hf", "minilm")
+"""Learned bids read the stage (one-hot under ``numeric``), nothing (``agent``) or the stage's summary as text."""
+
+
+@dataclass(config=STRICT)
+class TextWorldConfig:
+    llm: BackendConfig = Field(default_factory=BackendConfig)
+    """The agents' shared model (hf / vllm / openai keys; agents/backends/base.py)."""
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    horizon: int | None = Field(None, ge=1)
+    """Steps per episode (None: the world's ``horizon``)."""
+    heldout: int = Field(32, ge=1)
+    """Held-out problems the summary's accuracy and reward are measured on (the market and the complete agent)."""
+    heldout_seed: int = 10_000
+    """Seed stream of the held-out problems; training draws from stream 0."""
+    validation: int = Field(16, ge=1)
+    """Validation problems the skill gate scores candidate libraries on (``skills.credit`` other than none)."""
+    validation_seed: int = 20_000
+    role_weights: tuple[float, ...] | None = None
+    """How often a random newcomer has each role, in the world's role order (None: equally often)."""
+    initial_roles: tuple[str, ...] = ()
+    """Roles of the first newborns, in order (the rest of the population is drawn at random)."""
+
+
+def as_scenario(module):
+    """``module`` as a scenario: unchanged if it is one already (or defines no text world), else a namespace
+    of its attributes plus the interface made for its one TextWorld subclass."""
+    if hasattr(module, "build") or hasattr(module, "make_model"):
+        return module
+    worlds = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, TextWorld)
+              and v is not TextWorld and v.__module__ == module.__name__]
+    if len(worlds) != 1:
+        return module
+    cls = worlds[0]
+    section = Path(getattr(module, "__file__", None) or module.__name__).stem
+    if section.startswith("catallax_plugin_") or section == "__init__":
+        section = module.__name__.rsplit(".", 1)[-1]
+    out = types.SimpleNamespace(**vars(module))
+    out.__doc__ = module.__doc__ or cls.__doc__
+    out.Config = TextWorldConfig
+    out.build = functools.partial(build, cls)
+    out.validate = functools.partial(validate, cls, section)
+    out.metrics = metrics
+    out.BID_FEATURES, out.SKILL_LIBRARY, out.LEARNED_ACTIONS = BID_FEATURES, True, "lm"
+    out.ORACLE = cls.has_correct()  # the sero objective reads the correct continuation
+    return out
+
+
+def validate(cls: type[TextWorld], section: str, exp) -> None:
+    """What the run's keys need and the world lacks, refused before any model loads (one line, the key)."""
+    cfg, names = exp.scenario, [r.name for r in cls.roles]
+    if not cls.roles or all(r.tool for r in cls.roles):
+        raise ValueError(f"{cls.__name__}.roles: a text world needs at least one LLM role")
+    require_engine(cfg.llm.backend, f"{section}.llm.backend")
+    if exp.agents.actions == "grpo" and cfg.llm.backend != "hf":
+        raise ValueError(f"{section}.llm.backend = {cfg.llm.backend!r}: agents.actions = 'grpo' trains LoRA adapters "
+                         "of the model, which only the hf backend holds")
+    if cfg.role_weights is not None and len(cfg.role_weights) != len(names):
+        raise ValueError(f"{section}.role_weights: {len(cfg.role_weights)} weights for {len(names)} roles ({', '.join(names)})")
+    if unknown := [r for r in cfg.initial_roles if r not in names]:
+        raise ValueError(f"{section}.initial_roles: {', '.join(map(repr, unknown))} is not a role ({', '.join(names)})")
+    if not cls.has_correct():
+        missing = f"{cls.__name__}.correct(state, role) is not defined"
+        if exp.population.births and exp.population.p_explore > 0:
+            raise ValueError(f"population.p_explore = {exp.population.p_explore}: explore births show a failed agent "
+                             f"the correct output, and {missing} (define it, or set population.p_explore = 0)")
+        if exp.skills.credit != "none":
+            raise ValueError(f"skills.credit = {exp.skills.credit!r}: skill edits rewrite a skill from the correct "
+                             f"output, and {missing} (define it, or set skills.credit = 'none')")
+
+
+def build(cls: type[TextWorld], cfg: TextWorldConfig):
+    """The training batch (with its ``heldout`` and ``validation`` batches) and the LLM policy."""
+    board = TextBoard(cls())
+    horizon = cfg.horizon or board.world.horizon
+    world = TextBatch(board, seed=0, horizon=horizon)
+    world.heldout = TextBatch(board, cfg.heldout_seed, horizon, fixed=np.arange(cfg.heldout))
+    world.validation = TextBatch(board, cfg.validation_seed, horizon, fixed=np.arange(cfg.validation))
+    seeds = [(name, None, None) for name in cfg.initial_roles]
+    weights = list(cfg.role_weights) if cfg.role_weights is not None else None
+    policy = LLMPolicy(shared_backend(cfg.llm), board, list(board.world.roles), board.world.skill_pool(), weights,
+                       cfg.policy, seeds)
+    return world, policy
+
+
+def outcomes(batch: TextBatch) -> tuple[float, float]:
+    """(success rate, mean reward) of a batch's ended episodes (one still running scores 0)."""
+    world = batch.board.world
+    rewards = [float(world.reward(s)) if world.done(s) else 0.0 for s in batch.states]
+    return float(np.mean(batch.solved)), float(np.mean(rewards))
+
+
+def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple[float, float]:
+    """The complete agent on every problem of ``batch``, frozen: one row per role (every tool; each LLM role
+    holding its whole initial pool, wrong worked examples included, but for ``drop``, and the LLM roles'
+    summed token budget), and at each state the first role, in the world's order, that may act there plays
+    it: no auction routes. -> (success rate, mean reward)."""
+    trained, board = model.policy.unwrapped, batch.board
+    budget = sum(r.max_tokens for r in board.world.roles if not r.tool)
+    roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in board.world.roles]
+    pool = board.world.skill_pool()
+    lines = {r.name: [line for _, group in pool.get(r.name, []) for line in group
+                      if LLMPolicy._kind(line) != "wake" and line not in drop] for r in roles}
+    cfg = dataclasses.replace(trained.cfg, max_skills=max([len(v) for v in lines.values()] + [1]))
+    seeds = [(r.name, lines[r.name], 0.0) for r in roles]
+    policy = LLMPolicy(trained.backend, board, roles, pool, None, cfg, seeds)
+    n = batch.fixed.size
+    solo = MarketModel(batch, policy, MarketConfig(batch=n),
+                       PopulationConfig(initial_agents=len(roles), births=False, min_agents=0, max_agents=len(roles)),
+                       seed=0)
+    rows = np.flatnonzero(solo.population.traders)  # in seed order: one per role
+
+    def player(obs: np.ndarray) -> np.ndarray:
+        out = np.full(len(obs), rows[0])
+        for b, row in enumerate(obs):
+            state = board.state_at(row)
+            out[b] = next((rows[i] for i, r in enumerate(roles) if board.world.may_act(state, r.name)), rows[0])
+        return out
+
+    policy.only = player
+    solo.run_episodes(world=batch, batch=n, settle=False)
+    return outcomes(batch)
+
+
+def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
+    """The frozen market and the complete agent (on the untrained model) on the same held-out problems; with
+    the world's ``wrong`` lines, also the curated complete agent (without them: the ceiling)."""
+    policy, heldout = model.policy.unwrapped, model.world.heldout
+    with policy.evaluating():
+        model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
+        success, reward = outcomes(heldout)
+        with policy.base_weights():
+            complete_success, complete_reward = complete_agent(model, heldout)
+            wrong = tuple(heldout.board.world.wrong)
+            curated = complete_agent(model, heldout, drop=wrong) if wrong else None
+    live = np.flatnonzero(model.population.traders)
+    roles = np.array([policy.roles[r].name for r in policy.role[live]])
+    tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
+    stats = policy.backend.stats
+    return {
+        "heldout_success": success, "heldout_reward": reward,
+        "complete_agent_success": complete_success, "complete_agent_reward": complete_reward,
+        **({"curated_agent_success": curated[0], "curated_agent_reward": curated[1]} if curated else {}),
+        "heldout_problems": cfg.heldout, "heldout_seed": cfg.heldout_seed,
+        "train_success_rate": float(np.mean([e["success"] for e in tail])) if tail else 0.0,
+        "population": int(live.size), "roles": {r: int((roles == r).sum()) for r in sorted(set(roles))},
+        "invalid_actions": int(policy.counts["invalid"]), "actions": int(policy.counts["actions"]),
+        "rewrites": int(policy.counts["rewrites"]), "malformed_rewrites": int(policy.counts["malformed_rewrites"]),
+        "backend": policy.backend.name, "backend_seconds": round(stats.seconds, 2),
+        "completion_tokens": stats.completion_tokens, "llm_tokens": stats.prompt_tokens + stats.completion_tokens,
+    }
+

@@ -1,0 +1,137 @@
+"""Your own LLM-agent economy in one class: the text-world API.
+
+A world of LLM agents is one subclass of :class:`TextWorld` whose state is ordinary Python (text,
+numbers, a list of messages), one state per world. What it writes::
+
+    from agents.text_world import Role, TextWorld
+
+    class Haggle(TextWorld):
+        roles = (Role("buyer", "You buy for your client. Reply with one offer: I offer $<n>.", max_tokens=12),)
+        pool = {"buyer": [(0.5, ["Start low and raise slowly.", "example: Seller: $90 => I offer $60."])]}
+
+        def problem(self, rng):                   # a fresh problem from the world's own generator
+            return {"ask": int(rng.integers(50, 100))}
+        def read(self, state, role):              # what an acting agent of ``role`` reads
+            return f"Seller: ${state['problem']['ask']}"
+        def act(self, state, role, text):         # a completion changes the state, or is refused
+            ...; return None                      # (a string: the reason it is refused)
+        def done(self, state): ...
+        def reward(self, state): ...
+
+and, where it has more to say, ``start`` (the state a problem begins in: by default
+``{"problem": problem, "history": []}``), ``may_act`` (which roles may act in a state), ``stages`` and
+``stage`` (a few short state summaries the agents' yes/no wake-up question reads), ``solved``,
+``correct`` (the correct output of a role at a state: births from failures, skill diagnoses and the
+``sero`` objective read it), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis
+prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
+
+A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
+acts wherever ``may_act`` lets it, without a model, its text applied by ``act`` like any completion.
+
+The framework does the rest (agents/text_adapter.py, agents/text_scenario.py): B worlds in lockstep and
+the array observation the market needs (the stage, the problem's seed stream and id, the episode and
+how many actions the state has taken, so an agent that forfeited sleeps until the state changes);
+actions that are the completions' text, applied to a copy of the state (a refused one is a forfeit,
+the state unchanged); G consecutive worlds on one problem when a learner groups rollouts; held-out and
+validation problems drawn from ``problem`` on seed streams of their own (``heldout_seed``,
+``validation_seed``), never trained on; the agents (agents/llm_policy.py: wake-up, one batched model
+call per step, births, the skill library); the summary's metrics, with the **complete agent**
+(one agent holding every tool, the whole initial skill pool and the LLM roles' summed token budget,
+playing every step itself as the first role that may act there) on the same held-out problems.
+
+A world file is a scenario (scenarios/registry.py): ``catallax run my_world.toml`` with ``scenario =
+"my_world.py"``, its section ``[my_world]`` (agents/text_scenario.py ``TextWorldConfig``: the model, the
+horizon, the held-out and validation sizes). Whatever a run's keys need that the world lacks is
+refused when the config loads, naming the method and the key (explore births and skill edits need
+``correct``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents.prompts import Prompts
+from agents.text_task import Role
+
+__all__ = ["Prompts", "Role", "TextWorld"]
+
+
+class TextWorld:
+    """One LLM world: its roles, skill pool and problems, and how text moves its state (module docstring)."""
+
+    roles: tuple[Role, ...] = ()
+    """The roles, in order: an LLM role (name, frozen system prompt, token cap) or a tool (``tool=function``)."""
+    pool: dict[str, list] = {}
+    """Each role's initial skills: groups ``(p, [lines])`` (a newcomer holds each line with probability p)
+    or plain lines (held by every newcomer). ``example: <input> => <output>`` is a worked example."""
+    stages: tuple[str, ...] = ("It is your turn.",)
+    """Short summaries of the kinds of state there are: what the wake-up question reads (``stage``)."""
+    horizon: int = 8
+    """Steps an episode may take (a forfeit spends one); the config's ``horizon`` overrides it."""
+    prompts: Prompts | None = None
+    """The framework's rewrite and diagnosis prompts for this world (None: the generic ones)."""
+    wrong: tuple[str, ...] = ()
+    """Lines of ``pool`` planted wrong on purpose: the summary then also reports the curated complete agent
+    (the same agent without them: the ceiling), beside the fair one holding the whole pool."""
+
+    # --- what every world writes ------------------------------------------------------------------
+    def problem(self, rng: np.random.Generator):
+        """A fresh problem drawn with ``rng`` (the framework seeds it: the same seed, the same problem)."""
+        raise NotImplementedError(f"{type(self).__name__}.problem(rng): a text world generates its problems")
+
+    def read(self, state, role: str) -> str:
+        """What an acting agent of ``role`` reads in ``state``."""
+        raise NotImplementedError(f"{type(self).__name__}.read(state, role): what an acting role reads")
+
+    def act(self, state, role: str, text: str) -> str | None:
+        """Apply ``role``'s completion ``text`` to ``state`` (change it in place; the framework passes a
+        copy). None: applied; a string: refused, and why ("illegal: ..." for a rule of the world broken,
+        anything else for an output it cannot read)."""
+        raise NotImplementedError(f"{type(self).__name__}.act(state, role, text): how a completion changes the state")
+
+    def done(self, state) -> bool:
+        """Whether the episode has ended."""
+        raise NotImplementedError(f"{type(self).__name__}.done(state): when an episode ends")
+
+    def reward(self, state) -> float:
+        """The episode's reward once it has ended (paid into the market, in units of ``market.reward_scale``)."""
+        raise NotImplementedError(f"{type(self).__name__}.reward(state): what an ended episode is worth")
+
+    # --- what a world may write -------------------------------------------------------------------
+    def start(self, problem):
+        """The state a problem begins in (ordinary Python; the framework copies it)."""
+        return {"problem": problem, "history": []}
+
+    def may_act(self, state, role: str) -> bool:
+        """Whether ``role`` may act in ``state`` (a role that may not neither bids nor costs a model call)."""
+        return True
+
+    def stage(self, state) -> int:
+        """Which of ``stages`` describes ``state``."""
+        return 0
+
+    def solved(self, state) -> bool:
+        """Whether an ended episode reached its goal (default: a positive reward)."""
+        return self.reward(state) > 0
+
+    def correct(self, state, role: str | None) -> str:
+        """The correct output of ``role`` at ``state`` (``role`` None: the problem's correct outcome, shown
+        to skill diagnosers). Optional: explore births and skill edits need it."""
+        raise NotImplementedError(f"{type(self).__name__}.correct(state, role)")
+
+    # --- read by the framework --------------------------------------------------------------------
+    @classmethod
+    def has_correct(cls) -> bool:
+        """Whether the world defines :meth:`correct`."""
+        return cls.correct is not TextWorld.correct
+
+    @classmethod
+    def skill_pool(cls) -> dict[str, list[tuple[float, list[str]]]]:
+        """``pool`` with plain lines as groups held with probability 1."""
+        out = {}
+        for role, entries in cls.pool.items():
+            groups, plain = [], []
+            for entry in entries:
+                (plain.append(entry) if isinstance(entry, str) else groups.append((float(entry[0]), list(entry[1]))))
+            out[role] = ([(1.0, plain)] if plain else []) + groups
+        return out
