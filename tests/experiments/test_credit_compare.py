@@ -11,7 +11,7 @@ from experiments import credit_compare
 def test_compare_script_writes_one_row_per_estimator(tmp_path):
     out = tmp_path / "table.md"
     table = credit_compare.main(["--seeds", "2", "--rounds", "4", "--batch", "8", "--credit", "none,grpo,cast",
-                                 "--no-embed", "--out", str(out)])
+                                 "--out", str(out)])
     assert out.read_text().strip() == table.strip()
     assert table.startswith("relay (K=5, p_specialist=0.2), 2 seeds x 32 episodes, G=4")
     rows = [line.split("|")[1:-1] for line in table.splitlines() if line.startswith("| ") and "credit" not in line]
