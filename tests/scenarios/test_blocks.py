@@ -234,12 +234,12 @@ def test_a_gap_is_a_legal_move_no_rule_wakes_for_even_one_sitting_out():
     """Gaps come from failed episodes. A rule whose turns lost money (value < 0) sits out of the
     auction but still counts as offering its move there: covering must not offer that move again."""
     from market.brigade import Payments
-    from market.model import Trace
+    from market.trace import RoundTrace
 
-    def trace(solved: bool) -> Trace:
-        return Trace(path=np.array([[1]]), obs=obs[None], solved=np.array([solved]), winner=np.array([[1]]),
-                     price=np.zeros((1, 1), dtype=np.int64), reward=np.zeros((1, 1)), done=np.array([[True]]),
-                     payments=Payments(), live=np.array([[True]]))
+    def trace(solved: bool) -> RoundTrace:
+        return RoundTrace(path=np.array([[1]]), obs=obs[None], solved=np.array([solved]), winner=np.array([[1]]),
+                          price=np.zeros((1, 1), dtype=np.int64), reward=np.zeros((1, 1)), done=np.array([[True]]),
+                          payments=Payments(), live=np.array([[True]]))
 
     cfg = blocks.Config(features=list(blocks.FEATURES))
     world = world_of([1, 2], [2], [], [1], features=list(blocks.FEATURES))  # legal: 1to2, 1to3, 3to1, 3to2
