@@ -1,7 +1,7 @@
 """The ``[agents]`` config section: learned bids (bid heads) and the learner that trains them.
 
 Kept free of torch so that reading a scenario file stays fast; the classes that
-use these settings are in ``agents/bid_head.py`` and ``agents/learner.py``.
+use these settings are the learners composed by ``agents/learned.py`` (one module each).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
 
 from agents.credit import NAMES, CreditSettings, make
@@ -118,7 +118,7 @@ class AgentsConfig:
     from states they reached, N per full rollout (tree_opsd's tree: M = 4, N = 2 at market.batch = 12):
     under focus the states its gain ranks highest (the critic's expected error reduction), under every other
     objective a uniform prefix of the rollout (tree_opsd's layout). Each step is then credited with the mean
-    outcome of the rollouts below the state it led to, relative to its group (agents/learner.py
+    outcome of the rollouts below the state it led to, relative to its group (agents/advantages.py
     tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
@@ -128,6 +128,10 @@ class AgentsConfig:
     credit_settings: CreditSettings = Field(default_factory=CreditSettings)
     """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.
     ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""
+    objective_settings: dict[str, dict] = Field(default_factory=dict)
+    """agents.objective's settings, a sub-table named after it (its module's ``Config``, agents/objectives), e.g.
+    ``--set agents.objective_settings.tree_opsd.tau=2.0``; its clip range is agents.clip. Checked at load: an
+    unknown setting or a table of another objective is refused, naming it."""
     tasks: Literal["world", "uniform", "rods", "scrl"] = "world"
     """Which tasks a training round is spent on (agents/tasks; docs: concepts/credit-methods.md): world (the world's
     own draw), or a sampler over the world's tasks, G = agents.group rollouts of each: uniform; rods (tasks
@@ -145,6 +149,28 @@ class AgentsConfig:
         if name not in NAMES:
             raise ValueError(f"unknown credit estimator (known: {', '.join(NAMES)})")
         return name
+
+    @field_validator("objective_settings")
+    @classmethod
+    def _objective_settings(cls, tables: dict, info) -> dict:
+        if not tables:  # nothing to check: no objective (and no torch) imported
+            return tables
+        from agents.objectives import REGISTRY
+
+        objective = info.data.get("objective", "grpo")
+        for name, settings in tables.items():
+            if name != objective:
+                raise ValueError(f"{name}: not read (agents.objective = {objective!r})")
+            if "clip" in settings or "clip" in (settings.get("grpo") or {}):
+                raise ValueError(f"{name}.clip: set agents.clip, the clip range of every learner of actions")
+            try:
+                REGISTRY.config(name, **settings)
+            except KeyError as err:
+                raise ValueError(err.args[0]) from None
+            except ValidationError as err:
+                first = err.errors()[0]
+                raise ValueError(f"{name}.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        return tables
 
     def needs_groups(self, bid_scheme: str) -> bool:
         """Whether the run's learner compares rollouts within groups of ``group``: learned actions, or

@@ -4,7 +4,7 @@
 worlds in lockstep, G consecutive ones on the same problem (``agents.group``; the world draws
 them, market.protocols.World.group); the agents' completions are sampled at
 ``agents.lm_temperature`` (0.3 by default: SmolLM2-135M at 1.0 solves almost nothing, which leaves
-no contrast within a group), and after the round one GRPO step (agents/learner.py, :class:`HFGRPO`) moves one LoRA adapter on
+no contrast within a group), and after the round one GRPO step (agents/hf_grpo.py, :class:`HFGRPO`) moves one LoRA adapter on
 the shared SmolLM2::
 
     A(t, b) = (R_b - mean_g R) / (std_g R + eps)     R_b: world b's outcome (agents.credit = "grpo")
@@ -47,10 +47,18 @@ import torch
 from agents import critic
 from agents.backends.factory import make_backend
 from agents.config import AgentsConfig
-from agents.learner import HFGRPO, group_advantage, to_cpu
+from agents.advantages import outcome_advantage
+from agents.credit.step_advantages import step_advantages
+from agents.hf_grpo import HFGRPO
+from agents.learner import RoundLearner, to_cpu
 
 
-class CompletionLearner:
+class CompletionLearner(RoundLearner):
+    """The action learner of LLM agents (their actions are the LM's completions): the composed policy calls
+    :meth:`act` with the round's actions, :meth:`learn` after it; its Adam is its own (the adapter's)."""
+
+    moves_features = True  # hf bid features read the trained LM
+
     def __init__(self, policy, cfg: AgentsConfig, seed: int = 0, objective=None):
         """``policy``: an LLMPolicy on the hf backend; it gets its own engine and explores from now on.
         ``objective``: agents.objective (agents/objectives); None or grpo: HFGRPO's own clipped surrogate."""
@@ -76,6 +84,19 @@ class CompletionLearner:
             yield
         backend.weights_changed()
 
+    @property
+    def branches(self) -> int:
+        return 0  # an LLM world does not branch
+
+    def act(self, obs: np.ndarray, winners: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The LM's completions are the actions: recorded (not the held-out or gate episodes an edit pass plays)."""
+        if self.policy.recording:
+            self.actions.append(actions)
+        return actions
+
+    def report(self) -> dict:
+        return dict(self.counts)
+
     def learn(self, model) -> dict:
         """One GRPO step from the round ``model`` just ran."""
         trace, cfg = model.trace, self.cfg
@@ -83,10 +104,8 @@ class CompletionLearner:
         steps, self.policy.generations = self.policy.generations[-T:], []
         actions, self.actions = self.actions[-T:], []
         if cfg.credit == "grpo":
-            advantage = np.tile(group_advantage(trace.reward.sum(axis=0), cfg.group, normalize=True), (T, 1))
+            advantage = np.tile(outcome_advantage(trace.reward.sum(axis=0), cfg.group, normalize=True), (T, 1))
         else:
-            from agents.credit.step_advantages import step_advantages
-
             logp = np.zeros((T, B))
             for t, generations in enumerate(steps):
                 for b, _, _, done, _ in generations:

@@ -9,17 +9,17 @@ Usage::
 
 Device: ``cuda`` when available (bf16 autocast), else CPU, exactly as the learner picks it.
 
-What is timed. *Bid-head update*: one :func:`agents.learner.bid_objective` step as
+What is timed. *Bid-head update*: one :func:`agents.reinforce_bids.bid_objective` step as
 ``LearnedPolicy.learn`` runs it after a round: M = T x B = 10 x 32 = 320 auctions, each over all N
 agents' rows (about 20% eligible), bids = min(head bids, wealth cap), REINFORCE loss with the
 entropy bonus, backward, gradient clipping, Adam step. Two feature sources: ``numeric`` (one-hot,
 F = 16, rows of 16) and ``text`` (384-d MiniLM-sized embeddings through a shared projection to 32).
 The features are precomputed (they are cached per distinct observation in a run). Reported: updates
 per second (median over repeats after one warm-up) and agent-auction rows per second (M x N x
-updates/s). *Value-head update* (the default objective): one :func:`agents.learned.value_loss` and
-:func:`~agents.learned.value_step` as ``LearnedPolicy`` runs them: K = 320 turns of random agents among N,
+updates/s). *Value-head update* (the default objective): one :func:`agents.value_bids.value_loss` and
+:func:`~agents.value_bids.value_step` as ``LearnedPolicy`` runs them: K = 320 turns of random agents among N,
 Huber regression of each turn's predicted value on what it earned, one SGD step; it reads only the K turns'
-rows, so its cost hardly grows with N. *GRPO*: one :meth:`agents.learner.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
+rows, so its cost hardly grows with N. *GRPO*: one :meth:`agents.hf_grpo.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
 on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
 *GRPO through the market*: the same update on a wordmath round's own completions (:func:`market_grpo_tokens`).
 """
@@ -43,8 +43,10 @@ import torch  # noqa: E402
 
 from agents.bid_head import BidHead  # noqa: E402
 from agents.config import AgentsConfig  # noqa: E402
-from agents.learned import value_loss, value_step  # noqa: E402
-from agents.learner import HFGRPO, Learner, autocast, bid_objective, pick_device  # noqa: E402
+from agents.hf_grpo import HFGRPO  # noqa: E402
+from agents.learner import Learner, autocast, pick_device  # noqa: E402
+from agents.reinforce_bids import bid_objective  # noqa: E402
+from agents.value_bids import value_loss, value_step  # noqa: E402
 
 
 def sync(device) -> None:
@@ -146,14 +148,14 @@ def market_grpo_tokens(device) -> dict:
     start = time.perf_counter()
     model.run_episodes()
     rollout = time.perf_counter() - start
-    before = model.policy.lm.counts["lm_train_tokens"]
+    before = model.policy.action_learner.counts["lm_train_tokens"]
     start = time.perf_counter()
     model.policy.learn(model)
     sync(device)
     update = time.perf_counter() - start
-    tokens = model.policy.lm.counts["lm_train_tokens"] - before
+    tokens = model.policy.action_learner.counts["lm_train_tokens"] - before
     return {"market_grpo_tokens_per_s": round(tokens / update, 1), "market_grpo_tokens_per_update": tokens,
-            "market_grpo_completions": model.policy.lm.counts["lm_completions_trained"],
+            "market_grpo_completions": model.policy.action_learner.counts["lm_completions_trained"],
             "market_grpo_update_s": round(update, 2), "market_grpo_rollout_s": round(rollout, 2)}
 
 

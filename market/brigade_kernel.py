@@ -1,5 +1,5 @@
 """The market step's bookkeeping, compiled for large markets (numba): the sale and the step's records and
-payments in one pass each, where the numpy lines of :meth:`market.model.MarketModel.run_episodes` make some
+payments in one pass each, where the reference's numpy lines (market/book.py ``NumpyBook``) make some
 twenty calls on [B] columns (~25 us of a 200 us blocks step, nearly all of it numpy's per-call cost).
 
 The same results as those lines, by construction and by test (markets run both ways to the same ledger hash
@@ -15,17 +15,24 @@ FINISHED, ACTIVE = 1, 2  # book's flags
 
 
 @numba.njit(cache=True, nogil=True)
-def buy(winner, actions, owner, bucket_brigade, conserve, house, won, acted, payer, payee, pays) -> None:
-    """:func:`market.brigade.sale` after the act: ``won`` (a winner with a valid action), ``acted`` (the
-    winner, -1 where it did not win), and who pays the price to whom (``payer``, ``payee``, ``pays``)."""
+def sale(owner, winner, won, bucket_brigade, conserve, house, payer, payee, pays) -> None:
+    """:func:`market.brigade.sale`, world by world, into ``payer``, ``payee``, ``pays``: the one place the
+    payment rule is restated (tests/market/test_brigade.py holds the two equal)."""
     for b in range(winner.size):
-        w = winner[b] >= 0 and actions[b] >= 0
-        a = winner[b] if w else -1
         seller = owner[b] if bucket_brigade else -1
-        seller = seller if seller >= 0 else house
-        buyer = a if conserve else house
-        won[b], acted[b], payer[b], payee[b] = w, a, buyer, seller
-        pays[b] = w and seller != a and buyer != seller
+        payee[b] = seller if seller >= 0 else house
+        payer[b] = winner[b] if conserve else house  # not conserved: the house mints it
+        pays[b] = won[b] and payee[b] != winner[b] and payer[b] != payee[b]
+
+
+@numba.njit(cache=True, nogil=True)
+def buy(winner, actions, owner, bucket_brigade, conserve, house, won, acted, payer, payee, pays) -> None:
+    """The act's outcome, then :func:`sale`: ``won`` (a winner with a valid action), ``acted`` (the winner, -1
+    where it did not win), and who pays the price to whom (``payer``, ``payee``, ``pays``)."""
+    for b in range(winner.size):
+        won[b] = winner[b] >= 0 and actions[b] >= 0
+        acted[b] = winner[b] if won[b] else -1
+    sale(owner, acted, won, bucket_brigade, conserve, house, payer, payee, pays)
 
 
 @numba.njit(cache=True, nogil=True)

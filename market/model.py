@@ -19,80 +19,26 @@ what it has, and it then goes bankrupt at the round's end like anyone else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import mesa
 import numpy as np
 
 from market.agent import LazyTraders
 from market.auction import COMPILED_CELLS, capped, capped_credits, clear, holland_bids
 from market.births import EXPLOIT, EXPLORE, RANDOM_NEWCOMER, plan_births
-from market.brigade import Payments, sale, terminal_shares
+from market.book import CompiledBook, NumpyBook, Round, Settlement
+from market.branching import Branches
 from market.config import MarketConfig, PopulationConfig
-from market.kernels import kernel
 from market.ledger import Ledger, Reason
-from market.money import MICRO, rint_micro, share, to_micro
+from market.money import MICRO, share, to_micro
 from market.population import HOUSE_ROW, Population
 from market.protocols import Economy, Policy, World
+from market.trace import RoundLog, RoundTrace
+
+__all__ = ["BALANCE_BIDS", "MarketModel", "RoundLog", "RoundTrace", "WealthGini", "gini", "gini_of_sorted"]
 
 BALANCE_BIDS = ("fixed", "fixed_with_eps", "holland")
 """Bid schemes whose bid reads nothing but the bidder's own state: its balance, and its evolved bid (which
 changes only at births). Within a round their bids change only where a payment moved a balance."""
-
-
-@dataclass
-class RoundLog:
-    """What one round changed, for persistence (written once per round, never per transfer)."""
-
-    transfers: np.ndarray
-    episodes: list[dict]
-    births: list[dict] = field(default_factory=list)
-    deaths: list[dict] = field(default_factory=list)
-    usage: list[dict] = field(default_factory=list)  # the round's LLM calls per engine (set by the runner: store.py)
-
-
-@dataclass
-class Trace:
-    """Who acted where in the last training round, and every payment it made (``payments``): explore
-    births revise a rule from its failure; a policy's ``learn(model)`` reads the round from here."""
-
-    path: np.ndarray  # [T, B] winner row per step (-1: nobody acted)
-    obs: np.ndarray  # [T, B, F] the observation each winner acted on
-    solved: np.ndarray  # [B]
-    winner: np.ndarray  # [T, B] the auction's winner (-1: none), before an invalid action forfeits
-    price: np.ndarray  # [T, B] clearing price (micro-credits; 0 where nobody won)
-    reward: np.ndarray  # [T, B] the world's reward (world units; 0 where inactive)
-    done: np.ndarray  # [T, B] the episode ended at this step
-    payments: Payments  # the round's in-episode payments, by row, world and step (market/brigade.py)
-    live: np.ndarray | None = None  # [T, B] the world was in play at the step (it had not ended; a branch had started)
-    # the auctions in full, recorded only for a policy with ``reads_auctions``:
-    eligible: np.ndarray | None = None  # [T, B, N] bool: who could win each auction
-    wealth: np.ndarray | None = None  # [T, N] micro-credits at the step's start (bids are capped by it)
-    # a round whose policy branches (Policy.branches): each world's full rollout (itself for a full one) and how
-    # many of its steps the world took over (0 for a full one: a branch's own steps start once the full ones ended)
-    source: np.ndarray | None = None  # [B]
-    prefix: np.ndarray | None = None  # [B]
-
-    def failures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each row, the observation of its last action in a failed episode -> (obs [k, F], found [k])."""
-        hit = (self.path[:, :, None] == rows[None, None, :]) & ~self.solved[None, :, None]  # [T, B, k]
-        flat = hit.reshape(-1, rows.size)
-        last = flat.shape[0] - 1 - flat[::-1].argmax(axis=0)  # latest (t, b) in row-major order
-        found = flat.any(axis=0)
-        obs = self.obs.reshape(flat.shape[0], -1)[np.where(found, last, 0)]
-        return obs, found
-
-    def turns(self) -> tuple[np.ndarray, np.ndarray]:
-        """What each *turn* of the round earned its holder -> (rows [K], micro-credits [K]), in
-        (world, time) order.
-
-        A turn is a run of consecutive actions by one agent in one world (an owner that outbids
-        everyone keeps the world without paying). It earns the price its successor pays for the
-        world, plus the world's rewards it receives, minus its action fees: what holding the world
-        was worth to it, before what it paid to buy it.
-        """
-        held, _ = self.payments.holdings(self.path)
-        return held.agent, held.sold + held.rewards - held.fees
 
 
 def gini(values: np.ndarray) -> float:
@@ -137,7 +83,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         self.next_agent_id = 1  # account ids: the house is 0, traders count up from 1, never reused
         self.episodes_done = 0
         self.last_round: RoundLog | None = None
-        self.trace: Trace | None = None
+        self.trace: RoundTrace | None = None
         self._money = {
             "base_bid": to_micro(market.base_bid),
             "bid_eps": to_micro(market.bid_eps),
@@ -196,162 +142,73 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         ``settle=False`` runs the population *frozen*: the same auctions and
         actions, but no money moves (evaluation on held-out tasks).
 
+        Each step reads as the economy's phases: clear (eligibility, bids, the auction), act (the winners'
+        actions), step (the world), book (the step's records and payments, market/book.py, then the ledger).
         A training round of a policy that branches (``policy.branches`` = N) plays its first M = B / (1 + N)
-        worlds in full; once they are all over, the policy picks a state of each branch's source rollout
-        (``plan_branches``), the world restores it there, and the branches play on from it, in lockstep
-        (:meth:`_fork`). Their money moves as any world's.
+        worlds in full, then branches the rest from their states (market/branching.py).
         """
         self._record_births()  # before any policy update (the construction cohort's records)
         world = world or self.world
-        B, pop, cfg = batch or self.cfg.batch, self.population, self.cfg
+        B, cfg = batch or self.cfg.batch, self.cfg
         episode_ids = self.episodes_done + np.arange(B)
-        worlds = np.arange(B)
         world.reset(B, self.rng)
-        N = self.policy.branches if settle and world is self.world else 0
-        M = B // (1 + N)  # full rollouts; the worlds after them wait to branch from their states
-        owner = np.full(B, -1, dtype=np.int64)  # previous winner's row per world
-        path = np.full((world.horizon * (2 if N else 1), B), -1, dtype=np.int64)  # a branch may start at the horizon
-        active = worlds < M
-        snapshots, tree = [], None  # the full rollouts' states before each step; (source, prefix) once branched
-        steps = np.zeros(B, dtype=np.int64)
-        earned = np.zeros(B, dtype=np.int64)
-        # the trace's [T, B] columns, written in place step by step (a list of rows stacked at the end cost more)
-        grid = {name: np.zeros((len(path), B), dtype) for name, dtype in
-                (("live", bool), ("winner", np.int64), ("price", np.int64), ("reward", np.float64), ("done", bool))}
-        seen = None  # [T, B, F] the observations, allocated once the first one shows its shape
-        auctions = []  # per step, for a policy that reads the auctions in full: eligibility and wealth
-        payments = Payments()
-        # a step's payments as three [B] columns end to end, in the ledger's order: prices, fees, step rewards
-        # (then terminal rewards); a payment that is not made carries 0, which the ledger and the round's record
-        # leave out (one product each instead of masking five columns)
-        house, fee = np.full(B, HOUSE_ROW), self._money["fee"]
-        reasons = np.repeat(np.array([Reason.BID, Reason.FEE, Reason.REWARD], dtype=np.int16), B)  # the ledger's dtype
-        where = np.tile(worlds, 3)
-        episodes = episode_ids[where]
-
-        traders = pop.traders  # nobody is born or dies during a round's episodes
-        compiled = B * pop.capacity >= COMPILED_CELLS  # as the auction's: a small economy never loads numba
-        kernels = kernel("market.brigade_kernel") if compiled else None
-        pays, payer, payee, reward_micro = np.empty(B, bool), *(np.empty(B, np.int64) for _ in range(3))  # the kernels' scratch
-        bids = None  # under BALANCE_BIDS, bid once a round and then again where a payment moved a balance
-        observed_bids = cfg.bid_scheme not in BALANCE_BIDS
-        for t in range(len(path)):
-            if N and tree is None:
-                snapshots.append(world.snapshot())
-            # 1-3. eligibility, bids, the auction of each world
+        branches = Branches(self.policy.branches if settle and world is self.world else 0, B)
+        rnd = Round(B, branches.horizon(world.horizon), branches.full)
+        compiled = B * self.population.capacity >= COMPILED_CELLS  # as the auction's: a small economy never loads numba
+        book = (CompiledBook if compiled else NumpyBook)(B, cfg.payment, cfg.conserve, self._money["reward"],
+                                                          self._money["fee"], world.horizon)
+        pay = Settlement(self.ledger, B, episode_ids, cfg.terminal) if settle else None
+        self._bids, auctions = None, []  # auctions: per step, for a policy that reads them in full
+        for t in range(len(rnd.path)):
+            branches.before_step(world)
             obs = world.observe()
-            if seen is None:
-                seen = np.zeros((len(path), *np.shape(obs)), np.asarray(obs).dtype)
-            seen[t], grid["live"][t] = obs, active
-            eligible = self.policy.eligible(obs) & traders
-            if np.count_nonzero(active) < B:  # (an & with active[:, None] broadcasts by a slow strided loop: 11 us at 10k)
-                eligible[~active] = False
-            if bids is None or observed_bids:
-                bids = self.current_bids(obs)
-            winner, price = clear(bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
-            grid["winner"][t], grid["price"][t] = winner, price
-            if self.policy.reads_auctions:
-                auctions.append((eligible, pop.wealth.copy()))
-            # 5. the winner acts; action -1 from a winner: invalid, it forfeits (pays and earns nothing)
-            actions = self.policy.act(obs, winner)
-            if compiled:  # a large market: these lines' results in compiled passes (market/brigade_kernel.py)
-                won, acted = np.empty(B, bool), np.empty(B, np.int64)
-                kernels.buy(winner, actions, owner, cfg.payment == "bucket_brigade", cfg.conserve, HOUSE_ROW,
-                            won, acted, payer, payee, pays)
-                winner = acted
-            else:
-                won = (winner >= 0) & (actions >= 0)
-                winner = np.where(won, winner, -1)
-                payer, payee, pays = sale(owner, winner, won, cfg.payment, cfg.conserve)  # from the owner before this step
+            rnd.observed(t, obs)
+            winner, price = self._clear(obs, rnd, t, auctions)
+            actions = self.policy.act(obs, winner)  # action -1 from a winner: invalid, it forfeits
+            won, winner, payer, payee, pays = book.buy(rnd, winner, actions)
             reward, done = world.step(actions, won)
-            # 4-6. the step's money in one ledger call (no world reads a balance, so it may move after the act):
-            # the winner pays the seller (bucket brigade) or the house, pays its action fee (Baum: agents pay
-            # for the computation they use), gets the step reward; a finished world's terminal reward goes to
-            # its final owner or its path's authors
-            booked = -1
-            if compiled and getattr(reward, "dtype", None) == np.float64 and getattr(done, "dtype", None) == bool:
-                src, dst, amount = np.empty((3, 3 * B), np.int64)  # kept by the round's record: new every step
-                booked = kernels.book(reward, self._money["reward"], done, active, won, winner, owner, price, payer,
-                                      payee, pays, fee, HOUSE_ROW, world.horizon, steps, earned, path[t],
-                                      grid["reward"][t], grid["done"][t], reward_micro, src, dst, amount)
-            if booked < 0:
-                owner = np.where(won, winner, owner)
-                path[t] = winner
-                steps += active
-                done &= active
-                reward = np.where(active, reward, 0.0)
-                reward_micro = rint_micro(reward * self._money["reward"])
-                earned += reward_micro
-                grid["reward"][t], grid["done"][t] = reward, done
-                src, dst = np.concatenate((payer, winner, house)), np.concatenate((payee, house, winner))
-                amount = np.concatenate((price * pays, fee * won, reward_micro * (won & ~done)))
-            if settle:
-                reason, at, episode = reasons, where, episodes
-                ended = booked & kernels.FINISHED if booked >= 0 else done.any()
-                finished = worlds[done & (reward_micro > 0) & (owner >= 0)] if ended else worlds[:0]
-                if finished.size:
-                    k, rows, amounts = terminal_shares(finished, reward_micro, owner, path[: t + 1], cfg.terminal)
-                    terminal = [np.full(k.size, HOUSE_ROW), rows, amounts, np.full(k.size, Reason.REWARD, np.int16),
-                                finished[k]]
-                    src, dst, amount, reason, at = (np.concatenate(pair) for pair in
-                                                    zip((src, dst, amount, reason, at), terminal))
-                    episode = episode_ids[at]
-                self.ledger.transfer(src, dst, amount, reason, episode, t)
-                payments.add(t, at, src, dst, amount, reason)
-                if not observed_bids:
-                    self.rebid(bids, np.concatenate((src, dst)))
-            if booked < 0:
-                active &= ~done & (steps < world.horizon)  # a branch, started late, still has the horizon's steps only
-            if N and tree is None and not active[:M].any():
-                tree = self._fork(world, snapshots, seen[: t + 1], path, owner, steps, M)
-                active[M:] = True
-            elif not (booked & kernels.ACTIVE if booked >= 0 else active.any()):
+            src, dst, amount, micro, ended, playing = book.book(rnd, t, reward, done, won, winner, price, payer, payee,
+                                                                pays)
+            if pay is not None:  # the step's money in one ledger call (no world reads a balance: it may move after the act)
+                moved = pay(rnd, t, src, dst, amount, micro, done, ended)
+                if cfg.bid_scheme in BALANCE_BIDS:
+                    self.rebid(self._bids, moved)
+            if not branches.after_step(self, world, rnd, t) and not playing:
                 break
 
         solved = np.asarray(world.solved)
         if settle:
             self.last_success_rate = float(solved.mean())
             T = t + 1
-            extra = dict(zip(("eligible", "wealth"), map(np.stack, zip(*auctions))))
-            extra |= dict(zip(("source", "prefix"), tree or ()))
-            column = {name: g[:T] for name, g in grid.items()}
-            self.trace = Trace(path[:T], seen[:T], solved.copy(), column["winner"], column["price"], column["reward"],
-                               column["done"], payments, column["live"], **extra)
+            extra = dict(zip(("eligible", "wealth"), map(np.stack, zip(*auctions)))) | branches.trace_fields()
+            column = {name: g[:T] for name, g in rnd.grid.items()}
+            self.trace = RoundTrace(rnd.path[:T], rnd.seen[:T], solved.copy(), column["winner"], column["price"],
+                               column["reward"], column["done"], pay.payments, column["live"], **extra)
         return [
             {"episode": int(e), "success": bool(s), "steps": int(n), "reward": int(r)}
-            for e, s, n, r in zip(episode_ids, solved, steps, earned)
+            for e, s, n, r in zip(episode_ids, solved, rnd.steps, rnd.earned)
         ]
 
-    def _fork(self, world: World, snapshots: list, seen: np.ndarray, path: np.ndarray, owner: np.ndarray,
-              steps: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
-        """Start the branches, worlds M.., from the states of the full rollouts the policy picks. A branch takes
-        over the world as its source held it then: its next winner pays the owner of that moment (bucket
-        brigade), and the steps already taken count against its horizon. Its own steps, payments and trace
-        columns start now; what its source did before was paid in the source's world. Returns (source [B],
-        prefix [B]) for the trace."""
-        B, T = path.shape[1], len(seen)
-        outcome = np.asarray(world.solved[:M], dtype=np.float64)
-        source, prefix = self.policy.plan_branches(seen[:, :M], steps[:M].copy(), outcome, self.rng)
-        source, prefix = np.asarray(source, dtype=np.int64), np.asarray(prefix, dtype=np.int64)
-        if source.shape != (B - M,) or prefix.shape != source.shape or ((source < 0) | (source >= M)).any() \
-                or ((prefix < 0) | (prefix >= np.maximum(steps[source], 1))).any():
-            raise ValueError(f"plan_branches: {B - M} branches of {M} rollouts need a source and a prefix below "
-                             f"its length each; got sources {source.tolist()}, prefixes {prefix.tolist()}")
-        branch = np.arange(M, B)
-        for p in np.unique(prefix):
-            world.restore(snapshots[p], source[prefix == p], branch[prefix == p])
-        before = (path[:T, source] >= 0) & (np.arange(T)[:, None] < prefix)  # the source's actions in its prefix
-        last = np.where(before, np.arange(T)[:, None], -1).max(axis=0, initial=-1)
-        owner[branch] = np.where(last >= 0, path[np.maximum(last, 0), source], -1)
-        steps[branch] = prefix
-        return np.r_[np.arange(M), source], np.r_[np.zeros(M, dtype=np.int64), prefix]
+    def _clear(self, obs, rnd: Round, t: int, auctions: list) -> tuple[np.ndarray, np.ndarray]:
+        """Phases 1-3: every live agent's eligibility for each world in play, bids (capped), each world's auction."""
+        pop, cfg, B = self.population, self.cfg, rnd.active.size
+        eligible = self.policy.eligible(obs) & pop.traders  # nobody is born or dies during a round's episodes
+        if np.count_nonzero(rnd.active) < B:  # (an & with active[:, None] broadcasts by a slow strided loop: 11 us at 10k)
+            eligible[~rnd.active] = False
+        if self._bids is None or cfg.bid_scheme not in BALANCE_BIDS:
+            self._bids = self.current_bids(obs)  # BALANCE_BIDS: bid once a round, then where a payment moved a balance
+        winner, price = clear(self._bids, eligible, cfg.clearing, self.rng, cfg.temperature * MICRO)  # [N] bids broadcast
+        rnd.grid["winner"][t], rnd.grid["price"][t] = winner, price
+        if self.policy.reads_auctions:
+            auctions.append((eligible, pop.wealth.copy()))
+        return winner, price
 
     # -------------------------------------------------------------- economy
     def step(self) -> None:
         """One round: B episodes, then rent, bankruptcy and births."""
         before = self.episodes_done
         episodes = self.run_episodes()
-        self.policy.learn(self)  # a trained policy updates its weights from this round (agents/learner.py)
+        self.policy.learn(self)  # a trained policy updates its weights from this round (agents/learned.py)
         self.episodes_done += self.cfg.batch
         after = self.episodes_done
         self._charge_compute(after)
@@ -418,7 +275,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         """Create one newborn per entry of ``parents`` (-1: random), funded by the house.
 
         The policy's ``revise`` gets the explore children with their parents' failure observations
-        (Trace.failures); the children it does not revise inherit, as exploit children do.
+        (RoundTrace.failures); the children it does not revise inherit, as exploit children do.
         """
         if parents.size == 0:
             return

@@ -114,7 +114,7 @@ class Policy(Protocol):
 
     # --- optional hooks ---------------------------------------------------------------------------
     reads_auctions: bool = False
-    """Whether :meth:`learn` reads every auction in full (``Trace.eligible``, ``Trace.wealth``: [T, B, N]
+    """Whether :meth:`learn` reads every auction in full (``RoundTrace.eligible``, ``RoundTrace.wealth``: [T, B, N]
     and [T, N], so the market records them only for a policy that asks)."""
 
     def bids(self, obs: np.ndarray) -> np.ndarray:

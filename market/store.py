@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -66,6 +64,10 @@ class RunStore:
     is (same host: the pid exists) and renewed within :data:`LEASE_STALE_S`
     (a writer on another host whose round takes longer would be taken for dead).
     """
+
+    before_commit = None
+    """A test's injection point: called with the write's number inside its open transaction, every row sent,
+    nothing committed (tests/scenarios/faults.py); None in every run."""
 
     def __init__(self, engine, run_id: str, seq: int = 0):
         self.engine, self.run_id, self._seq = engine, run_id, seq
@@ -202,7 +204,8 @@ class RunStore:
                     s.execute(insert(RoundUsage), usage)
                 if checkpoint is not None:
                     self._put_checkpoint(s, checkpoint, episodes_done, end)
-                _fault_hang_in_write(self._writes)
+                if self.before_commit is not None:
+                    self.before_commit(self._writes)
                 s.commit()
 
         retrying(write)
@@ -310,15 +313,6 @@ def _utc(t: datetime) -> datetime:
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
-
-
-def _fault_hang_in_write(count: int) -> None:
-    """Fault injection for the crash tests: ``CATALLAX_FAULT_HANG_IN_WRITE=N`` stops this process's N-th
-    write of rounds inside its open transaction (every row sent, nothing committed) and says so on stderr,
-    so a test can SIGKILL it in the middle of a database write."""
-    if os.environ.get("CATALLAX_FAULT_HANG_IN_WRITE") == str(count):
-        print(f"catallax: fault injection: hanging inside write {count}, transaction open", file=sys.stderr, flush=True)
-        time.sleep(3600)
 
 
 # ------------------------------------------------------------------ reading runs, moving them between databases

@@ -5,16 +5,15 @@ One interface: ``estimator = make("draco")``; ``estimator(group)`` takes G
 and per skill or sub-action where the method attributes them). Each estimator module
 declares the signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals`, naming
 them, when a world does not provide them. A MarketModel round becomes trajectories in
-``agents/credit/market.py`` (its Trace and ledger), with the world's own signals
-(each world's own: scenarios/relay.py, scenarios/blocks/signals.py); a team workflow trace in ``agents/credit/workflow.py``
-(recsys); the learner calls ``agents/credit/step_advantages.py``. Each estimator's settings are its
-module's ``Config``, set from a scenario file as ``[agents.credit_settings.<name>]`` (agents/credit/settings.py).
+``agents/credit/market.py`` (its RoundTrace and ledger), with the world's own signals
+(each world's own: scenarios/relay.py, scenarios/blocks/signals.py); the learner calls
+``agents/credit/step_advantages.py``. Each estimator's settings are its module's ``Config``, set from a
+scenario file as ``[agents.credit_settings.<name>]`` (agents/credit/settings.py). The names are the
+package's modules (agents/named.py): a new estimator is one new file.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 from dataclasses import dataclass
 
 from agents.credit.base import (
@@ -25,22 +24,10 @@ from agents.credit.base import (
     check,
     provided,
 )
-from agents.credit.settings import CreditSettings
+from agents.credit.settings import REGISTRY, CreditSettings
 
-NAMES = tuple(f.name for f in dataclasses.fields(CreditSettings))
-MODULES = {"skillgate": "selection_credit"}
-"""Registry name -> module where they differ: the paper's name stays what users write, the module says
-what it does (a ``skillgate.py`` here read as a second ``skills/gate.py``, the library's validation gate)."""
-
-
-def module(name: str):
-    if name not in NAMES:
-        raise KeyError(f"unknown credit estimator {name!r} (known: {', '.join(NAMES)})")
-    return importlib.import_module(f"agents.credit.{MODULES.get(name, name)}")
-
-
-def needs(name: str) -> frozenset[str]:
-    return module(name).NEEDS
+NAMES = REGISTRY.names
+module, needs = REGISTRY.module, REGISTRY.needs
 
 
 @dataclass
@@ -61,12 +48,7 @@ class Estimator:
 
 def make(name: str, **settings) -> Estimator:
     """``make("delta_ttg", rho=0.3)``: the estimator with its defaults, overridden by ``settings``."""
-    cls = module(name).Config
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(settings) - fields)
-    if unknown:
-        raise KeyError(f"credit estimator {name!r} has no setting {', '.join(unknown)} (settings: {', '.join(sorted(fields))})")
-    return Estimator(name, cls(**settings))
+    return Estimator(name, REGISTRY.config(name, **settings))
 
 
 def require(name: str, signals, world: str = "this world") -> Estimator:

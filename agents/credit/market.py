@@ -1,14 +1,11 @@
-r"""A MarketModel round -> groups of trajectories (the Trace and its payment record).
+r"""A MarketModel round -> groups of trajectories (its RoundTrace and payment record).
 
 World b of the round is one trajectory: its acting steps (path[t, b] >= 0), in order, with
 the observation each winner acted on, then the world's final observation. Consecutive worlds
 form a group (G worlds of the same task: ``group``). Signals filled here:
 
-* ``profit`` from the round's payments (``Trace.payments``, market/brigade.py). For acting step k of
-  world b won by row i at step t_k, with t_{k+1} the world's next acting step::
-
-      profit_k = BID to i at t_{k+1}  -  (BID + FEE) from i at t_k  +  REWARD to i at t_k
-
+* ``profit``: what each acting step made on its own, read from the round's payments
+  (:func:`agents.advantages.step_profit`);
 * ``score`` = the clearing price in credits (the winner's bid: its own score for its action);
 * whatever ``world_signals(obs [T+1, F], actions [T], b, steps [T]) -> dict`` returns
   (each world's ``credit_signals``, e.g. scenarios/relay.py; ``b`` is the world's index in the batch, ``steps`` the acting
@@ -17,27 +14,13 @@ form a group (G worlds of the same task: ``group``). Signals filled here:
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 
 import numpy as np
 
+from agents.advantages import step_profit
 from agents.credit.base import Trajectory
-from market.ledger import Reason
 from market.money import MICRO
-
-
-def _sums(payments) -> dict:
-    """(kind, world, step, row) -> summed amount, kind in {"in_bid", "out", "in_reward"}."""
-    out = defaultdict(int)
-    for t, world, src, dst, amount, reason in zip(*(c.tolist() for c in payments.columns())):
-        if reason == Reason.BID:
-            out["in_bid", world, t, dst] += amount
-        if reason in (Reason.BID, Reason.FEE):
-            out["out", world, t, src] += amount
-        if reason == Reason.REWARD:
-            out["in_reward", world, t, dst] += amount
-    return out
 
 
 def trajectories(model, actions: np.ndarray | None = None, world_signals: Callable | None = None,
@@ -51,19 +34,16 @@ def trajectories(model, actions: np.ndarray | None = None, world_signals: Callab
     if actions is None:
         actions = np.stack([model.policy.act(trace.obs[t], trace.path[t]) for t in range(T)]) if T else np.zeros((0, B), int)
     final_obs = model.world.observe() if final_obs is None else final_obs
-    sums = _sums(trace.payments)
+    profit = step_profit(trace) / MICRO
     out = []
     for b in range(B):
         steps = np.flatnonzero(trace.path[:, b] >= 0)
         rows = trace.path[steps, b]
         obs = np.concatenate([trace.obs[steps, b], np.asarray(final_obs)[b][None]])
-        nxt = np.r_[steps[1:], -1].tolist()
-        profit = [sums.get(("in_bid", b, n, i), 0) * (n >= 0) - sums.get(("out", b, t, i), 0) + sums.get(("in_reward", b, t, i), 0)
-                  for t, n, i in zip(steps.tolist(), nxt, rows.tolist())]
         fields = {"outcome": float(trace.solved[b]), "agent": rows.copy(), "action": np.asarray(actions)[steps, b].copy(),
                   "reward": np.asarray(trace.reward)[steps, b].astype(np.float64),
                   "score": np.asarray(trace.price)[steps, b] / MICRO,
-                  "profit": np.array(profit, dtype=np.float64) / MICRO}
+                  "profit": profit[steps, b]}
         if logp is not None:
             fields["logp"] = np.asarray(logp)[steps, b].astype(np.float64)
         if world_signals is not None:

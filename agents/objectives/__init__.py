@@ -6,28 +6,22 @@ of floats. The credit estimators (agents/credit) decide *how much* each step ear
 ``advantage``); an objective decides *how the policy moves* on it. ``grpo`` is the reference; each
 other module changes one thing and says what in its docstring. Each module declares the batch
 signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals`, naming them, when a world does
-not provide them, so a run is refused before it starts. Each module's settings are its ``Config``.
+not provide them, so a run is refused before it starts. Each module's settings are its ``Config``, set
+from a scenario file as ``[agents.objective_settings.<name>]`` (:func:`for_agents`). The names are the
+package's modules (agents/named.py): a new objective is one new file.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass
 
+from agents.named import Registry
 from agents.objectives.batch import SIGNALS, MissingSignals, PolicyBatch
 
-NAMES = ("grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg")
-
-
-def module(name: str):
-    if name not in NAMES:
-        raise KeyError(f"unknown objective {name!r} (known: {', '.join(NAMES)})")
-    return importlib.import_module(f"agents.objectives.{name}")
-
-
-def needs(name: str) -> tuple[str, ...]:
-    return module(name).NEEDS
+REGISTRY = Registry("agents.objectives", "objective", support=("batch",), first="grpo")
+NAMES = REGISTRY.names
+module, needs = REGISTRY.module, REGISTRY.needs
 
 
 def check(name: str, signals, where: str = "this world") -> None:
@@ -55,13 +49,20 @@ class Objective:
 
 def make(name: str, **settings) -> Objective:
     """``make("tree_opsd", tau=2.0)``: the objective with its defaults, overridden by ``settings``."""
-    cls = module(name).Config
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(settings) - fields)
-    if unknown:
-        raise KeyError(f"objective {name!r} has no setting {', '.join(unknown)} "
-                       f"(settings: {', '.join(sorted(fields))})")
-    return Objective(name, cls(**settings))
+    return Objective(name, REGISTRY.config(name, **settings))
+
+
+def for_agents(cfg) -> Objective:
+    """The run's objective from its ``[agents]`` section: ``agents.objective`` with its sub-table of
+    ``agents.objective_settings``, and ``agents.clip`` as its clip range (its own, or its inner grpo's: the
+    one clip key of every learner of actions)."""
+    settings = dict(cfg.objective_settings.get(cfg.objective, {}))
+    fields = {f.name for f in dataclasses.fields(module(cfg.objective).Config)}
+    if "clip" in fields:
+        settings["clip"] = cfg.clip
+    elif "grpo" in fields:
+        settings["grpo"] = {**settings.get("grpo", {}), "clip": cfg.clip}
+    return make(cfg.objective, **settings)
 
 
 def require(name: str, provided, where: str = "this world", **settings) -> Objective:
@@ -71,4 +72,4 @@ def require(name: str, provided, where: str = "this world", **settings) -> Objec
     return objective
 
 
-__all__ = ["NAMES", "SIGNALS", "MissingSignals", "Objective", "PolicyBatch", "make", "needs", "require"]
+__all__ = ["NAMES", "SIGNALS", "MissingSignals", "Objective", "PolicyBatch", "for_agents", "make", "needs", "require"]

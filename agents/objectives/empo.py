@@ -17,8 +17,8 @@ import torch
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.learner import grpo_objective
 from agents.objectives.batch import PolicyBatch, step_mean
+from agents.objectives.grpo import surrogate
 from market.config import STRICT
 
 NEEDS = ("effect",)
@@ -43,6 +43,6 @@ def shared_ratio(batch: PolicyBatch) -> tuple[torch.Tensor, int]:
 
 def loss(batch: PolicyBatch, cfg: Config) -> tuple:
     rho, classes = shared_ratio(batch)
-    value, stats = grpo_objective(rho.log(), torch.zeros_like(rho), batch.advantage, cfg.clip)  # exp(log rho - 0) = rho
+    value, stats = surrogate(rho.log(), torch.zeros_like(rho), batch.advantage, cfg.clip)  # exp(log rho - 0) = rho
     stats["effects"] = float(classes)
     return value, stats

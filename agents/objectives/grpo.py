@@ -7,15 +7,17 @@ completion does not explode it; optional KL to a reference policy by the k3 esti
     L     = - mean_m min(rho_m A_m, clip(rho_m, 1 +- clip) A_m) + kl_coef x mean_m KL_m
     KL_m  = mean_t exp(d_t) - d_t - 1,   d_t = log pi_ref - log pi
 
-The surrogate is ``agents.learner.grpo_objective`` (the learner's own), here fed from a PolicyBatch.
+:func:`surrogate` is the clipped objective itself, on per-step log-probabilities (the LM learner's chunked
+update calls it directly, agents/hf_grpo.py); :func:`loss` feeds it from a PolicyBatch.
 """
 
 from __future__ import annotations
 
+import torch
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.learner import grpo_objective
+from agents.learner import k3, penalised
 from agents.objectives.batch import MissingSignals, PolicyBatch, step_mean
 from market.config import STRICT
 
@@ -35,7 +37,16 @@ def loss(batch: PolicyBatch, cfg: Config) -> tuple:
     if cfg.kl_coef:
         if batch.ref_logp is None:
             raise MissingSignals("objective 'grpo' with kl_coef > 0 needs signal ref_logp")
-        d = batch.ref_logp - batch.logp
-        kl = step_mean(d.exp() - d - 1, batch.mask)
-    return grpo_objective(step_mean(batch.logp, batch.mask), step_mean(batch.old_logp, batch.mask),
-                          batch.advantage, cfg.clip, kl, cfg.kl_coef)
+        kl = step_mean(k3(batch.logp, batch.ref_logp), batch.mask)
+    return surrogate(step_mean(batch.logp, batch.mask), step_mean(batch.old_logp, batch.mask),
+                     batch.advantage, cfg.clip, kl, cfg.kl_coef)
+
+
+def surrogate(logp: torch.Tensor, old_logp: torch.Tensor, advantage: torch.Tensor, clip: float,
+              kl: torch.Tensor | None = None, kl_coef: float = 0.0) -> tuple[torch.Tensor, dict]:
+    """Clipped step-level surrogate: -mean min(rho A, clip(rho, 1 +- clip) A) + kl_coef x mean KL."""
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.minimum(ratio * advantage, ratio.clamp(1 - clip, 1 + clip) * advantage)
+    value = penalised(-clipped.mean(), kl, kl_coef)
+    return value, {"policy_loss": float(value.detach()), "ratio": float(ratio.mean().detach()),
+                  "kl": float(kl.detach().mean()) if kl is not None else 0.0}

@@ -1,6 +1,7 @@
 """Task samplers: which tasks the next round's rollouts are spent on (docs: concepts/credit-methods.md).
 
-One interface (:class:`Sampler`): ``sampler = make("rods", tasks, variant=f)``; each round
+One interface (:class:`Sampler`), one module per sampler (found by name, agents/named.py:
+a new sampler is one new file): ``sampler = make("rods", tasks, variant=f)``; each round
 ``sampler.sample(rng, n)`` returns n task specs (the scenario runs G rollouts of each), and after
 it ``sampler.update(task_ids, rewards)`` reports one reward per rollout. Tasks are opaque hashable
 specs; everything a sampler needs to know about a task (an isomorphic variant of it, its
@@ -19,13 +20,15 @@ from typing import Protocol
 
 import numpy as np
 
-from agents.tasks import rods, scrl
+from agents.named import Registry
+from agents.tasks import rods
+from agents.tasks.uniform import Uniform
 
-NAMES = ("uniform", "rods", "scrl")
-NEEDS = {"uniform": ("tasks",), "rods": ("tasks", "variant", "progress"), "scrl": ("tasks", "subproblems")}
-"""What each sampler needs of a world: its ``tasks``; rods an isomorphic ``variant`` of a task and a
-``progress`` reward in [0, 1] (its variance is a task's score); scrl a task's verifiable ``subproblems``
-(judged by their outcome, solved or not)."""
+REGISTRY = Registry("agents.tasks", "task sampler", first="uniform")
+NAMES = REGISTRY.names
+NEEDS = {name: REGISTRY.needs(name) for name in NAMES}
+"""What each sampler needs of a world (its module's ``NEEDS``): its ``tasks``; rods an isomorphic ``variant`` of
+a task and a ``progress`` reward in [0, 1]; scrl a task's verifiable ``subproblems``."""
 
 
 class Sampler(Protocol):
@@ -38,39 +41,12 @@ class Sampler(Protocol):
     def load_state_dict(self, state: dict) -> None: ...
 
 
-class Uniform:
-    """Every task equally likely, drawn with replacement: the baseline the others are compared to."""
-
-    def __init__(self, tasks):
-        self.tasks = list(tasks)
-
-    def sample(self, rng: np.random.Generator, n: int) -> list[Hashable]:
-        return [self.tasks[i] for i in rng.integers(len(self.tasks), size=n)]
-
-    def update(self, task_ids, rewards) -> None:
-        pass
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
-
-
-MODULES = {"rods": (rods.Config, rods.Rods), "scrl": (scrl.Config, scrl.Scrl)}
-
-
 def make(name: str, tasks, **kwargs) -> Sampler:
     """``make("rods", tasks, variant=f, capacity=32)``: settings go to the module's ``Config``, the
     callables to the sampler."""
-    if name not in NAMES:
-        raise KeyError(f"unknown task sampler {name!r} (known: {', '.join(NAMES)})")
-    if name == "uniform":
-        return Uniform(tasks, **kwargs)
-    config, cls = MODULES[name]
-    fields = {f.name for f in dataclasses.fields(config)}
-    settings = {k: v for k, v in kwargs.items() if k in fields}
-    return cls(tasks, cfg=config(**settings), **{k: v for k, v in kwargs.items() if k not in fields})
+    fields = {f.name for f in dataclasses.fields(REGISTRY.module(name).Config)}
+    cfg = REGISTRY.config(name, **{k: v for k, v in kwargs.items() if k in fields})
+    return REGISTRY.module(name).SAMPLER(tasks, cfg=cfg, **{k: v for k, v in kwargs.items() if k not in fields})
 
 
 class Draw:

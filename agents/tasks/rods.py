@@ -27,6 +27,8 @@ from pydantic.dataclasses import dataclass
 
 from market.config import STRICT
 
+NEEDS = ("tasks", "variant", "progress")
+"""An isomorphic ``variant`` of a task and a ``progress`` reward in [0, 1] (its variance is a task's score)."""
 PRIOR = 0.25
 
 
@@ -111,3 +113,6 @@ class Rods:
     def load_state_dict(self, state: dict) -> None:
         self.pool, self.buffer, self.retired = list(state["pool"]), list(state["buffer"]), dict(state["retired"])
         self.stats = {t: list(s) for t, s in state["stats"].items()}
+
+
+SAMPLER = Rods

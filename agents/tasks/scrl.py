@@ -10,7 +10,7 @@ stands on one rung and climbs when that rung's mean reward reaches ``advance`` o
 
 so the policy keeps seeing the real tasks while it learns their parts. Sub-problems differ in
 difficulty, so a reward is normalised among the rollouts of the same sub-problem (task id), not
-over a fixed group of G (:func:`normalise`)::
+over a fixed group of G (``agents.advantages.class_advantage``, the learner's)::
 
     A_i = (r_i - mean_{j: id_j = id_i} r_j) / (std_{j: id_j = id_i} r_j + eps)
 """
@@ -23,7 +23,8 @@ from pydantic.dataclasses import dataclass
 
 from market.config import STRICT
 
-EPS = 1e-6
+NEEDS = ("tasks", "subproblems")
+"""A task's verifiable ``subproblems`` (judged by their outcome, solved or not)."""
 
 
 @dataclass(config=STRICT)
@@ -32,17 +33,6 @@ class Config:
     """Climb to the next rung when the current one's mean reward reaches this."""
     min_tries: int = Field(4, ge=1)
     """Tries of a rung before its mean counts."""
-
-
-def normalise(task_ids, rewards, eps: float = EPS) -> np.ndarray:
-    """[n] rewards -> advantages normalised among the rollouts of the same task id (0 where they agree)."""
-    r = np.asarray(rewards, dtype=np.float64)
-    index: dict = {}
-    cls = np.array([index.setdefault(t, len(index)) for t in task_ids], dtype=np.int64)
-    count = np.bincount(cls)
-    mean = np.bincount(cls, r) / count
-    std = np.sqrt(np.maximum(np.bincount(cls, r * r) / count - mean**2, 0))
-    return (r - mean[cls]) / (std[cls] + eps)
 
 
 class Scrl:
@@ -92,3 +82,6 @@ class Scrl:
             for rung in rungs:
                 self.owners.setdefault(rung, []).append(task)
         self.stats = {t: list(s) for t, s in state["stats"].items()}
+
+
+SAMPLER = Scrl

@@ -129,7 +129,7 @@ def for_run(exp, world) -> LearnedRecall | None:
     ``agents.objective`` does not train one."""
     if not trains_recall(exp.agents.objective):
         return None
-    from agents.learned import objective_for
+    from agents.objectives import for_agents as objective_for
 
     world.pipeline.learned = LearnedRecall(world.data, world.signals.embedding, objective_for(exp.agents),
                                            exp.agents.lr, exp.scenario.candidates)

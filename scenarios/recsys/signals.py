@@ -20,16 +20,13 @@ Everything is sparse or [I, rank]; nothing is [U, I] dense.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
-from scenarios.recsys.data import Split, _ragged_index
-
-if TYPE_CHECKING:
-    from scenarios.recsys.tuned import Tuned
+from scenarios.recsys import sparse
+from scenarios.recsys.data import Split
 
 
 @dataclass
@@ -39,15 +36,15 @@ class Signals:
     cosine: sp.csr_matrix  # [I, I]
     factors: np.ndarray  # [I, rank] float32
     embedding: np.ndarray  # [I, rank] float32, unit rows
-    tuned: Tuned | None = None
+    tuned: object | None = None  # scenarios.recsys.tuned.Tuned, set by world.load (tuned reads these signals: not imported here)
 
 
 def fit(data: Split, rank: int, window: int, neighbours: int, seed: int) -> Signals:
     X = data.train
     popularity = np.asarray(X.sum(0)).ravel().astype(np.float64)
     norm = np.sqrt(np.maximum(popularity, 1.0))
-    covis = _top_per_row(_scaled(_covisitation(data, window), norm), neighbours)
-    cosine = _cosine(X, norm, neighbours)
+    covis = sparse.top_per_row(_scaled(_covisitation(data, window), norm), neighbours)
+    cosine = sparse.cosine(X, norm, neighbours)
     k = max(1, min(rank, min(X.shape) - 1))
     v0 = np.random.default_rng(seed).random(min(X.shape))
     _, s, vt = svds(X.astype(np.float64), k=k, v0=v0)
@@ -58,15 +55,8 @@ def fit(data: Split, rank: int, window: int, neighbours: int, seed: int) -> Sign
     return Signals(popularity, covis, cosine, V.astype(np.float32), embedding.astype(np.float32))
 
 
-def _train_sequences(data: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ptr, items, times): each user's train segment in time order (a prefix of its history)."""
-    train_len = np.diff(data.train.indptr)  # no repeats within a segment: nnz = events
-    index = _ragged_index(data.hist_ptr[:-1], train_len)
-    return np.r_[0, np.cumsum(train_len)], data.hist_item[index], data.hist_time[index]
-
-
 def _covisitation(data: Split, window: int) -> sp.csr_matrix:
-    ptr, items, _ = _train_sequences(data)
+    ptr, items, _ = sparse.train_sequences(data)
     user = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
     rows, cols, vals = [], [], []
     for offset in range(1, window + 1):
@@ -90,31 +80,3 @@ def _scaled(m: sp.csr_matrix, norm: np.ndarray) -> sp.csr_matrix:
     rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
     m.data = (m.data / (norm[rows] * norm[m.indices])).astype(np.float32)
     return m
-
-
-def _cosine(X: sp.csr_matrix, norm: np.ndarray, k: int, block: int = 2048) -> sp.csr_matrix:
-    """Item-item cosine of the user columns, the k largest per item, ``block`` items at a time (bounded memory)."""
-    XT = X.T.tocsr().astype(np.float32)
-    parts = []
-    for lo in range(0, X.shape[1], block):
-        g = (XT[lo:lo + block] @ X).tocsr()
-        g.setdiag(0, k=lo)  # the block's own items sit on the diagonal shifted by lo
-        g.eliminate_zeros()
-        rows = lo + np.repeat(np.arange(g.shape[0]), np.diff(g.indptr))
-        g.data = (g.data / (norm[rows] * norm[g.indices])).astype(np.float32)
-        parts.append(_top_per_row(g, k))
-    return sp.vstack(parts).tocsr()
-
-
-def _top_per_row(m: sp.csr_matrix, k: int) -> sp.csr_matrix:
-    """Keep the k largest entries of each row (ties: lower column first)."""
-    m = m.tocsr()
-    m.sum_duplicates()
-    row = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
-    order = np.lexsort((m.indices, -m.data, row))
-    start = m.indptr[row[order]]
-    keep = order[(np.arange(order.size) - start) < k]
-    keep.sort()
-    out = sp.csr_matrix((m.data[keep].astype(np.float32), m.indices[keep], np.r_[0, np.cumsum(
-        np.bincount(row[keep], minlength=m.shape[0]))]), shape=m.shape)
-    return out

@@ -27,9 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
+from scenarios.recsys import sparse
 from scenarios.recsys.data import VALIDATION, Split
 from scenarios.recsys.ranking import ndcg, top_k
-from scenarios.recsys.signals import Signals, _cosine, _top_per_row, _train_sequences
+from scenarios.recsys.signals import Signals
 
 TUNED = ("ease", "itemknn_tuned", "puresvd_tuned", "trending", "next")
 GRIDS = {
@@ -108,10 +109,10 @@ def fit(data: Split, signals: Signals, k: int, ease_items: int, seed: int) -> Tu
 
     B = choose("ease", ease)
 
-    full = _cosine(X, np.sqrt(np.maximum(popularity, 1.0)), max(GRIDS["itemknn_tuned"]["neighbours"]))
+    full = sparse.cosine(X, np.sqrt(np.maximum(popularity, 1.0)), max(GRIDS["itemknn_tuned"]["neighbours"]))
 
     def knn(neighbours):
-        S = _top_per_row(full, neighbours)
+        S = sparse.top_per_row(full, neighbours)
         return S, lambda u: (data.history_matrix(u) @ S).toarray().astype(np.float64)
 
     S = choose("itemknn_tuned", knn)
@@ -149,7 +150,7 @@ def _ease_scores(data: Split, users: np.ndarray, items: np.ndarray, B: np.ndarra
 
 
 def _events(data: Split) -> tuple[np.ndarray, float]:
-    _, item, time = _train_sequences(data)
+    _, item, time = sparse.train_sequences(data)
     span = float(max(time.max(initial=0.0), data.now.max(initial=0.0))) + 1.0
     return np.sort(item * span + np.maximum(time, 0.0)), span
 
@@ -163,7 +164,7 @@ def _window_counts(events: np.ndarray, span: float, now: np.ndarray, days: float
 
 
 def _transitions(data: Split) -> sp.csr_matrix:
-    ptr, item, _ = _train_sequences(data)
+    ptr, item, _ = sparse.train_sequences(data)
     user = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
     same = user[1:] == user[:-1]
     I = data.n_items

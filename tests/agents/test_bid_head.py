@@ -15,7 +15,7 @@ from agents import RulePolicy, RuleSpace
 from agents.bid_head import BidHead, OneHotFeatures, TextFeatures
 from agents.config import AgentsConfig
 from agents.learned import LearnedPolicy
-from agents.learner import bid_objective
+from agents.reinforce_bids import bid_objective
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.protocols import World
 from tests.helpers import assert_gradients_match_finite_differences
@@ -99,13 +99,13 @@ def test_one_hot_features_and_text_cache():
 
 def test_learned_head_recovers_a_planted_routing_rule():
     model, world = routing_market(lr=0.1, entropy=0.0)
-    phi = torch.as_tensor(model.policy.features(np.arange(4)[:, None]), device=model.policy.head.row.device)
-    start = model.policy.head.bids(phi).detach().cpu().numpy()[:, 1:5]
+    phi = torch.as_tensor(model.policy.bid_learner.features(np.arange(4)[:, None]), device=model.policy.bid_learner.head.row.device)
+    start = model.policy.bid_learner.head.bids(phi).detach().cpu().numpy()[:, 1:5]
     success = []
     for _ in range(60):
         model.step()
         success.append(model.last_success_rate)
-    bids = model.policy.head.bids(phi).detach().cpu().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
+    bids = model.policy.bid_learner.head.bids(phi).detach().cpu().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
     rows = np.flatnonzero(model.population.traders)
     specialty = model.policy.unwrapped.rules.action[rows]  # agent at row rows[k] solves region specialty[k]
     assert (np.argmax(bids, axis=1) == np.argsort(specialty)).all(), (start, bids)
@@ -121,15 +121,15 @@ def test_minilm_features_run_offline_in_a_learning_market():
     exp = load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "agents.features=minilm", "agents.dim=8",
                          "market.batch=4"])
     model = build_model(exp)
-    before = model.policy.head.proj.weight.detach().clone()
+    before = model.policy.bid_learner.head.proj.weight.detach().clone()
     for _ in range(3):
         model.step()
-    cache = model.policy.features.cache
+    cache = model.policy.bid_learner.features.cache
     vectors = np.stack(list(cache.values()))
     assert 1 <= len(cache) <= exp.scenario.stages + 1 and vectors.shape[1] == 384  # stages 0..K
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
     assert model.policy.bids(np.array([[0], [1]])).shape == (2, model.population.capacity)
-    assert not torch.equal(before, model.policy.head.proj.weight)  # the projection is trained too
+    assert not torch.equal(before, model.policy.bid_learner.head.proj.weight)  # the projection is trained too
 
 
 def test_rows_follow_births_and_growth_keeps_adam_state():
@@ -138,7 +138,7 @@ def test_rows_follow_births_and_growth_keeps_adam_state():
     policy, rng = model.policy, np.random.default_rng(0)
     for _ in range(3):
         model.step()
-    head, opt = policy.head, policy.learner.opt
+    head, opt = policy.bid_learner.head, policy.adam.opt
     capacity = head.capacity
     assert opt.state[head.row]["exp_avg"].abs().sum() > 0
     policy.inherit(np.array([2]), np.array([1]), rng)
@@ -147,8 +147,8 @@ def test_rows_follow_births_and_growth_keeps_adam_state():
     assert opt.state[head.row]["exp_avg"][2].abs().sum() == 0  # the newborn's moments start fresh
     moments = opt.state[head.row]["exp_avg"].clone()
     policy.resize(capacity * 2)
-    assert head.row.shape[0] == capacity * 2 and policy.theta.shape[0] == capacity * 2
+    assert head.row.shape[0] == capacity * 2
     grown = opt.state[head.row]["exp_avg"]
     assert grown.shape == head.row.shape and torch.equal(grown[:capacity], moments) and grown[capacity:].abs().sum() == 0
-    policy.learner.step(head.bids(torch.ones(1, head.row.shape[1], device=head.row.device)).sum())  # Adam steps the grown parameters
+    policy.adam.step(head.bids(torch.ones(1, head.row.shape[1], device=head.row.device)).sum())  # Adam steps the grown parameters
     assert opt.state[head.row]["exp_avg"][capacity:].abs().sum() > 0

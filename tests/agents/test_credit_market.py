@@ -1,42 +1,32 @@
 """A MarketModel round as trajectories: profits agree with the ledger, relay's signals agree with
-the world (through the comparison script's policy; the script itself: tests/experiments)."""
+the world (through the library's learner of action logits)."""
 
 import numpy as np
 
 from agents import credit as C
-from agents.credit.step_advantages import provides
+from agents.credit.market import trajectories
+from agents.credit.step_advantages import provides, step_advantages
 from market import MarketModel
 from market.ledger import Reason
 from market.money import MICRO
-from experiments import credit_compare
 from scenarios import blocks, relay
 from scenarios.run.config import load
-
-
-class Capture(credit_compare.LogitPolicy):
-    """The comparison's policy, keeping each round's groups and the ledger's transfers (a subclass, not a mock)."""
-
-    seen: list
-
-    def learn(self, model):
-        actions, logp = (np.stack(x) for x in zip(*self.taken))
-        transfers = model.ledger.pending()
-        groups = credit_compare.trajectories(model, actions=actions, world_signals=self.signals,
-                                             group=self.G, logp=logp)
-        self.seen.append((groups, transfers, model.episodes_done))
-        super().learn(model)
+from tests.agents import inside
 
 
 def relay_model(seed=0, rounds=6):
-    exp = load("relay", ["market.batch=8"], seed=seed)
-    world, rules = relay.build(exp.scenario)
-    signals = relay.credit_signals(exp.scenario.stages, world.space.actions)
-    policy = Capture(rules, exp.scenario.stages, C.make("grpo"), 4, 0.5, 1.0, seed, signals)
-    policy.seen = []
-    model = MarketModel(world, policy, exp.market, exp.population, seed=seed)
+    """Each round's groups (the learner's sampled actions and log-probabilities), the ledger's transfers and
+    the round's first episode, captured inside the learning hook."""
+    seen = []
+
+    def capture(model, actions, logp):
+        groups = trajectories(model, actions=actions, world_signals=model.world.credit_signals, group=4, logp=logp)
+        seen.append((groups, model.ledger.pending(), model.episodes_done))
+
+    model = inside.relay_model(capture, seed=seed)
     for _ in range(rounds):
         model.step()
-    return model, policy.seen, exp.scenario.stages
+    return model, seen, model.world.stages
 
 
 def test_profits_sum_to_what_the_house_paid_in_minus_out():
@@ -77,31 +67,19 @@ def test_every_supported_estimator_runs_on_real_relay_groups():
                 assert all(np.isfinite(a).all() for a in out.steps)
 
 
-class Aligned(credit_compare.LogitPolicy):
-    """Checks, inside the learning hook, that step_advantages lands each step's credit on its (t, b)."""
+def test_step_advantages_align_with_the_trace():
+    checks = []
 
-    checks: list
-
-    def learn(self, model):
-        from agents.credit.step_advantages import step_advantages
-
-        actions, logp = (np.stack(x) for x in zip(*self.taken))
+    def aligned(model, actions, logp):
         cast = step_advantages(model, "cast", 4, actions, logp)  # relay's solver value: -(stages left)
         assert (cast[model.trace.path < 0] == 0).all()
         np.testing.assert_allclose(cast.sum(0), model.world.stage)  # per world, the steps' gains add to the final stage
-        self.checks.append(cast.shape)
-        super().learn(model)
+        checks.append(cast.shape)
 
-
-def test_step_advantages_align_with_the_trace():
-    exp = load("relay", ["market.batch=8"], seed=1)
-    world, rules = relay.build(exp.scenario)
-    policy = Aligned(rules, exp.scenario.stages, None, 4, 0.5, 1.0, 1, None)
-    policy.checks = []
-    model = MarketModel(world, policy, exp.market, exp.population, seed=1)
+    model = inside.relay_model(aligned, seed=1)
     for _ in range(4):
         model.step()
-    assert len(policy.checks) == 4
+    assert len(checks) == 4
 
 
 def test_config_refuses_an_estimator_the_world_cannot_feed():
@@ -128,7 +106,7 @@ def test_agents_credit_changes_what_the_learner_learns():
                                            f"agents.credit={name}"], seed=3))
         for _ in range(3):
             model.step()
-        theta[name] = model.policy.theta.detach().cpu().numpy().copy()
+        theta[name] = model.policy.action_learner.theta.detach().cpu().numpy().copy()
     assert np.isfinite(theta["draco"]).all()
     assert not np.allclose(theta["grpo"], theta["draco"])
 
@@ -142,12 +120,10 @@ def test_blocks_solver_value_is_exact_along_the_solvers_own_path():
 
     class Solver(W.BlocksPolicy):
         def learn(self, model):
-            from agents.credit.step_advantages import step_advantages
-
             seen.append((step_advantages(model, "cast", 4), trajectories_of(model)))
 
     def trajectories_of(model):
-        return [t for g in credit_compare.trajectories(model, world_signals=model.world.credit_signals, group=4) for t in g]
+        return [t for g in trajectories(model, world_signals=model.world.credit_signals, group=4) for t in g]
 
     cfg = W.Config(train_sizes=[4, 6], curriculum=False, features=["wrong1", "progress", "need_at", "need_depth"])
     exp = load("relay", ["market.batch=8", "population.initial_agents=6", "population.births=false"], seed=2)

@@ -2,27 +2,32 @@
 ``[agents.credit_settings]``, set from a scenario file or ``--set`` and reaching the estimator the
 learner builds. (Bad keys and values, end to end: tests/scenarios/test_bad_input.py.)"""
 
+import ast
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agents import credit as C
 from agents.credit.step_advantages import step_advantages
-from experiments import credit_compare
-from market import MarketModel
-from scenarios import relay
 from scenarios.run.config import ConfigError, load
+from tests.agents import inside
 
 GRPO_ACTIONS = ['agents.actions="grpo"', "market.batch=8", "agents.group=4"]
 
 
-def test_the_settings_table_is_the_registry():
-    fields = dataclasses.fields(C.CreditSettings)
-    assert tuple(f.name for f in fields) == C.NAMES
-    for f in fields:  # each sub-table is its module's strict Config, defaults as written there
-        cls = C.module(f.name).Config
-        assert isinstance(getattr(C.CreditSettings(), f.name), cls)
+def test_every_estimator_file_is_registered_with_its_settings_table():
+    """The registry is read off the package's files; here the files are read another way (their source, for an
+    ``estimate`` function), so a module the registry missed, or a table it built wrong, fails."""
+    folder = Path(C.__file__).parent
+    files = sorted(p.stem for p in folder.glob("*.py")
+                   if any(isinstance(n, ast.FunctionDef) and n.name == "estimate" for n in ast.parse(p.read_text()).body))
+    assert sorted(C.REGISTRY.files.get(name, name) for name in C.NAMES) == files
+    assert C.NAMES[0] == "grpo" and len(files) == 18
+    for name in C.NAMES:  # each sub-table is its module's strict Config, defaults as written there
+        cls = C.module(name).Config
+        assert isinstance(getattr(C.CreditSettings(), name), cls) and getattr(C.CreditSettings(), name) == cls()
         assert cls.__pydantic_config__["extra"] == "forbid"
 
 
@@ -63,28 +68,19 @@ def test_the_settings_are_stored_with_the_run_and_read_back():
     assert from_dict(exp.to_dict(), source="stored").agents.estimator().cfg.scale == 2.0
 
 
-class Scaled(credit_compare.LogitPolicy):
-    """Inside the learning hook: cast with scale 2 (from --set) gives twice cast's advantages by name."""
-
-    seen: list
-    estimator: object
-
-    def learn(self, model):
-        actions, logp = (np.stack(x) for x in zip(*self.taken))
-        by_name = step_advantages(model, "cast", 4, actions, logp)
-        self.seen.append((step_advantages(model, self.estimator, 4, actions, logp), by_name))
-        super().learn(model)
-
-
 def test_step_advantages_use_the_estimators_settings():
+    """Inside the learning hook: cast with scale 2 (from --set) gives twice cast's advantages by name."""
     exp = load("relay", GRPO_ACTIONS + ["agents.credit=cast", "agents.credit_settings.cast.scale=2.0"], seed=1)
-    world, rules = relay.build(exp.scenario)
-    policy = Scaled(rules, exp.scenario.stages, None, 4, 0.5, 1.0, 1, None)
-    policy.seen, policy.estimator = [], exp.agents.estimator()
-    model = MarketModel(world, policy, exp.market, exp.population, seed=1)
+    estimator, seen = exp.agents.estimator(), []
+
+    def compare(model, actions, logp):
+        seen.append((step_advantages(model, estimator, 4, actions, logp), step_advantages(model, "cast", 4, actions, logp)))
+
+    model = inside.relay_model(compare, ["agents.credit=cast", "agents.credit_settings.cast.scale=2.0"], seed=1)
     for _ in range(2):
         model.step()
-    for scaled, by_name in policy.seen:
+    assert len(seen) == 2
+    for scaled, by_name in seen:
         assert np.abs(by_name).sum() > 0
         np.testing.assert_allclose(scaled, 2 * by_name)
 
@@ -98,5 +94,5 @@ def test_a_setting_changes_what_the_learner_learns():
                                                           f"agents.credit_settings.delta_ttg.rho={rho}"], seed=3))
         for _ in range(3):
             model.step()
-        theta[rho] = model.policy.theta.detach().cpu().numpy().copy()
+        theta[rho] = model.policy.action_learner.theta.detach().cpu().numpy().copy()
     assert not np.allclose(theta[0.0], theta[1.0])

@@ -72,7 +72,7 @@ def oracle_logp(model) -> float:
     action = model.world.oracle(obs)
     keep = action >= 0
     with torch.no_grad():
-        logp = torch.log_softmax(policy._logits(rows[keep], rule[keep]), -1)
+        logp = torch.log_softmax(policy.action_learner.logits(rows[keep], rule[keep]), -1)
     return float(logp.gather(1, torch.as_tensor(action[keep])[:, None]).mean())
 
 
@@ -89,7 +89,7 @@ def test_critic_objectives_train_the_critic_and_a_checkpoint_carries_it(objectiv
     """After some rounds the critic has moved (BCE on success) and so have the logits; a model restored from a
     checkpoint runs the next round to the same payments and the same critic as the one that went on."""
     first = run(objective, 3)
-    assert first.policy.critic.bias.abs().sum() > 0 and first.policy.theta.abs().sum() > 0
+    assert first.policy.action_learner.critic.bias.abs().sum() > 0 and first.policy.action_learner.theta.abs().sum() > 0
     assert 0 < first.policy.stats["critic_loss"] < np.log(2) + 1e-6  # below the zero critic's BCE, log 2
     saved = encode(first.state_dict())
     first.step()
@@ -99,5 +99,5 @@ def test_critic_objectives_train_the_critic_and_a_checkpoint_carries_it(objectiv
     a, b = (m.last_round.transfers for m in (first, second))
     a, b = a[a["episode"] >= 48], b[b["episode"] >= 48]  # round 4's (a fresh model's log opens with its founders')
     assert a.size and np.array_equal(a, b)
-    for key, value in first.policy.critic.state_dict().items():
-        assert torch.equal(value, second.policy.critic.state_dict()[key]), key
+    for key, value in first.policy.action_learner.critic.state_dict().items():
+        assert torch.equal(value, second.policy.action_learner.critic.state_dict()[key]), key

@@ -9,12 +9,14 @@ import torch
 from agents import RulePolicy
 from agents.config import AgentsConfig
 from agents.learned import LearnedPolicy
-from agents.learner import HFGRPO, bucket_brigade_profit, group_advantage
+from agents.advantages import holding_profit, outcome_advantage
+from agents.hf_grpo import HFGRPO
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
 from scenarios.run.config import load
 from scenarios.run.runner import build_model
 from tests.agents.test_bid_head import RoutingWorld
+from tests.agents.scoring import mean_logprob
 
 
 def relay_learned(*overrides):
@@ -34,7 +36,7 @@ def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
     for _ in range(8):
         model.step()
         trace, transfers = model.trace, model.last_round.transfers
-        profit = bucket_brigade_profit(trace)
+        profit = holding_profit(trace)
         trading = np.isin(transfers["reason"], [Reason.BID, Reason.FEE, Reason.REWARD])
         for row in np.unique(trace.path[trace.path >= 0]):
             account = model.population.ids[row]
@@ -45,10 +47,10 @@ def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
     assert checked >= 20
 
 
-def test_group_advantage():
-    a = group_advantage(np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0]), group=2, normalize=False)
+def test_outcome_advantage():
+    a = outcome_advantage(np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0]), group=2, normalize=False)
     assert a.tolist() == [0.5, -0.5, 0.0, 0.0, 0.0, 0.0]  # equal groups: nothing to contrast
-    z = group_advantage(np.array([3.0, 1.0, 2.0, 2.0]), group=0, normalize=True)
+    z = outcome_advantage(np.array([3.0, 1.0, 2.0, 2.0]), group=0, normalize=True)
     assert z.sum() == pytest.approx(0) and z[0] == pytest.approx(1 / 0.7071, rel=1e-4)
 
 
@@ -66,7 +68,7 @@ def test_grpo_teaches_rule_agents_the_right_action():
         model.step()
         success.append(model.last_success_rate)
     rows = np.flatnonzero(model.population.traders)
-    best = policy.theta.detach().cpu().numpy()[rows].argmax(axis=1)
+    best = policy.action_learner.theta.detach().cpu().numpy()[rows].argmax(axis=1)
     wakes = policy.eligible(np.arange(3)[:, None])[:, rows].argmax(axis=0)  # the region each agent wakes in
     assert (best == wakes).all()
     assert success[0] < 0.3 and np.mean(success[-5:]) > 0.9, success
@@ -86,7 +88,7 @@ def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
         first.step()
         log.append(first.last_round.transfers)
     state = pickle.loads(pickle.dumps(first.state_dict()))
-    halfway = first.policy.head.row.detach().clone()
+    halfway = first.policy.bid_learner.head.row.detach().clone()
     resumed = relay_learned(*overrides)
     resumed.load_state_dict(state)
     resumed.ledger.restore(np.concatenate(log))
@@ -94,9 +96,9 @@ def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
         resumed.step()
 
     assert resumed.ledger.hash == straight.ledger.hash
-    assert torch.equal(resumed.policy.head.row, straight.policy.head.row)
-    assert not torch.equal(resumed.policy.head.row[: halfway.shape[0]], halfway)  # it kept learning after the resume
-    steps = [m.policy.learner.opt.state_dict()["state"][0]["step"] for m in (first, resumed, straight)]
+    assert torch.equal(resumed.policy.bid_learner.head.row, straight.policy.bid_learner.head.row)
+    assert not torch.equal(resumed.policy.bid_learner.head.row[: halfway.shape[0]], halfway)  # it kept learning after the resume
+    steps = [m.policy.adam.opt.state_dict()["state"][0]["step"] for m in (first, resumed, straight)]
     assert steps[0] < steps[1] == steps[2]  # Adam's state came along, and went on counting
 
 
@@ -116,12 +118,12 @@ def test_newborn_rows_reset_only_per_agent_moments():
     policy = LearnedPolicy(RulePolicy(RoutingWorld(3).space, ["always -> solve_0"]),
                            AgentsConfig(bids="learned", bid_objective="reinforce", features="numeric", dim=4))
     policy.resize(6)
-    head = policy.head
-    policy.learner.step(head.bids(torch.ones(2, 3, device=head.row.device)).sum())
-    shared = policy.learner.opt.state[head.proj.weight]["exp_avg"].clone()
+    head = policy.bid_learner.head
+    policy.adam.step(head.bids(torch.ones(2, 3, device=head.row.device)).sum())
+    shared = policy.adam.opt.state[head.proj.weight]["exp_avg"].clone()
     policy.inherit(np.array([2]), np.array([1]), np.random.default_rng(0))
-    assert policy.learner.opt.state[head.row]["exp_avg"][2].abs().sum() == 0
-    assert torch.equal(policy.learner.opt.state[head.proj.weight]["exp_avg"], shared)
+    assert policy.adam.opt.state[head.row]["exp_avg"][2].abs().sum() == 0
+    assert torch.equal(policy.adam.opt.state[head.proj.weight]["exp_avg"], shared)
 
 
 def test_one_grpo_update_of_smollm2_moves_the_chosen_log_probs_the_right_way():
@@ -136,10 +138,10 @@ def test_one_grpo_update_of_smollm2_moves_the_chosen_log_probs_the_right_way():
     ids = lambda text: backend.tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     pairs = [(ids("2+2="), ids("4")), (ids("2+2="), ids("5")), (ids("Sky is"), ids(" blue")), (ids("Sky is"), ids(" green"))]
     rewards = np.array([1.0, 0.0, 0.0, 1.0])  # group 2 rewards the unlikely " green": the move is learned, not prior
-    before = grpo.sequence_logprob(pairs)
-    advantage = group_advantage(rewards, 2, normalize=True)
+    before = mean_logprob(grpo, pairs)
+    advantage = outcome_advantage(rewards, 2, normalize=True)
     stats = grpo.update(pairs, advantage)
-    after = grpo.sequence_logprob(pairs)
+    after = mean_logprob(grpo, pairs)
     delta = (after - before).numpy()
     # group-relative: within each group the rewarded completion gains on its sibling (the advantages sum to
     # zero, so shared weights may lift or lower both); and the step ascends the surrogate: sum A x delta > 0

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from agents.learner import group_advantage
+from agents.advantages import outcome_advantage
 from market.checkpoint import decode, encode
 from scenarios.registry import get_scenario
 from scenarios.run.config import load
+from tests.agents.scoring import mean_logprob
 
 SMALL = ["agents.actions=grpo", "market.batch=8", "agents.group=4", "wordmath.heldout=4", "run.episodes=16"]
 
@@ -24,7 +25,7 @@ def test_one_round_through_the_market_moves_the_sampled_completions_log_probs_by
     better than their group's mean gain on those that did worse."""
     model = market()
     policy = model.policy
-    lm = policy.lm
+    lm = policy.action_learner
     for _ in range(4):  # until a round has a group whose rollouts differ (often all 4 fail on a problem)
         model.run_episodes()
         steps = list(policy.unwrapped.generations)
@@ -34,12 +35,12 @@ def test_one_round_through_the_market_moves_the_sampled_completions_log_probs_by
         policy.unwrapped.generations.clear()
         lm.actions.clear()
     assert np.ptp(outcome.reshape(-1, 4), axis=1).max() > 0, "no round with a contrast in 4 tries"
-    advantage = group_advantage(outcome, 4, normalize=True)
+    advantage = outcome_advantage(outcome, 4, normalize=True)
     rows = [(advantage[b], p, done.text) for generations in steps for b, _, p, done, _ in generations if advantage[b]]
     pairs = lm.grpo.encode([p.messages() for _, p, _ in rows], [t for _, _, t in rows])
-    before = lm.grpo.sequence_logprob(pairs)
+    before = mean_logprob(lm.grpo, pairs)
     policy.learn(model)
-    after = lm.grpo.sequence_logprob(pairs)
+    after = mean_logprob(lm.grpo, pairs)
     weights = torch.tensor([a for a, _, _ in rows])
     assert lm.counts["policy_updates"] == 1 and lm.counts["lm_completions_trained"] == len(pairs)
     assert float((weights * (after - before)).sum()) > 0
@@ -63,9 +64,9 @@ def test_a_checkpoint_carries_the_adapter_and_optimizer_so_the_next_round_is_the
     a, b = (m.last_round.transfers for m in (first, second))
     a, b = a[a["episode"] >= 4], b[b["episode"] >= 4]  # round 2's (a fresh model's log opens with its founders' funding)
     assert a.size and np.array_equal(a, b)
-    for key, value in first.policy.lm.state_dict()["adapter"].items():
-        assert torch.equal(value, second.policy.lm.state_dict()["adapter"][key]), key
-    assert first.policy.lm.counts["policy_updates"] == second.policy.lm.counts["policy_updates"] == 2
+    for key, value in first.policy.action_learner.state_dict()["adapter"].items():
+        assert torch.equal(value, second.policy.action_learner.state_dict()["adapter"][key]), key
+    assert first.policy.action_learner.counts["policy_updates"] == second.policy.action_learner.counts["policy_updates"] == 2
 
 
 @pytest.mark.slow
@@ -79,7 +80,7 @@ def test_the_oracle_and_the_critic_reach_the_lm_learner_through_the_market(objec
     model.run_episodes()
     completions = sum(len(generations) for generations in model.policy.unwrapped.generations)
     model.policy.learn(model)
-    stats, lm = model.policy.stats, model.policy.lm
+    stats, lm = model.policy.stats, model.policy.action_learner
     assert stats["lm_completions"] == completions > 0 and lm.counts["policy_updates"] == 1
     if objective == "sero":
         assert stats["oracle_steps"] == stats["lm_completions"] and stats["oracle_loss"] > 0

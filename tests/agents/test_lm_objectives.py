@@ -1,4 +1,4 @@
-"""agents.objective on the LoRA learner (agents/learner.py HFGRPO, agents/lm_grpo.py): each objective that
+"""agents.objective on the LoRA learner (agents/hf_grpo.py HFGRPO, agents/lm_grpo.py): each objective that
 the LM learner's signals allow moves SmolLM2's rewarded completions up, and wordmath refuses the others."""
 
 import subprocess
@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from agents import critic
-from agents.learner import HFGRPO, group_advantage
+from agents.advantages import outcome_advantage
+from agents.hf_grpo import HFGRPO
 from agents.lm_grpo import effect_ids
 from agents.objectives import make
+from tests.agents.scoring import mean_logprob
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +43,10 @@ def test_updates_move_the_rewarded_completions_up(backend, name, updates):
                   "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")]),
                   "state": np.array([0, 0, 1, 1]),
                   "oracle": [ids("4"), ids("4"), ids(" green"), ids(" green")]}
-        before = grpo.sequence_logprob(pairs)
+        before = mean_logprob(grpo, pairs)
         for _ in range(updates):
-            stats = grpo.update(pairs, group_advantage(outcome, 2, normalize=True), objective=objective, fields=fields)
-        delta = (grpo.sequence_logprob(pairs) - before).numpy()
+            stats = grpo.update(pairs, outcome_advantage(outcome, 2, normalize=True), objective=objective, fields=fields)
+        delta = (mean_logprob(grpo, pairs) - before).numpy()
         assert delta[0] > delta[1] and delta[3] > delta[2], delta
         assert stats["tokens"] == sum(len(p) + len(c) for p, c in pairs) and np.isfinite(stats["grad_norm"])
         if name == "tppo":  # the critic learned which completions succeed: 4 and " green" above 1/2
@@ -87,7 +89,7 @@ def test_an_objective_step_in_chunks_moves_the_adapter_as_one_pass_over_the_batc
         torch.manual_seed(0)
         grpo = HFGRPO(backend.model, backend.tokenizer, lr=2e-3, lora_rank=4, kl=0.1, chunk=chunk)
         try:
-            runs.append(grpo.update(pairs, group_advantage(outcome, 2, normalize=True), objective=make("sero"),
+            runs.append(grpo.update(pairs, outcome_advantage(outcome, 2, normalize=True), objective=make("sero"),
                                     fields=fields))
         finally:
             grpo.model.unload()

@@ -256,3 +256,21 @@ def test_policy_batch_checks_shapes_and_lists_its_signals():
                               entropy=t([0.1, 0.2]), effect=torch.tensor([0, 1]))
     assert b.logp.shape == (2, 1) and bool(b.mask.all())
     assert b.provided() & set(O.SIGNALS) == {"effect"}
+
+
+def test_objective_settings_from_the_config_reach_the_objective_and_bad_ones_are_refused():
+    from agents.objectives import for_agents
+    from scenarios.run.config import ConfigError, load
+
+    base = ['agents.actions="grpo"', "market.batch=8", "agents.objective=eapo", "agents.clip=0.3"]
+    objective = for_agents(load("relay", base + ["agents.objective_settings.eapo.boost=2.5"]).agents)
+    assert (objective.name, objective.cfg.boost, objective.cfg.clip, objective.cfg.penalty) == ("eapo", 2.5, 0.3, 1.0)
+    sero = for_agents(load("relay", ['agents.actions="grpo"', "market.batch=8", "agents.objective=sero",
+                                     "agents.objective_settings.sero.grpo.kl_coef=0.1"]).agents)
+    assert (sero.cfg.grpo.kl_coef, sero.cfg.grpo.clip) == (0.1, 0.2)  # the inner grpo's clip is agents.clip too
+    for extra, message in [("agents.objective_settings.grpo.kl_coef=0.1", "grpo: not read"),
+                           ("agents.objective_settings.eapo.boos=1", "has no setting boos"),
+                           ("agents.objective_settings.eapo.clip=0.1", "set agents.clip"),
+                           ("agents.objective_settings.eapo.boost=-1", "eapo.boost: Input should be greater")]:
+        with pytest.raises(ConfigError, match=message):
+            load("relay", base + [extra])

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from agents import tasks as S
+from agents.advantages import EPS, class_advantage
 from agents.tasks import scrl
 
 
@@ -120,10 +121,10 @@ def test_scrl_climbs_its_ladder_when_a_rung_is_passed():
 
 
 def test_scrl_normalises_per_subproblem():
-    eps = scrl.EPS
-    got = scrl.normalise(["a", "b", "a", "b", "c"], [1.0, 0.5, 0.0, 0.5, 1.0])
+    eps = EPS
+    got = class_advantage(["a", "b", "a", "b", "c"], [1.0, 0.5, 0.0, 0.5, 1.0])
     np.testing.assert_allclose(got, [0.5 / (0.5 + eps), 0.0, -0.5 / (0.5 + eps), 0.0, 0.0], atol=1e-12)
-    got = scrl.normalise([("x", 1), ("x", 1), ("x", 2), ("x", 2)], [1.0, 0.0, 0.2, 0.0])  # tuples as specs
+    got = class_advantage([("x", 1), ("x", 1), ("x", 2), ("x", 2)], [1.0, 0.0, 0.2, 0.0])  # tuples as specs
     np.testing.assert_allclose(got, [0.5 / (0.5 + eps), -0.5 / (0.5 + eps), 0.1 / (0.1 + eps), -0.1 / (0.1 + eps)],
                                atol=1e-9)
 

@@ -18,7 +18,9 @@ import torch
 from agents import RulePolicy
 from agents.bid_head import BidHead
 from agents.config import AgentsConfig
-from agents.learned import LearnedPolicy, turn_targets, value_loss
+from agents.advantages import turn_earnings
+from agents.learned import LearnedPolicy
+from agents.value_bids import value_loss
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
 from market.money import MICRO
@@ -42,7 +44,7 @@ def test_value_targets_sum_to_each_agents_ledger_flows(overrides):
     checked = 0
     for _ in range(12):
         model.step()
-        agents, _, _, earned = turn_targets(model.trace)
+        agents, _, _, earned = turn_earnings(model.trace)
         transfers = model.last_round.transfers
         for row in np.unique(agents):
             account = model.population.ids[row]
@@ -80,17 +82,17 @@ def test_one_step_moves_each_agents_value_to_its_running_mean():
     policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), cfg)
     market = MarketModel(world, policy, MarketConfig(bid_scheme="learned", batch=4, rent=0.0),
                          PopulationConfig(initial_agents=2, initial_wealth=100.0, births=False), seed=0)
-    policy.head.bias.data[1:3] = torch.tensor([0.4, 0.9])  # rows 1, 2: a newcomer and an agent of 10 turns
-    policy.turns[1:3] = [0, 10]
+    policy.bid_learner.head.bias.data[1:3] = torch.tensor([0.4, 0.9])  # rows 1, 2: a newcomer and an agent of 10 turns
+    policy.bid_learner.turns[1:3] = [0, 10]
     market.step()
-    agents, _, _, earned = turn_targets(market.trace)
-    value = policy.head.bias.detach().double().cpu().numpy()
+    agents, _, _, earned = turn_earnings(market.trace)
+    value = policy.bid_learner.head.bias.detach().double().cpu().numpy()
     for row, before, n in ((1, 0.4, 0), (2, 0.9, 10)):
         mine = earned[agents == row]
         if mine.size:
             share = 1.0 if n == 0 else 1 - 0.75 ** mine.size
             assert value[row] == pytest.approx(before + share * (mine.mean() - before), abs=1e-6)
-    assert policy.turns.sum() == 10 + agents.size
+    assert policy.bid_learner.turns.sum() == 10 + agents.size
 
 
 def test_an_agent_that_predicts_a_loss_sits_out():
@@ -98,7 +100,7 @@ def test_an_agent_that_predicts_a_loss_sits_out():
     policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]),
                            AgentsConfig(bids="learned", features="agent"))
     policy.resize(2)
-    policy.head.bias.data = torch.tensor([-0.2, 0.3])
+    policy.bid_learner.head.bias.data = torch.tensor([-0.2, 0.3])
     obs = np.array([[0], [1]])
     assert policy.eligible(obs).tolist() == [[False, True], [False, True]]
     assert policy.bids(obs)[0].tolist() == pytest.approx([0.0, 0.98 * 0.3])  # (1 - bid_margin) x value
@@ -115,8 +117,8 @@ def test_value_heads_recover_a_planted_routing_rule():
     for _ in range(40):
         model.step()
         success.append(model.last_success_rate)
-    phi = torch.as_tensor(policy.features(np.arange(4)[:, None]), device=policy.head.row.device)
-    value = policy.head.score(phi).detach().cpu().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
+    phi = torch.as_tensor(policy.bid_learner.features(np.arange(4)[:, None]), device=policy.bid_learner.head.row.device)
+    value = policy.bid_learner.head.score(phi).detach().cpu().numpy()[:, 1:5]  # [region, agent] (row 0 is the house)
     specialty = inner.rules.action[1:5]  # agent at row k + 1 solves region specialty[k]
     assert (np.argmax(value, axis=1) == np.argsort(specialty)).all(), value
     assert success[0] < 0.6 and np.mean(success[-10:]) > 0.95, success
@@ -163,7 +165,7 @@ def test_a_value_bid_run_never_builds_a_torch_optimizer():
     learner's Adam is built at first use, which a value-bid run over rule actions never reaches."""
     script = ("import sys; from scenarios.run.config import load; from scenarios.run.runner import build_model; "
               "m = build_model(load('relay', ['agents.bids=learned', 'run.episodes=40'])); "
-              "[m.step() for _ in range(40)]; assert m.policy.turns.sum() > 0; print('torch._dynamo' in sys.modules)")
+              "[m.step() for _ in range(40)]; assert m.policy.bid_learner.turns.sum() > 0; print('torch._dynamo' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
@@ -182,4 +184,4 @@ def test_auto_keeps_a_value_bid_learner_on_the_cpu_where_cuda_is_present(monkeyp
     assert pick_device("cuda", gradients=False).type == "cuda"  # named: kept
     world = RoutingWorld(2)
     policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), AgentsConfig(bids="learned"))
-    assert policy.device.type == "cpu" and policy.head.row.device.type == "cpu" and policy.theta.device.type == "cpu"
+    assert policy.device.type == "cpu" and policy.bid_learner.head.row.device.type == "cpu" and policy.action_learner is None

@@ -17,6 +17,7 @@ from agents.rules import OPS, parse
 import market.model as market_model
 from market import MarketConfig, MarketModel, PopulationConfig, Reason, auction, gini
 from market.model import WealthGini
+from market.money import MICRO
 from scenarios import relay
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
@@ -278,9 +279,10 @@ def test_lockstep_solves_like_sequential():
 
 @pytest.mark.parametrize("payment, conserve", [("bucket_brigade", True), ("bucket_brigade", False), ("final_only", True)])
 def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
-    """Trace.turns, summed per agent, is what the books paid each agent in the round: prices received
+    """The turn earnings the value bids learn from, summed per agent, are what the books paid each agent in the round: prices received
     from successors, plus rewards, less action fees (blocks: holes, owners that outbid themselves)."""
     from agents import AgentsConfig
+    from agents.advantages import turn_earnings
     from agents.learned import LearnedPolicy
     from scenarios import blocks
 
@@ -294,7 +296,8 @@ def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
     for _ in range(3):
         model.run_episodes()
         log = model.ledger.flush()
-        rows, earned = model.trace.turns()
+        rows, _, _, credits = turn_earnings(model.trace)
+        earned = np.rint(credits * MICRO).astype(np.int64)
         ids = model.population.ids[rows]
         paid = log[np.isin(log["reason"], [Reason.BID, Reason.REWARD]) & (log["dst"] != 0)]
         fees = log[log["reason"] == Reason.FEE]

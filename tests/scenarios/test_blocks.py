@@ -213,7 +213,7 @@ def test_values_price_each_move_by_how_near_the_goal_it_leads():
     rows = model.trace.path[t, b]
     value = model.policy.bids(model.trace.obs[t, b])[np.arange(t.size), rows] / (1 - exp.agents.bid_margin)
     mean = np.array([value[rows == r].mean() for r in range(1, 7)])  # rows 1..6 hold SOLUTION[0..5]: clear x2, place x2, dig x2
-    assert model.population.size == 6 and (model.policy.turns[1:7] > 0).all(), model.policy.turns
+    assert model.population.size == 6 and (model.policy.bid_learner.turns[1:7] > 0).all(), model.policy.bid_learner.turns
     assert (value > 0).all() and (value < 1).all(), value
     assert mean[2:4].mean() > mean[:2].mean() + 0.02, mean
 
@@ -234,12 +234,12 @@ def test_a_gap_is_a_legal_move_no_rule_wakes_for_even_one_sitting_out():
     """Gaps come from failed episodes. A rule whose turns lost money (value < 0) sits out of the
     auction but still counts as offering its move there: covering must not offer that move again."""
     from market.brigade import Payments
-    from market.model import Trace
+    from market.trace import RoundTrace
 
-    def trace(solved: bool) -> Trace:
-        return Trace(path=np.array([[1]]), obs=obs[None], solved=np.array([solved]), winner=np.array([[1]]),
-                     price=np.zeros((1, 1), dtype=np.int64), reward=np.zeros((1, 1)), done=np.array([[True]]),
-                     payments=Payments(), live=np.array([[True]]))
+    def trace(solved: bool) -> RoundTrace:
+        return RoundTrace(path=np.array([[1]]), obs=obs[None], solved=np.array([solved]), winner=np.array([[1]]),
+                          price=np.zeros((1, 1), dtype=np.int64), reward=np.zeros((1, 1)), done=np.array([[True]]),
+                          payments=Payments(), live=np.array([[True]]))
 
     cfg = blocks.Config(features=list(blocks.FEATURES))
     world = world_of([1, 2], [2], [], [1], features=list(blocks.FEATURES))  # legal: 1to2, 1to3, 3to1, 3to2
@@ -248,7 +248,7 @@ def test_a_gap_is_a_legal_move_no_rule_wakes_for_even_one_sitting_out():
     learned = LearnedPolicy(rules, AgentsConfig(bids="learned", features="agent"))
     learned.resize(2)
     learned.spawn(np.array([0, 1]), np.random.default_rng(0))
-    learned.head.bias.data = torch.tensor([-0.1, 0.3])
+    learned.bid_learner.head.bias.data = torch.tensor([-0.1, 0.3])
     obs = world.observe()
     assert learned.eligible(obs).tolist() == [[False, True]]  # the loser sits out
     policy = learned.unwrapped

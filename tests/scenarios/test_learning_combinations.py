@@ -103,7 +103,7 @@ def test_objectives_run_on_rule_logits_where_their_signals_are_there_and_are_ref
         model = build_model(exp)
         for _ in range(4):
             model.step()
-        logits[name] = model.policy.theta.detach().clone()
+        logits[name] = model.policy.action_learner.theta.detach().clone()
     assert {"grpo", "tppo", "pact", "eapo", "tree_opsd", "focus", "sero"} <= set(logits)
     assert logits["grpo"].abs().sum() > 0
     for name in ("tppo", "pact", "eapo", "tree_opsd", "sero"):

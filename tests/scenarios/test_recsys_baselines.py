@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scenarios.cli.main import main as cli
-from scenarios.recsys import baselines, edits, ops, seeds, tuned
+from scenarios.recsys import baselines, edits, ops, seeds, sparse, tuned
 from scenarios.recsys.data import TEST, VALIDATION, Split
 from scenarios.recsys.pipeline import VIOLATED, Compiled, Pipeline
 from scenarios.recsys.ranking import ndcg, top_k
@@ -49,7 +49,7 @@ def test_trending_counts_the_train_events_just_before_the_request():
     d, t = w.data, w.signals.tuned
     users = d.users(TEST)[:5]
     counts = tuned._window_counts(t.events, t.span, d.now[users], 30.0, d.n_items)
-    ptr, item, time = tuned._train_sequences(d)
+    ptr, item, time = sparse.train_sequences(d)
     for row, u in enumerate(users):
         inside = (time >= d.now[u] - 30.0) & (time < d.now[u])
         np.testing.assert_array_equal(counts[row], np.bincount(item[inside], minlength=d.n_items))
@@ -58,7 +58,7 @@ def test_trending_counts_the_train_events_just_before_the_request():
 def test_transitions_are_the_next_item_frequencies():
     w = small_world()
     T = w.signals.tuned.transitions.toarray()
-    ptr, item, _ = tuned._train_sequences(w.data)
+    ptr, item, _ = sparse.train_sequences(w.data)
     u = 3
     seq = item[ptr[u]:ptr[u + 1]]
     assert all(T[a, b] > 0 for a, b in zip(seq[:-1], seq[1:]))

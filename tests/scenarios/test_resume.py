@@ -1,15 +1,14 @@
 """Crash-resume: `catallax run` SIGKILLed at random moments and inside an open database write, then
 `catallax resume`, ends with the ledger hash and metrics of an uninterrupted run with the same seed.
 
-Kill points come from a seeded RNG (reproducible). The write kill uses the store's named fault injection
-CATALLAX_FAULT_HANG_IN_WRITE=N: the N-th write of the process (a checkpoint and the rounds since the one
-before) stops with its transaction open (rows sent, nothing committed) and says so on stderr; the test kills
-it there. After every kill the database must hold whole rounds only, up to the checkpoint.
+Kill points come from a seeded RNG (reproducible). The write kill runs the command through
+tests/scenarios/faults.py, which sets the store's test-only injection point: the N-th write of the process
+(a checkpoint and the rounds since the one before) stops with its transaction open (rows sent, nothing
+committed) and says so on stderr; the test kills it there. After every kill the database must hold whole rounds only, up to the checkpoint.
 """
 
 import hashlib
 import json
-import os
 import random
 import signal
 import subprocess
@@ -26,7 +25,7 @@ from scenarios.run.config import load
 from scenarios.run.runner import resume_experiment, run_experiment
 
 CATALLAX = Path(sys.executable).parent / "catallax"
-FAULT = "CATALLAX_FAULT_HANG_IN_WRITE"
+ROOT = Path(__file__).resolve().parents[2]  # python -m tests.scenarios.faults runs from the repository root
 SAME = ("episodes", "ledger_hash", "conservation_ok", "transfers", "house", "success_rate", "stage_solvent", "population")
 
 
@@ -45,11 +44,9 @@ def no_strays():
 
 
 def start(*args, fault: int | None = None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != FAULT}
-    if fault is not None:
-        env[FAULT] = str(fault)
-    STARTED.append(subprocess.Popen([str(CATALLAX), *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, env=env))
+    command = [str(CATALLAX)] if fault is None else [sys.executable, "-m", "tests.scenarios.faults", str(fault)]
+    STARTED.append(subprocess.Popen([*command, *args, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, cwd=None if fault is None else ROOT))
     return STARTED[-1]
 
 
