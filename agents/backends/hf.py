@@ -318,6 +318,38 @@ class HFBackend:
         self.stats.stop()
         return result
 
+    # --------------------------------------------------------------- choose (constrained decoding)
+    @torch.inference_mode()
+    def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
+        """For each prompt, the index of the option most likely as the assistant's whole reply (summed token
+        log-probabilities): decoding constrained to a closed set. The prompt is prefilled once, its KV shared
+        by every option's tokens."""
+        self.stats.start()
+        picks = []
+        for prompt, opts in zip(prompts, options):
+            head = self.tokenizer(self._template(prompt.messages(), generation=True), add_special_tokens=False)["input_ids"]
+            out = self.model(input_ids=torch.tensor([head], device=self.device), use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), -1)
+            tails = [self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in opts]
+            width, k = max(len(t) for t in tails), len(tails)
+            ids = torch.full((k, width), self.tokenizer.pad_token_id, dtype=torch.long, device=self.device)
+            mask = torch.zeros((k, width), dtype=torch.long, device=self.device)
+            for i, t in enumerate(tails):
+                ids[i, : len(t)], mask[i, : len(t)] = torch.tensor(t), 1
+            cache = out.past_key_values
+            cache.batch_repeat_interleave(k)
+            logp = torch.log_softmax(self.model(
+                input_ids=ids, past_key_values=cache, use_cache=True,
+                attention_mask=torch.cat([torch.ones((k, len(head)), dtype=torch.long, device=self.device), mask], 1),
+                position_ids=len(head) + torch.arange(width, device=self.device)[None].expand(k, -1)).logits.float(), -1)
+            follow = logp[:, :-1].gather(2, ids[:, 1:, None])[..., 0] * mask[:, 1:]
+            score = first[ids[:, 0]] + follow.sum(1)
+            picks.append(int(score.argmax()))
+            self.stats.prompt_tokens += len(head)
+        self.stats.prompts += len(prompts)
+        self.stats.stop()
+        return picks
+
     def weights_changed(self) -> None:
         """The model's weights moved (a learner's step): the prefix KV cache is stale."""
         self.prefixes.clear()

@@ -144,7 +144,6 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     the answerer's own participation as a column, judges the line among the rollouts the answerer acted in:
     negative, the lowest of its holder's lines, a case of the blame step. 12 rounds of 32 problems (384
     rollouts), world seed 3; README, wordmath, "Skill evolution of LLM agents", has the seeds measured."""
-    from agents.llm_skills import PRUNE_BELOW
     from skills import RuleDiagnoser, batch, group_relative_credit
     from skills.evolve import blame
 
@@ -157,9 +156,9 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     assert 0.2 < acted.mean() < 0.6  # routed into some rollouts only
     assert r[with_line].mean() < r[acted & ~with_line].mean() / 1.5  # the harm, in the rollouts credit reads ...
     assert r[with_line].mean() > r.mean()  # ... and still above the average: presence credit calls it helpful
-    rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
-    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, PRUNE_BELOW, rule).cases]
+    rule = RuleDiagnoser(skills.diagnosis_config())
+    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, rule).cases]
 
     credit = group_relative_credit(r, evidence.usage, evidence.questions, skills.credit_config(), evidence.acted)
     assert credit.credit[line] < 0 and credit.credit[line] == credit.credit[holder].min(), credit.credit[holder]
-    assert harmful in [c.skill.name for c in blame(window, "grse", library, skills, PRUNE_BELOW, rule).cases]
+    assert harmful in [c.skill.name for c in blame(window, "grse", library, skills, rule).cases]
