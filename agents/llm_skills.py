@@ -56,6 +56,7 @@ from agents.llm_policy import EXPLOIT_ASK, EXPLORE_ASK, EXPLORE_DEMO, REWRITE_SY
 from market.schema import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.editor import SHORT_DEMO, SHORT_SYSTEM
+from skills.limits import tokens
 from skills.loop import EditLoop, World
 
 
@@ -73,6 +74,7 @@ class SkillEvolver:
                                 choose=self._choose if constrained else None) if skills.diagnoser == "llm" else None
         self.rule = RuleDiagnoser(skills.diagnosis_config())
         self.model = None  # the model of the round being learned from: the gate plays its frozen market
+        policy.catalogue.check = self._birth_check  # births' rewrites are checked from now on
         self.loop = EditLoop(SkillLibrary(make_engine("sqlite://"), "unattached"), skills, World(
             evaluate=lambda skills, q, s: self._score(self.model, self._holdings(skills, self.loop.library)),
             questions=np.zeros(0), seeds=np.zeros(0), write=self._write, draw=self._random,
@@ -160,6 +162,22 @@ class SkillEvolver:
         with self.policy.evaluating():
             texts = [c.text for c in self.policy._generate(asks, [-1] * len(asks))]
         return texts
+
+    def _birth_check(self, role: str, line: str, kind: str) -> str:
+        """A birth's rewrite (skills/catalogue.py): why it fails the cheap check ("" if it passes): its size in tokens
+        (skills.skill_tokens), that it reads back as one skill line, and the role's format (an LLM role; a worked
+        example with both sides)."""
+        if (n := tokens(line)) > self.cfg.skill_tokens:
+            return f"skill_tokens: {n} tokens, at most {self.cfg.skill_tokens}"
+        if parse.skill(line) != line:
+            return "format: not one skill line"
+        index = self.policy.role_index.get(role)
+        if index is None or self.policy.roles[index].tool:
+            return f"role: {role!r} has no language model"
+        shown = parse.example(line)
+        if kind in ("example", "wake") and (shown is None or not shown[0].strip() or not shown[1].strip()):
+            return "format: an example needs an input and an output"
+        return ""
 
     def _choose(self, prompts: list[str], options: list[list[str]]) -> list[int]:
         """The LLM diagnoser's constrained decoding (``skills.constrained``): each verdict picked from its closed set."""
@@ -297,6 +315,7 @@ class SkillEvolver:
         out = {f"skill_{k}": loop.get(k, 0) for k in ("edits_proposed", "edits_accepted", "edits_rejected")}
         out |= {k: int(self.counts[k]) for k in ("edit_passes", "skill_rewrites_malformed")}
         out |= {k: v for k, v in loop.items() if k.startswith("edits_refused") or k.endswith("gain_accepted")}
+        out |= {f"births_{k}": int(v) for k, v in sorted(self.policy.catalogue.checks.items())}
         if self.cfg.credit != "random":
             by, fallback = loop.get("diagnoses_by_diagnoser", 0), loop.get("diagnoses_by_fallback", 0)
             if self.llm:

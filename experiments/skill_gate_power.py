@@ -24,6 +24,7 @@ import argparse
 import json
 import platform
 import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -71,20 +72,23 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--worlds", default="default")
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--harm", default="business", choices=("business", "any_data"))
+    p.add_argument("--harm", default="business", help="business, any_data or both, comma-separated")
     p.add_argument("--prune-se", type=float, default=1.0)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = {"command": "python -m experiments.skill_gate_power " + " ".join(argv or []),
+    meta = {"command": " ".join(["python -m experiments.skill_gate_power", *(sys.argv[1:] if argv is None else argv)]),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, shared 2 cores"}
     rows, start = [], time.perf_counter()
-    for world in args.worlds.split(","):
-        per = [r for seed in range(args.seeds) for r in measure(world, seed, args.harm, args.prune_se)]
+    for world, harm in ((w, h) for w in args.worlds.split(",") for h in args.harm.split(",")):
+        per = [r for seed in range(args.seeds) for r in measure(world, seed, harm, args.prune_se)]
         rows += per
         worst = max(per, key=lambda r: r["required_users"] or 0)
-        rows.append({"world": world, "harm": args.harm, "summary": True,
+        costs = sorted(r["harm_ndcg"] for r in per)
+        rows.append({"world": world, "harm": harm, "summary": True, "median_harm_ndcg": costs[len(costs) // 2],
+                     "required_users_at_median": required_size(float(np.median([r["sd"] for r in per])),
+                                                               max(costs[len(costs) // 2], 1e-6), args.prune_se),
                      "min_harm_ndcg": round(min(r["harm_ndcg"] for r in per), 6),
                      "required_users_max": worst["required_users"], "validation_users": worst["validation_users"],
                      "refused_simulated_min": min(r["refused_simulated"] for r in per), "power": POWER})

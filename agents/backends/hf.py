@@ -321,30 +321,30 @@ class HFBackend:
     # --------------------------------------------------------------- choose (constrained decoding)
     @torch.inference_mode()
     def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
-        """For each prompt, the index of the option most likely as the assistant's whole reply (summed token
-        log-probabilities): decoding constrained to a closed set. The prompt is prefilled once, its KV shared
-        by every option's tokens."""
+        """For each prompt, the option greedy decoding writes when every token must continue one of the options (a
+        prefix-allowed-tokens constraint over the options' token trie). Only where options part is the model run:
+        tokens every live option shares are fed with the next choice, one forward pass per branch point."""
         self.stats.start()
         picks = []
         for prompt, opts in zip(prompts, options):
             head = self.tokenizer(self._template(prompt.messages(), generation=True), add_special_tokens=False)["input_ids"]
             out = self.model(input_ids=torch.tensor([head], device=self.device), use_cache=True)
-            first = torch.log_softmax(out.logits[0, -1].float(), -1)
+            cache, logits, position = out.past_key_values, out.logits[0, -1], len(head)
             tails = [self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in opts]
-            width, k = max(len(t) for t in tails), len(tails)
-            ids = torch.full((k, width), self.tokenizer.pad_token_id, dtype=torch.long, device=self.device)
-            mask = torch.zeros((k, width), dtype=torch.long, device=self.device)
-            for i, t in enumerate(tails):
-                ids[i, : len(t)], mask[i, : len(t)] = torch.tensor(t), 1
-            cache = out.past_key_values
-            cache.batch_repeat_interleave(k)
-            logp = torch.log_softmax(self.model(
-                input_ids=ids, past_key_values=cache, use_cache=True,
-                attention_mask=torch.cat([torch.ones((k, len(head)), dtype=torch.long, device=self.device), mask], 1),
-                position_ids=len(head) + torch.arange(width, device=self.device)[None].expand(k, -1)).logits.float(), -1)
-            follow = logp[:, :-1].gather(2, ids[:, 1:, None])[..., 0] * mask[:, 1:]
-            score = first[ids[:, 0]] + follow.sum(1)
-            picks.append(int(score.argmax()))
+            alive, done, pending = list(range(len(opts))), 0, []
+            while len(alive) > 1 and all(len(tails[i]) > done for i in alive):
+                allowed = sorted({tails[i][done] for i in alive})
+                if len(allowed) > 1:  # a branch point: the model chooses among the allowed tokens
+                    if pending:
+                        ids = torch.tensor([pending], device=self.device)
+                        logits = self.model(input_ids=ids, past_key_values=cache, use_cache=True, position_ids=
+                                            position + torch.arange(len(pending), device=self.device)[None]).logits[0, -1]
+                        position, pending = position + len(pending), []
+                    allowed = [max(allowed, key=lambda t: float(logits[t]))]
+                alive = [i for i in alive if tails[i][done] == allowed[0]]
+                pending.append(allowed[0])
+                done += 1
+            picks.append(min(alive, key=lambda i: len(tails[i])) if alive else -1)
             self.stats.prompt_tokens += len(head)
         self.stats.prompts += len(prompts)
         self.stats.stop()
