@@ -7,7 +7,9 @@ edit loop (skills/loop.py) would gate is checked first, before any validation ru
 * ``skill_tokens``: a skill body of more tokens than ``skills.skill_tokens`` is refused;
 * ``role_tokens``: the bodies of one role's current skills together (a bound on any agent's skill set,
   which holds some of them) may not pass ``skills.role_tokens``, unless the edit shrinks them;
-* ``collapse``: an edit may not leave a role that had skills with none.
+* ``collapse``: an edit may not leave the library empty. An accepted edit that leaves a role without
+  skills is allowed (a harmful last skill of a role may go: recsys runs a role without skills as a
+  pass-through) but never unnoticed: the loop counts it (``roles_emptied``, :func:`emptied`).
 
 A refused candidate is counted (``edits_refused_<limit>``) and not written. Tokens are counted as words
 and punctuation marks (:func:`tokens`): no tokenizer is shared by every scenario, and this count is
@@ -60,6 +62,12 @@ class Limits:
         for role, n in after.items():
             if n > self.role_tokens and n > before.get(role, 0):
                 return "role_tokens"
-        if any(n and role not in after for role, n in before.items()):
+        if current and not candidate:
             return "collapse"
         return ""
+
+
+def emptied(current: list[Skill], candidate: list[Skill]) -> list[str | None]:
+    """The roles that had skills in ``current`` and have none in ``candidate``."""
+    left = {s.role for s in candidate}
+    return sorted({s.role for s in current if s.role not in left}, key=str)

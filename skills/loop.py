@@ -13,8 +13,8 @@ A scenario supplies only what is its own (:class:`World`):
 
 The loop keeps the rollouts since the last accepted edit (at most ``skills.window`` rounds: older ones
 ran another library), blames and diagnoses (skills/evolve.py), writes at most ``budget`` edits
-(``skills.max_edits`` by default), refuses a candidate that breaks a size limit (skills/limits.py)
-before any validation run, gates the rest one at a time (skills/gate.py), and on an accept clears the
+(``skills.max_edits`` by default), refuses a candidate that breaks a size limit or empties the library
+(skills/limits.py) before any validation run, counts an accepted edit that empties a role, gates the rest one at a time (skills/gate.py), and on an accept clears the
 window. Every accepted edit records its validation gain and, with ``heldout``, its held-out gain: the
 pair that shows a validation set over-fitted by many passes (:meth:`EditLoop.report`).
 """
@@ -33,7 +33,7 @@ from skills.editor import Diagnosis, Diagnoser, RuleDiagnoser
 from skills.evolve import blame
 from skills.gate import GateResult, validate
 from skills.library import Edit, Skill, SkillError, SkillLibrary
-from skills.limits import Limits
+from skills.limits import Limits, emptied
 from skills.workflow import Trace
 
 
@@ -121,6 +121,7 @@ class EditLoop:
             if result.accepted:
                 out.accepted += 1
                 self.counts["edits_accepted"] += 1
+                self.counts["roles_emptied"] += len(emptied(current, candidate))  # allowed, never unnoticed
                 self._gain(d, result, current, candidate)
                 self.window = []  # the evidence was about the library before this edit
             else:

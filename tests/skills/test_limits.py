@@ -4,7 +4,7 @@ loop gates one edit at a time, clears its evidence on an accept, and reports val
 import numpy as np
 
 from skills import Edit, SkillsConfig
-from skills.limits import Limits, tokens
+from skills.limits import Limits, emptied, tokens
 from skills.loop import EditLoop, World
 from tests.skills.team import evaluate, groups, seed_library
 
@@ -13,7 +13,7 @@ def test_tokens_are_words_and_punctuation():
     assert tokens("Take the top 50 by popularity, too.") == 9 and tokens("") == tokens(None) == 0
 
 
-def test_a_body_past_its_limit_a_role_grown_past_its_limit_and_an_emptied_role_are_refused(library):
+def test_a_body_past_its_limit_a_role_grown_past_its_limit_and_an_empty_library_are_refused(library):
     seed_library(library)
     limits = Limits(skill_tokens=20, role_tokens=40)
     current = library.current()
@@ -28,8 +28,10 @@ def test_a_body_past_its_limit_a_role_grown_past_its_limit_and_an_emptied_role_a
     grown = library.plan([Edit("add", "rank-more", description="More.", body="word " * 19, role="rank"),
                           Edit("add", "rank-most", description="Most.", body="word " * 19, role="rank")])[1]
     assert limits.problem(current, grown) == "role_tokens"
-    empty = library.plan([Edit("prune", "recall-broad"), Edit("prune", "recall-sloppy")])[1]
-    assert limits.problem(current, empty) == "collapse"
+    no_recall = library.plan([Edit("prune", "recall-broad"), Edit("prune", "recall-sloppy")])[1]
+    assert limits.problem(current, no_recall) == "" and emptied(current, no_recall) == ["recall"]  # counted, allowed
+    nothing = library.plan([Edit("prune", s.name) for s in current])[1]
+    assert limits.problem(current, nothing) == "collapse"
     assert limits.problem(current, candidate(Edit("prune", "recall-broad"))) == ""
 
 
