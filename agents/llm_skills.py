@@ -14,7 +14,9 @@ output is a failed node of its role: agents/llm_policy.py ``status_of``) and out
 world's previous step; the trace ends with the question's correct answer (``task.lesson``). A
 rollout's reward is the world's success, less the workflow penalty ``skills.penalty``.
 
-**An edit pass** every ``skills.every`` rounds, on the rollouts since the last accepted edit:
+**An edit pass** every ``skills.every`` rounds, on the rollouts since the last accepted edit (at most
+``skills.window`` rounds): one pass of the edit loop every library runs (skills/loop.py), to which this
+module gives its rollouts, its evaluator (the frozen market) and its edit writer:
 
 1. blame (skills/evolve.py): ``grse`` or ``presence`` credit over (agent, skill) -> the blamed skills,
    worst first -> the diagnoser (``skills.diagnoser``: ``rule`` reads the trace's statuses; ``llm``
@@ -31,8 +33,12 @@ rollout's reward is the world's success, less the workflow penalty ``skills.pena
    the target instead. A rewrite that does not parse is counted and the edit dropped.
 3. the gate (skills/gate.py): the frozen market (its auctions, greedy completions, no payments)
    plays the scenario's fixed validation problems (``world.validation``) with the current skills and
-   with the candidate, paired; an accepted edit changes the rows (each a new skill-set version), a
-   rejected one is written with status ``rejected`` and both scores. Edits are gated one at a time.
+   with the candidate, paired; a candidate passes only with the evidence ``skills.confidence`` asks for
+   (or a prune within the one-standard-error rule where the problems can see ``skills.min_harm``). An
+   accepted edit changes the rows (each a new skill-set version) and its held-out gain is measured
+   beside its validation gain (``validation_gain_accepted``, ``heldout_gain_accepted``); a rejected one
+   is written with status ``rejected`` and both scores. Edits are gated one at a time, after the size
+   checks of skills/limits.py.
 
 ``heldout_accuracy_initial`` is the frozen market's held-out accuracy before the first edit pass, on
 the problems ``heldout_accuracy`` is measured on at the end.
@@ -48,28 +54,36 @@ import numpy as np
 from agents import parse
 from agents.backends.base import Prompt
 from market.schema import make_engine
-from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit, validate
-from skills.evolve import blame
-
-PRUNE_BELOW = -0.3
-"""harmful_skill: prune at credit <= this, else revise (the threshold MASkills prunes at)."""
-WINDOW = 16
-"""Rounds of rollouts the credit is fitted on at most (the evidence since the last accepted edit, bounded so a
-long run without one does not carry every round in memory and checkpoints)."""
+from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
+from skills.limits import tokens
+from skills.loop import EditLoop, World
 
 
 class SkillEvolver:
     def __init__(self, policy, skills: SkillsConfig, seed: int = 0):
         self.policy, self.cfg = policy, skills
         self.rng = np.random.default_rng([seed, 0x5C111])
-        self.window: list[list[tuple]] = []  # per round: (question, [Rollout] * G), since the last accepted edit
         self.rounds = 0
         self.mask: dict[tuple[int, int], np.ndarray] = {}  # (world, row) -> this round's draws of skills.p_use
-        self._scores: dict = {}  # an edit pass's validation scores, by holdings
+        self._scores: dict = {}  # an edit pass's validation (and held-out) scores, by holdings
         self.counts = collections.Counter()
         self.initial: float | None = None
-        self.llm = LLMDiagnoser(self._diagnose, check=self._known, short=True) if skills.diagnoser == "llm" else None
-        self.rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
+        constrained = skills.constrained and hasattr(policy.backend, "choose")
+        self.llm = LLMDiagnoser(self._diagnose, check=self._known, short=True,
+                                choose=self._choose if constrained else None) if skills.diagnoser == "llm" else None
+        self.rule = RuleDiagnoser(skills.diagnosis_config())
+        self.model = None  # the model of the round being learned from: the gate plays its frozen market
+        policy.catalogue.check = self._birth_check  # births' rewrites are checked from now on
+        self.loop = EditLoop(SkillLibrary(make_engine("sqlite://"), "unattached"), skills, World(
+            evaluate=lambda skills, q, s: self._score(self.model, self._holdings(skills, self.loop.library)),
+            questions=np.zeros(0), seeds=np.zeros(0), write=self._write, draw=self._random,
+            heldout=lambda skills: self._heldout(self.model, self._holdings(skills, self.loop.library)),
+            gated=self._gated), diagnoser=self.llm, fallback=self.rule if self.llm else None)
+
+    @property
+    def window(self) -> list[list[tuple]]:
+        """Per round: (question, [Rollout] * G), since the last accepted edit (the loop's evidence)."""
+        return self.loop.window
 
     # --- rollouts ----------------------------------------------------------------------------------
     def applied(self, b: int, row: int, carried: list[str]) -> list[str]:
@@ -100,14 +114,14 @@ class SkillEvolver:
 
     def evidence(self) -> list[tuple]:
         """The (question, rollouts) groups of the window's rounds, oldest first."""
-        return [g for groups in self.window for g in groups]
+        return self.loop.evidence()
 
     # --- the round's hook ------------------------------------------------------------------------
     def learn(self, model) -> None:
         if self.initial is None:
             self.initial = self._accuracy(model, model.world.heldout)
         self.mask = {}  # the next round draws afresh
-        self.window = (self.window + [self.rollouts(model)])[-WINDOW:]
+        self.loop.observe(self.rollouts(model))
         self.rounds += 1
         if self.rounds % self.cfg.every:
             return
@@ -117,48 +131,29 @@ class SkillEvolver:
         self.counts["skill_pass_seconds"] += time.perf_counter() - start
 
     def _pass(self, model) -> None:
-        library = self._library()
-        found = self._random(library) if self.cfg.credit == "random" else self._blame(library)
-        for d, trace in found:
-            edit = self._write(d, trace, library)
-            if edit is None:
-                continue
-            self.counts["skill_edits_proposed"] += 1
-            _, candidate = library.plan([edit])
-            held = self._holdings(candidate, library)
-            n = model.world.validation.fixed.size
-            result, _ = validate(library, [edit], lambda skills, q, s: self._score(model, self._holdings(skills, library)),
-                                 np.arange(n), np.zeros(n), self.cfg.gate_config())
-            if result.accepted:
-                self.counts["skill_edits_accepted"] += 1
-                self._adopt(held, f"{d.action} {d.target} ({self.cfg.credit})")
-                self.window = []  # the evidence was about the skills before this edit
-            else:
-                self.counts["skill_edits_rejected"] += 1
-            self.policy.catalogue.sync(library)
-        self._scores = {}
+        """One pass of the edit loop (skills/loop.py) on the frozen market's validation problems."""
+        self.model, self.loop.library = model, self._library()
+        n = model.world.validation.fixed.size
+        self.loop.world.questions, self.loop.world.seeds = np.arange(n), np.zeros(n)
+        self.loop.run(self.rng)
+        if self.llm is not None and self.llm.malformed:
+            self.loop.library.record_failures(self.llm.malformed)
+            self.counts["diagnoses_malformed"] += len(self.llm.malformed)
+            self.llm.malformed = []
+        self._scores, self.model = {}, None
+
+    def _gated(self, d: Diagnosis, result, candidate) -> None:
+        """After a gated edit: an accepted one changes the rows (each a new skill-set version)."""
+        library = self.loop.library
+        if result.accepted:
+            self._adopt(self._holdings(candidate, library), f"{d.action} {d.target} ({self.cfg.credit})")
+        self.policy.catalogue.sync(library)
 
     def _library(self) -> SkillLibrary:
         catalogue = self.policy.catalogue
         if catalogue.library is None:  # a policy no run attached (tests, baselines): an in-memory library
             catalogue.attach(SkillLibrary(make_engine("sqlite://"), "unattached"))
         return catalogue.library
-
-    # --- blame -----------------------------------------------------------------------------------
-    def _blame(self, library) -> list[tuple[Diagnosis, Trace]]:
-        diagnoser = self.llm or self.rule
-        found = blame(self.evidence(), self.cfg.credit, library, self.cfg, PRUNE_BELOW, diagnoser,
-                      self.rule if self.llm else None)
-        if self.llm is not None:
-            self.counts["diagnoses_llm"] += found.by_diagnoser
-            self.counts["diagnoses_fallback"] += found.by_fallback
-            if self.llm.malformed:
-                library.record_failures(self.llm.malformed)
-                self.counts["diagnoses_malformed"] += len(self.llm.malformed)
-                self.llm.malformed = []
-        else:
-            self.counts["diagnoses_rule"] += found.by_diagnoser
-        return [(d, c.trace) for d, c in zip(found.diagnoses, found.cases)]
 
     def _diagnose(self, prompts: list[str]) -> list[str]:
         """The LLM diagnoser's ``generate``: one greedy batch on the agents' engine, charged to no agent."""
@@ -167,6 +162,29 @@ class SkillEvolver:
         with self.policy.evaluating():
             texts = [c.text for c in self.policy._generate(asks, [-1] * len(asks))]
         return texts
+
+    def _birth_check(self, role: str, line: str, kind: str) -> str:
+        """A birth's rewrite (skills/catalogue.py): why it fails the cheap check ("" if it passes): its size in tokens
+        (skills.skill_tokens), that it reads back as one skill line, and the role's format (an LLM role; a worked
+        example with both sides)."""
+        if (n := tokens(line)) > self.cfg.skill_tokens:
+            return f"skill_tokens: {n} tokens, at most {self.cfg.skill_tokens}"
+        if parse.skill(line) != line:
+            return "format: not one skill line"
+        index = self.policy.role_index.get(role)
+        if index is None or self.policy.roles[index].tool:
+            return f"role: {role!r} has no language model"
+        shown = parse.example(line)
+        if kind in ("example", "wake") and (shown is None or not shown[0].strip() or not shown[1].strip()):
+            return "format: an example needs an input and an output"
+        return ""
+
+    def _choose(self, prompts: list[str], options: list[list[str]]) -> list[int]:
+        """The LLM diagnoser's constrained decoding (``skills.constrained``): each verdict picked from its closed set."""
+        own = self.policy.prompts  # the world's (agents/prompts.py)
+        asks = [Prompt(own.diagnose_system, own.diagnose_demo, p, max_tokens=96) for p in prompts]
+        with self.policy.evaluating():
+            return self.policy.backend.choose(asks, options)
 
     def _known(self, d: Diagnosis) -> str:
         """A verdict's target (and a merge's partner) must be a current skill, an add's a role with an LLM."""
@@ -179,26 +197,27 @@ class SkillEvolver:
                 return f"{d.action}: {name!r} is not a current skill"
         return ""
 
-    def _random(self, library) -> list[tuple[Diagnosis, Trace]]:
+    def _random(self, rng, n: int) -> list[tuple[Diagnosis, Trace]]:
         """Random (agent, skill) columns the window's rollouts used: revise 1/2, prune 1/4, add 1/4."""
+        library = self.loop.library
         current = {s.name for s in library.current()}
         window = self.evidence()
         used = sorted({(agent, skill) for _, rollouts in window for r in rollouts
                        for agent, skills in r.used().items() for skill in skills if skill in current})
         out = []
-        for i in self.rng.permutation(len(used))[: self.cfg.max_edits]:
+        for i in rng.permutation(len(used))[:n]:
             agent, skill = used[i]
             traces = [r.trace for _, rollouts in window for r in rollouts if skill in r.used().get(agent, ())]
-            action = ("revise", "revise", "prune", "add")[int(self.rng.integers(4))]
+            action = ("revise", "revise", "prune", "add")[int(rng.integers(4))]
             role = library.get(skill).role
             out.append((Diagnosis(agent, skill, "random", None, action, role if action == "add" else skill, None,
-                                  "a random edit (baseline)"), traces[int(self.rng.integers(len(traces)))]))
+                                  "a random edit (baseline)"), traces[int(rng.integers(len(traces)))]))
         return out
 
     # --- the edit's text ---------------------------------------------------------------------------
-    def _write(self, d: Diagnosis, trace: Trace, library):
+    def _write(self, d: Diagnosis, trace: Trace, rng=None):
         """The library edit of a diagnosis, its new line written by the model (None: nothing to write)."""
-        policy, current = self.policy, {s.name: s for s in library.current()}
+        policy, current = self.policy, {s.name: s for s in self.loop.library.current()}
         if d.action == "prune":
             return to_edit(d) if d.target in current else None
         if d.action == "merge":
@@ -271,6 +290,13 @@ class SkillEvolver:
             self._scores[key] = self._accuracy(model, model.world.validation, holdings, per_problem=True)
         return self._scores[key]
 
+    def _heldout(self, model, holdings) -> float:
+        """Held-out accuracy of the frozen market with the rows holding ``holdings`` (an accepted edit's gain)."""
+        key = ("heldout", tuple(holdings[0]), tuple(sorted(holdings[1].items())))
+        if key not in self._scores:
+            self._scores[key] = self._accuracy(model, model.world.heldout, holdings)
+        return self._scores[key]
+
     def _accuracy(self, model, world, holdings=None, per_problem=False):
         policy = self.policy
         skills, lines = holdings or (policy.skills, {})
@@ -288,11 +314,18 @@ class SkillEvolver:
 
     # --- the summary and checkpoints --------------------------------------------------------------
     def report(self) -> dict:
-        out = {k: int(self.counts[k]) for k in ("skill_edits_proposed", "skill_edits_accepted", "skill_edits_rejected",
-                                                "edit_passes", "skill_rewrites_malformed")}
+        loop = self.loop.report()
+        out = {f"skill_{k}": loop.get(k, 0) for k in ("edits_proposed", "edits_accepted", "edits_rejected")}
+        out |= {k: int(self.counts[k]) for k in ("edit_passes", "skill_rewrites_malformed")}
+        out |= {k: v for k, v in loop.items() if k.startswith("edits_refused") or k.endswith("gain_accepted")}
+        out |= {f"births_{k}": int(v) for k, v in sorted(self.policy.catalogue.checks.items())}
         if self.cfg.credit != "random":
-            kinds = ("diagnoses_llm", "diagnoses_fallback", "diagnoses_malformed") if self.llm else ("diagnoses_rule",)
-            out.update({k: int(self.counts[k]) for k in kinds})
+            by, fallback = loop.get("diagnoses_by_diagnoser", 0), loop.get("diagnoses_by_fallback", 0)
+            if self.llm:
+                out |= {"diagnoses_llm": by, "diagnoses_fallback": fallback,
+                        "diagnoses_malformed": int(self.counts["diagnoses_malformed"])}
+            else:
+                out["diagnoses_rule"] = by
         out["skill_pass_seconds"] = round(float(self.counts["skill_pass_seconds"]), 2)
         if self.initial is not None:
             out["heldout_accuracy_initial"] = self.initial
@@ -301,13 +334,12 @@ class SkillEvolver:
     def state_dict(self) -> dict:
         return {"rng": self.rng.bit_generator.state, "rounds": self.rounds, "counts": dict(self.counts),
                 "initial": self.initial,
-                "window": [[(q, [(r.reward, r.trace.state_dict(), [s.tolist() for s in r.trace.states]) for r in rs])
-                            for q, rs in groups] for groups in self.window]}
+                "loop": self.loop.state_dict(lambda r: (r.reward, r.trace.state_dict(), [s.tolist() for s in r.trace.states]))}
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.rounds, self.counts, self.initial = state["rounds"], collections.Counter(state["counts"]), state["initial"]
-        self.window = [[(q, [_rollout(*r) for r in rs]) for q, rs in groups] for groups in state["window"]]
+        self.loop.load_state_dict(state["loop"], _rollout)
         self.mask = {}
 
 

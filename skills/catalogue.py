@@ -12,7 +12,10 @@ A new line is an ungated ``add`` edit whose diagnosis says where it came from: `
 "pool"}`` (the lines newcomers draw, named when the policy is made), ``"seed"`` (a seeded agent's
 line not in the pool), ``"exploit"`` / ``"explore"`` (a birth's rewrite, with the parent agent, its
 skill-set version and skills, and the raw rewrite), ``"checkpoint"`` (a line held in a checkpoint
-written before skills were a library). Lines are named in memory at once; their edits
+written before skills were a library). A birth's rewrite is checked before it is named (:attr:`Catalogue.check`:
+its size in tokens, that it parses in the role's format) and its origin records ``"check": "passed"``, the
+problem found, or ``"unchecked"`` where no check was set (a run without skill evolution); births are ungated
+adds, never among the gated edits' accepted counts, and ``checks`` counts each outcome. Lines are named in memory at once; their edits
 wait in ``pending`` until :meth:`Catalogue.flush` writes them to the attached library in one
 transaction (the policy flushes at round boundaries only, after births).
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import re
+from typing import Callable
 
 from sqlmodel import Session, delete, func, select
 
@@ -32,6 +36,8 @@ from skills.library import (MAX_DESCRIPTION, MAX_NAME, DiagnosisFailure, Edit, S
                             check)
 
 KINDS = ("example", "wake", "rule")
+BIRTHS = ("exploit", "explore")
+"""Origins of a birth's rewrite: the lines a model wrote, checked (or marked unchecked) before they are named."""
 ROLE_CHARS = MAX_NAME - len("-example-") - 6  # room for the kind and a six-digit count
 
 
@@ -75,6 +81,10 @@ class Catalogue:
         self.pending: list[dict] = []  # add edits not yet written: name, role, line, origin
         self.marks: tuple[int, ...] = (0, 0, 0)
         self.library: SkillLibrary | None = None
+        self.check: Callable[[str, str, str], str] | None = None
+        """``check(role, line, kind) -> problem`` ("" if fine) for a birth's rewrite (skills.limits, the role's
+        format): set by skill evolution (agents/llm_skills.py); None: births are recorded as unchecked."""
+        self.checks: collections.Counter = collections.Counter()  # births' rewrites: passed, failed, unchecked
 
     def name(self, role: str, line: str, kind: str, origin: dict) -> str:
         """The skill of ``line`` in ``role``; a line not seen before is named now and its add edit
@@ -91,6 +101,10 @@ class Catalogue:
                 raise SkillError(f"skill {name}: {field}: {problem}")
         self.count[prefix] += 1
         self.names[role, line], self.lines[name] = name, line
+        if origin.get("origin") in BIRTHS:
+            problem = "unchecked" if self.check is None else (self.check(role, line, kind) or "passed")
+            origin = {**origin, "check": problem}
+            self.checks[problem if problem in ("passed", "unchecked") else "failed"] += 1
         self.pending.append({"name": name, "role": role, "line": line, "origin": dict(origin)})
         return name
 
@@ -127,7 +141,8 @@ class Catalogue:
 
     def state_dict(self) -> dict:
         return {"names": [[role, line, name] for (role, line), name in self.names.items()],
-                "count": dict(self.count), "pending": [dict(p) for p in self.pending], "marks": list(self.marks)}
+                "count": dict(self.count), "pending": [dict(p) for p in self.pending], "marks": list(self.marks),
+                "checks": dict(self.checks)}
 
     def load_state_dict(self, state: dict) -> None:
         self.names = {(role, line): name for role, line, name in state["names"]}
@@ -135,3 +150,4 @@ class Catalogue:
         self.count = collections.Counter(state["count"])
         self.pending = [dict(p) for p in state["pending"]]
         self.marks = tuple(state["marks"])
+        self.checks = collections.Counter(state.get("checks", {}))  # a checkpoint from before the checks: none

@@ -2,7 +2,8 @@
 
 One section for every scenario with a library (scenarios/registry.py: ``SKILL_LIBRARY``), so that
 ``--set skills.credit=presence`` means the same in each; a scenario without one refuses a changed key.
-The scenario's own section keeps what only its world has (recsys: ``window``, ``prune_below``).
+Every knob of the edit loop (skills/loop.py) is here, with one meaning in every scenario; a scenario's
+TOML sets the values that suit it (recsys: ``window = 3``, ``prune_below = -0.2``, ``min_harm``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ class SkillsConfig:
     diagnoser: Literal["rule", "llm"] = "rule"
     """Who names a blamed skill's failure and edit: the rule diagnoser, which reads the trace's checks, or a
     language model the scenario passes in (skills/editor.py)."""
+    constrained: bool = True
+    """The LLM diagnoser's verdict is decoded under a constraint: picked from the closed set of well-formed
+    verdicts (skills/editor.py ``verdicts``) by the backend's ``choose`` (hf: log-likelihood; vllm: guided
+    choice; openai: a JSON schema), so it parses by construction; false: free generation, parsed, the rule
+    diagnoser answering where it does not (counted either way)."""
     group: int = Field(4, ge=2)
     """G: complete rollouts per question; a rollout's advantage is relative to its group's."""
     every: int = Field(1, ge=1)
@@ -34,12 +40,39 @@ class SkillsConfig:
     evidence for the next pass."""
     max_edits: int = Field(3, ge=1)
     """Edits diagnosed and gated per pass: the edit budget."""
+    confidence: float = Field(0.9, ge=0.5, lt=1)
+    """Confidence with which an edit that is not a prune must improve the mean validation score to pass the
+    gate (a one-sided paired sign-flip test, p <= 1 - confidence; skills/gate.py). 0.9: a candidate that
+    changes nothing measurable passes at most one time in ten (a tie never), so repeated passes against
+    the same validation set random-walk the library far less than the old "no drop" rule; and an
+    improvement of 4 of 16 validation problems (0/1 scores) with none lost still passes. 0.5 is about
+    "any mean improvement"."""
     gate_delta: float = Field(0.0, ge=0)
-    """Largest drop of the mean validation score a candidate library may show and still replace the current one."""
+    """Margin of the gate's test: it asks whether the mean validation score changes by more than -gate_delta
+    (0: a real improvement; a prune's one-standard-error allowance comes on top)."""
     prune_se: float = Field(0.0, ge=0)
     """A prune may drop the mean validation score by up to this many standard errors of the paired
-    differences more (the one-standard-error rule at 1: of two libraries the validation cannot tell apart,
-    keep the smaller; skills/gate.py); 0: a prune faces the same test as any edit."""
+    differences (the one-standard-error rule at 1: of two libraries the validation cannot tell apart,
+    keep the smaller; skills/gate.py), where the validation set can see ``min_harm``; 0: a prune faces the
+    same test as any edit."""
+    min_harm: float = Field(0.0, ge=0)
+    """The drop of the mean validation score a prune must not be able to hide: the one-standard-error rule
+    applies only while a prune this costly is refused with probability >= 0.9 at the observed standard
+    error (skills/gate.py ``POWER``). Set it to the planted harmful skills' effect (recsys:
+    experiments/skill_gate_power.py measures it and the validation size it needs); 0: the rule never applies."""
+    window: int = Field(16, ge=1)
+    """Rounds of rollouts the credit is fitted on at most: the evidence since the last accepted edit (cleared
+    on an accept: it was about the library before it), bounded so a long run without one does not carry
+    every round in memory and checkpoints."""
+    skill_tokens: int = Field(256, ge=1)
+    """Most tokens (words and punctuation marks, skills/limits.py) a skill body an edit writes may have; a
+    birth's line past it is recorded as unchecked (skills/catalogue.py)."""
+    role_tokens: int = Field(4096, ge=1)
+    """Most tokens the bodies of one role's skills may have together (a bound on every agent's skill set):
+    an edit that would grow them past it is refused before the gate."""
+    prune_below: float = -0.3
+    """harmful_skill: a blamed skill with credit at or below this is pruned, else revised (the threshold
+    MASkills prunes at)."""
     p_use: float = Field(0.8, gt=0, le=1)
     """Probability that a skill an acting agent holds is applied in a rollout (recsys: an applicable rule
     clause runs; LLM agents: the line is in the prompt), drawn afresh per rollout: the randomised
@@ -54,9 +87,9 @@ class SkillsConfig:
     def credit_config(self) -> CreditConfig:
         return CreditConfig(group_size=self.group, penalty=self.penalty)
 
-    def diagnosis_config(self, prune_below: float) -> DiagnosisConfig:
-        """``prune_below`` is the scenario's: how harmful a skill must be to be pruned rather than revised."""
-        return DiagnosisConfig(min_support=self.min_support, max_cases=self.max_edits, prune_below=prune_below)
+    def diagnosis_config(self) -> DiagnosisConfig:
+        return DiagnosisConfig(min_support=self.min_support, max_cases=self.max_edits, prune_below=self.prune_below)
 
     def gate_config(self) -> GateConfig:
-        return GateConfig(delta=self.gate_delta, prune_se=self.prune_se)
+        return GateConfig(confidence=self.confidence, delta=self.gate_delta, prune_se=self.prune_se,
+                          min_harm=self.min_harm)

@@ -18,7 +18,11 @@ Two diagnosers share one interface, ``diagnose(cases) -> [Diagnosis | None]``:
 rule-backend workflows); :class:`LLMDiagnoser` asks a language model, passed in
 as ``generate(prompts) -> texts`` (one batched call), for a JSON verdict; an
 output that does not parse or names an unknown type, action or step is
-recorded in ``malformed`` and skipped (None), never a crash.
+recorded in ``malformed`` and skipped (None), never a crash. Given ``choose``
+(constrained decoding: a backend's ``choose(prompts, options) -> [index]``), the
+verdict is instead picked from the closed set of well-formed verdicts for the
+case (:func:`verdicts`), so it parses by construction; SmolLM2-135M's free
+verdicts parse far less often (docs/results/skill_evolution.md).
 """
 
 from __future__ import annotations
@@ -225,6 +229,33 @@ def read_diagnosis(obj: dict, case: Case) -> Diagnosis:
                      str(obj.get("rationale", "")))
 
 
+def verdicts(case: Case) -> list[str]:
+    """Every well-formed verdict for ``case``, as the JSON text the short form shows: each failure type with its
+    usual action (harmful_skill also with revise), each step of the trace or none; the target is the blamed
+    skill (add: its role; upstream_failure: the first skill of the cited step; merge: with the skill most used
+    beside it as the partner). The closed set constrained decoding picks from."""
+    nodes, name = case.trace.graph.nodes, case.skill.name
+    partner = max(case.co_used, key=case.co_used.get, default=None)
+    out = []
+    for failure, (_, usual) in FAILURE_TYPES.items():
+        for action in (usual, "revise") if failure == "harmful_skill" else (usual,):
+            if action == "merge" and partner is None:
+                continue
+            for step in (None, *sorted(nodes)):
+                target = case.skill.role if action == "add" else name
+                if failure == "upstream_failure":
+                    if step is None or not nodes[step]["skills"] or nodes[step]["skills"][0] == name:
+                        continue
+                    target = nodes[step]["skills"][0].partition("@")[0]
+                if action == "add" and not target:
+                    continue
+                verdict = {"failure": failure, "step": step, "action": action, "target": target}
+                if action == "merge":
+                    verdict["partner"] = partner
+                out.append(json.dumps(verdict))
+    return out
+
+
 @dataclass
 class LLMDiagnoser:
     """Asks ``generate(prompts) -> texts`` (any batched LM call) for one JSON verdict per case."""
@@ -237,6 +268,10 @@ class LLMDiagnoser:
     short: bool = False
     """Ask in the short form (SHORT_SYSTEM and worked verdicts as the ``generate`` caller's system and
     demonstration turns: the world's own, agents/prompts.py; :meth:`short_prompt` per case) instead of PROMPT."""
+    choose: Callable[[list[str], list[list[str]]], list[int]] | None = None
+    """Constrained decoding: ``choose(prompts, options) -> [index]`` (a backend's: log-likelihood of each option on
+    hf, guided choice on vllm, a JSON schema on openai; -1: none) picks each verdict from :func:`verdicts`. None:
+    free generation through ``generate``, parsed."""
 
     def short_prompt(self, case: Case) -> str:
         t = case.trace
@@ -257,7 +292,12 @@ class LLMDiagnoser:
                              trace=case.trace.describe(), types=types)
 
     def diagnose(self, cases: list[Case]) -> list[Diagnosis | None]:
-        outputs = self.generate([self.prompt(c) for c in cases]) if cases else []
+        if self.choose is not None and cases:
+            options = [verdicts(c) for c in cases]
+            picks = self.choose([self.prompt(c) for c in cases], options)
+            outputs = [opts[i] if 0 <= i < len(opts) else "" for opts, i in zip(options, picks)]
+        else:
+            outputs = self.generate([self.prompt(c) for c in cases]) if cases else []
         if len(outputs) != len(cases):
             raise ValueError(f"generate returned {len(outputs)} texts for {len(cases)} prompts")
         out = []

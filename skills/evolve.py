@@ -37,8 +37,8 @@ class Blame:
     by_fallback: int = 0  # diagnoses the fallback gave in its place
 
 
-def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig, prune_below: float,
-          diagnoser: Diagnoser, fallback: Diagnoser | None = None) -> Blame:
+def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig, diagnoser: Diagnoser,
+          fallback: Diagnoser | None = None) -> Blame:
     """``groups``: (question, [Rollout] * skills.group) pairs (skills/credit.py); at most ``skills.max_edits``
     diagnoses, most negative credit first."""
     if credit not in BLAMING:
@@ -54,7 +54,7 @@ def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig
         gc = replace(gc, credit=np.nan_to_num(centred))
     current = {s.name for s in library.current()}
     gc = replace(gc, credit=np.where([name in current for _, name in b.keys], gc.credit, 0.0))
-    found = cases(b, gc, library, skills.diagnosis_config(prune_below))
+    found = cases(b, gc, library, skills.diagnosis_config())
     given = diagnoser.diagnose(found)
     out, targets = Blame([]), set()
     for case, d in zip(found, given):

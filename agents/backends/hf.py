@@ -320,6 +320,38 @@ class HFBackend:
         self.stats.stop()
         return result
 
+    # --------------------------------------------------------------- choose (constrained decoding)
+    @torch.inference_mode()
+    def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
+        """For each prompt, the option greedy decoding writes when every token must continue one of the options (a
+        prefix-allowed-tokens constraint over the options' token trie). Only where options part is the model run:
+        tokens every live option shares are fed with the next choice, one forward pass per branch point."""
+        self.stats.start()
+        picks = []
+        for prompt, opts in zip(prompts, options):
+            head = self.tokenizer(self._template(prompt.messages(), generation=True), add_special_tokens=False)["input_ids"]
+            out = self.model(input_ids=torch.tensor([head], device=self.device), use_cache=True)
+            cache, logits, position = out.past_key_values, out.logits[0, -1], len(head)
+            tails = [self.tokenizer(o, add_special_tokens=False)["input_ids"] for o in opts]
+            alive, done, pending = list(range(len(opts))), 0, []
+            while len(alive) > 1 and all(len(tails[i]) > done for i in alive):
+                allowed = sorted({tails[i][done] for i in alive})
+                if len(allowed) > 1:  # a branch point: the model chooses among the allowed tokens
+                    if pending:
+                        ids = torch.tensor([pending], device=self.device)
+                        logits = self.model(input_ids=ids, past_key_values=cache, use_cache=True, position_ids=
+                                            position + torch.arange(len(pending), device=self.device)[None]).logits[0, -1]
+                        position, pending = position + len(pending), []
+                    allowed = [max(allowed, key=lambda t: float(logits[t]))]
+                alive = [i for i in alive if tails[i][done] == allowed[0]]
+                pending.append(allowed[0])
+                done += 1
+            picks.append(min(alive, key=lambda i: len(tails[i])) if alive else -1)
+            self.stats.prompt_tokens += len(head)
+        self.stats.prompts += len(prompts)
+        self.stats.stop()
+        return picks
+
     def weights_changed(self) -> None:
         """The model's weights moved (a learner's step): the prefix KV cache is stale."""
         self.prefixes.clear()

@@ -144,5 +144,29 @@ class OpenAIBackend:
         self.stats.stop()
         return result
 
+    def _choice(self, prompt: Prompt, options: list[str]) -> int:
+        """The option the server's reply names under a JSON schema (each key an enum of the options' values); -1:
+        none. The options are JSON objects (skills/editor.py ``verdicts``)."""
+        objects = [json.loads(o) for o in options]
+        keys = list(dict.fromkeys(k for o in objects for k in o))
+        schema = {"type": "object", "additionalProperties": False, "required": keys,
+                  "properties": {k: {"enum": list({json.dumps(o.get(k)): o.get(k) for o in objects}.values())}
+                                 for k in keys}}
+        try:
+            reply = self._chat(prompt, response_format={"type": "json_schema", "json_schema": {
+                "name": "verdict", "schema": schema, "strict": True}})
+            got = json.loads(reply["choices"][0]["message"].get("content") or "")
+        except (OSError, ValueError, KeyError, IndexError, TypeError, http.client.HTTPException):
+            return -1
+        full = [{k: o.get(k) for k in keys} for o in objects]
+        return full.index(got) if got in full else -1
+
+    def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
+        self.stats.start()
+        picks = self._map(lambda pair: self._choice(*pair), list(zip(prompts, options)))
+        self.stats.prompts += len(prompts)
+        self.stats.stop()
+        return picks
+
     def close(self) -> None:
         pass

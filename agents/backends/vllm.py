@@ -101,6 +101,23 @@ class VLLMBackend:
         self.stats.stop()
         return result
 
+    def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
+        """For each prompt, the index of the option the engine writes under guided decoding (``choice``); -1 where
+        the engine failed."""
+        from vllm.sampling_params import StructuredOutputsParams
+
+        self.stats.start()
+        params = [self._params(temperature=0.0, max_tokens=max(len(self.tokenizer.encode(o)) for o in opts) + 4,
+                               structured_outputs=StructuredOutputsParams(choice=list(opts))) for opts in options]
+        try:
+            outputs = self.llm.generate(self._texts(prompts), params, use_tqdm=False)
+        except Exception:  # an engine failure: no verdict (the rule diagnoser answers), not a crash
+            outputs = []
+        picks = [opts.index(o.outputs[0].text) if o.outputs[0].text in opts else -1 for opts, o in zip(options, outputs)]
+        self.stats.prompts += len(prompts)
+        self.stats.stop()
+        return picks + [-1] * (len(prompts) - len(picks))
+
     def close(self) -> None:
         llm, self.llm = self.llm, None
         engine = getattr(llm, "llm_engine", None)

@@ -58,10 +58,6 @@ class Config:
     # ---------------------------------------------------------------- evolution
     mode: Literal["team", "market"] = "team"
     """team: one agent per role runs the library; market: several agents per role bid for each request."""
-    window: int = Field(3, ge=1)
-    """Iterations of rollouts the credit is fitted on (skill versions are separate columns)."""
-    prune_below: float = -0.2
-    """A harmful skill with credit at or below this is pruned, else revised."""
     plant_harmful: int = Field(0, ge=0, le=3)
     """K harmful skills planted in the initial library; > 0 also runs the grse and presence arms on the same budget."""
     harm: Literal["business", "any_data"] = "business"

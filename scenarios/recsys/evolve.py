@@ -1,4 +1,4 @@
-"""One evolution iteration of a skill library: rollouts -> credit -> diagnosis -> edit -> gate.
+"""One evolution iteration of a recsys skill library: rollouts -> the edit loop of skills/loop.py.
 
 An :class:`Arm` is one library evolved one way (``credit``, ``skills.credit`` for the main arm):
 
@@ -7,20 +7,13 @@ An :class:`Arm` is one library evolved one way (``credit``, ``skills.credit`` fo
 * ``random``    no credit: random skills get random edits;
 * ``none``      no edit passes: the library stays as it is.
 
-All share everything else, set by the ``[skills]`` section (skills/config.py):
-the questions and rollout seeds of each iteration, the rule diagnoser, the edit
-writer (:mod:`scenarios.recsys.edits`), the budget (``max_edits`` gated edits
-per pass) and the validation gate (skills/gate.py): a candidate library
-replaces the current one only if the mean NDCG@k of the validation users does
-not drop by more than ``gate_delta`` (a prune: by more than that plus ``prune_se``
-standard errors of the paired differences, so the smaller of two libraries the
-validation users cannot tell apart is kept).
-Edits are gated one at a time, so the validation NDCG of the current library
-never decreases, but by a prune within that tolerance.
-
-Credit is fitted on the rollouts of the *current* library: up to ``window``
-iterations of them, cleared whenever an edit is accepted (older rollouts ran
-another library).
+All share everything else, set by the ``[skills]`` section (skills/config.py): the questions and
+rollout seeds of each iteration, the rule diagnoser, the budget (``max_edits`` gated edits per pass),
+the evidence window (``window`` iterations, cleared on an accept) and the validation gate
+(skills/gate.py) on the validation users' NDCG@k. What recsys gives the loop is its own: the rollouts
+(the pipeline run on the questions), the evaluator (NDCG@k of a library on the validation users, and on
+the test users for the held-out gain of each accepted edit) and the edit writer
+(:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue).
 """
 
 from __future__ import annotations
@@ -31,10 +24,9 @@ import numpy as np
 
 from scenarios.recsys import edits, ops, pipeline as P
 from scenarios.recsys.config import Config
-from scenarios.recsys.data import VALIDATION
-from skills import Rollout, RuleDiagnoser, SkillError, SkillLibrary, SkillsConfig, validate
-from skills.evolve import blame
-from skills.workflow import Trace
+from scenarios.recsys.data import TEST, VALIDATION
+from skills import Rollout, SkillLibrary, SkillsConfig
+from skills.loop import EditLoop, World
 
 CREDITS = ("grse", "presence", "random", "none")
 
@@ -60,14 +52,16 @@ class Arm:
             raise ValueError(f"credit {credit!r}: expected one of {CREDITS}")
         self.credit, self.library, self.pipe, self.cfg, self.agents = credit, library, pipe, cfg, agents
         self.skills = skills
-        self.credit_cfg = skills.credit_config()
-        self.diagnosis_cfg = skills.diagnosis_config(cfg.prune_below)
-        self.gate_cfg = skills.gate_config()
         self.validation = pipe.data.users(VALIDATION)
         self.operators = ops.addable(cfg.catalogue)
-        self.window: list[list[tuple[int, list[Rollout]]]] = []
         self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
         self._scores: dict[tuple, np.ndarray] = {}
+        test = pipe.data.users(TEST)
+        world = World(self.evaluate, self.validation, np.zeros(self.validation.size, dtype=np.int64),
+                      write=lambda d, trace, rng: edits.propose(d, self.library, rng, self.operators),
+                      draw=lambda rng, n: [(d, None) for d in edits.random_diagnoses(self.library, n, agents, rng)],
+                      heldout=lambda skills: float(self.evaluate(skills, test).mean()))
+        self.loop = EditLoop(library, skills, world, credit=credit)
 
     # ------------------------------------------------------------ scoring
     def evaluate(self, skills, users, seeds=None) -> np.ndarray:
@@ -95,48 +89,21 @@ class Arm:
         return self.learn(groups, seed, budget, Iteration(users, out.ndcg))
 
     def learn(self, groups: list, seed: int, budget: int | None = None, it: Iteration | None = None) -> Iteration:
-        """Credit, diagnose, edit and gate at most ``budget`` edits (default ``max_edits``), one at a time; a
-        budget of 0 (a round between edit passes) only adds the rollouts to the evidence."""
-        self.window = (self.window + [groups])[-self.cfg.window:]
-        rng = np.random.default_rng([seed, CREDITS.index(self.credit)])
+        """The rollouts join the evidence; then one pass of the edit loop with at most ``budget`` edits (default
+        ``max_edits``; 0: a round between edit passes only adds the rollouts to the evidence)."""
+        self.loop.observe(groups)
         it = it or Iteration(np.zeros(0, dtype=np.int64), np.zeros(0))
-        for d in self.diagnose(rng, self.skills.max_edits if budget is None else budget):
-            edit = edits.propose(d, self.library, rng, self.operators)
-            if edit is None:
-                continue
-            try:
-                result, _ = validate(self.library, [edit], self.evaluate, self.validation,
-                                     np.zeros(self.validation.size, dtype=np.int64), self.gate_cfg)
-            except SkillError:  # e.g. a merge whose name is taken: the edit is not written
-                continue
-            it.diagnoses.append(d)
-            if result.accepted:
-                it.accepted += 1
-                self.window = []  # the evidence was about the library before this edit
-            else:
-                it.rejected += 1
+        done = self.loop.run(np.random.default_rng([seed, CREDITS.index(self.credit)]), budget)
+        it.accepted, it.rejected, it.diagnoses = done.accepted, done.rejected, done.diagnoses
         return it
 
-    def diagnose(self, rng: np.random.Generator, budget: int) -> list:
-        """The iteration's diagnoses, at most ``budget``, each target once."""
-        if budget <= 0 or self.credit == "none":
-            return []
-        if self.credit == "random":
-            return edits.random_diagnoses(self.library, budget, self.agents, rng)
-        groups = [g for it in self.window for g in it]
-        rule = RuleDiagnoser(self.diagnosis_cfg)
-        return blame(groups, self.credit, self.library, self.skills, self.cfg.prune_below, rule).diagnoses[:budget]
+    def report(self) -> dict:
+        """The loop's counts, and its accepted edits' validation gain against their test (held-out) gain."""
+        return self.loop.report()
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
-        return {"window": [[(q, [(r.reward, r.trace.state_dict()) for r in rollouts]) for q, rollouts in it]
-                           for it in self.window]}
+        return self.loop.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        def rollout(reward, trace_state):
-            t = Trace()
-            t.load_state_dict(trace_state)
-            return Rollout(reward, t)
-
-        self.window = [[(q, [rollout(*r) for r in rollouts]) for q, rollouts in it] for it in state["window"]]
-
+        self.loop.load_state_dict(state)

@@ -61,6 +61,7 @@ def summary(model, cfg) -> dict:
         "mode": cfg.mode,
         "credit": main,
         "skills_final": sorted(s.label for s in model.arms[main].library.current()),
+        "edit_loop": model.arms[main].report(),  # counts; accepted edits' validation gain vs test (held-out) gain
         **baseline_scores(model.world_data, k),
     }
     covered = out.pop("baselines_coverage")  # a column of the comparison: a single arm's summary stays as it was
@@ -76,7 +77,8 @@ def summary(model, cfg) -> dict:
                               "coverage_final": round(final[name]["coverage"], 6),
                               "validation_ndcg_final": round(final[name]["validation_ndcg"], 6),
                               "edits_accepted": model.counts[name]["accepted"],
-                              "edits_rejected": model.counts[name]["rejected"]} for name in model.arm_names}
+                              "edits_rejected": model.counts[name]["rejected"],
+                              "edit_loop": model.arms[name].report()} for name in model.arm_names}
     learned = model.world_data.pipeline.learned
     if learned is not None:  # agents.objective trained the recall's learned source: the same final library without it
         with learned.untrained():

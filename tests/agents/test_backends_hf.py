@@ -157,3 +157,25 @@ def test_prefix_cache_is_bounded_least_recently_used_out():
     cache.put((3,), entry())
     assert cache.get((2,)) is None and cache.get((1,)) is not None and cache.get((3,)) is not None
     assert cache.used <= cache.budget
+
+
+def test_choose_decodes_greedily_within_the_options_token_trie(hf):
+    """Constrained decoding (skills' verdicts): at each point where the options part, the allowed token the model
+    rates highest; brute force over the full forward pass agrees, and a single option is taken as it is."""
+    prompt = ask("What is 2 + 3? Answer with a number.")
+    options = ["The answer is 5", "The answer is 7", "5", "12"]
+    head = hf.tokenizer(hf._template(prompt.messages(), generation=True), add_special_tokens=False)["input_ids"]
+    tails = [hf.tokenizer(o, add_special_tokens=False)["input_ids"] for o in options]
+
+    def next_logits(prefix):
+        with torch.no_grad():
+            return hf.model(input_ids=torch.tensor([head + prefix])).logits[0, -1].float()
+
+    alive, prefix = list(range(len(options))), []
+    while len(alive) > 1:  # the same walk, each step from a fresh full forward pass
+        allowed = sorted({tails[i][len(prefix)] for i in alive})
+        logits = next_logits(prefix)
+        token = max(allowed, key=lambda t: float(logits[t]))
+        alive = [i for i in alive if tails[i][len(prefix)] == token]
+        prefix.append(token)
+    assert hf.choose([prompt, prompt], [options, ["only"]]) == [alive[0], 0]

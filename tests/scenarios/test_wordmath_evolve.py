@@ -144,7 +144,6 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     the answerer's own participation as a column, judges the line among the rollouts the answerer acted in:
     negative, the lowest of its holder's lines, a case of the blame step. 12 rounds of 32 problems (384
     rollouts), world seed 3; README, wordmath, "Skill evolution of LLM agents", has the seeds measured."""
-    from agents.llm_skills import PRUNE_BELOW
     from skills import RuleDiagnoser, batch, group_relative_credit
     from skills.evolve import blame
 
@@ -157,9 +156,28 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     assert 0.2 < acted.mean() < 0.6  # routed into some rollouts only
     assert r[with_line].mean() < r[acted & ~with_line].mean() / 1.5  # the harm, in the rollouts credit reads ...
     assert r[with_line].mean() > r.mean()  # ... and still above the average: presence credit calls it helpful
-    rule = RuleDiagnoser(skills.diagnosis_config(PRUNE_BELOW))
-    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, PRUNE_BELOW, rule).cases]
+    rule = RuleDiagnoser(skills.diagnosis_config())
+    assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, rule).cases]
 
     credit = group_relative_credit(r, evidence.usage, evidence.questions, skills.credit_config(), evidence.acted)
     assert credit.credit[line] < 0 and credit.credit[line] == credit.credit[holder].min(), credit.credit[holder]
-    assert harmful in [c.skill.name for c in blame(window, "grse", library, skills, PRUNE_BELOW, rule).cases]
+    assert harmful in [c.skill.name for c in blame(window, "grse", library, skills, rule).cases]
+
+
+def test_births_rewrites_are_checked_where_skills_evolve_and_marked_unchecked_where_not(tmp_path, scripted):
+    """Every birth's rewrite records its cheap check in its add edit (skills/catalogue.py): ``passed`` or the problem
+    where skill evolution runs, ``unchecked`` where it does not; the summary counts each and none of them is a gated
+    edit. The scripted model's rewrites are general lines of a few words: they pass."""
+    summaries = {}
+    for credit in ("none", "grse"):
+        sets = BIRTHS + [f"skills.credit={credit}", "skills.every=1000"]  # grse: the checks on, no edit pass
+        db = f"sqlite:///{tmp_path / credit}.db"
+        summary = runner.run_experiment(load("wordmath", sets, seed=1), db, progress=False)
+        library = SkillLibrary(make_engine(db), summary["run_id"])
+        births = [json.loads(e.diagnosis) for e in library.edits().values()
+                  if e.diagnosis and json.loads(e.diagnosis).get("origin") in ("exploit", "explore")]
+        assert births and all(e.gate == "ungated" for e in library.edits().values())
+        summaries[credit] = {b["check"] for b in births}
+        if credit == "grse":
+            assert summary["births_passed"] == len(births) and summary["skill_edits_accepted"] == 0
+    assert summaries == {"none": {"unchecked"}, "grse": {"passed"}}

@@ -5,10 +5,10 @@ import pytest
 
 from market.store import RunStore
 from scenarios.recsys import make_model
-from scenarios.recsys.evolve import Arm
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
 from skills import SkillLibrary
+from skills.loop import EditLoop
 from tests.scenarios.recsys_small import OVERRIDES
 
 MODES = ["team", "market"]
@@ -30,8 +30,8 @@ def test_credit_none_leaves_the_library_as_it_is(tmp_path, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_every_2_halves_the_edit_passes(monkeypatch, mode):
     budgets = []  # the edit budget each round's diagnosis was given: 0 between passes
-    diagnose = Arm.diagnose
-    monkeypatch.setattr(Arm, "diagnose", lambda self, rng, budget: budgets.append(budget) or diagnose(self, rng, budget))
+    diagnose = EditLoop.diagnoses
+    monkeypatch.setattr(EditLoop, "diagnoses", lambda self, rng, budget: budgets.append(budget) or diagnose(self, rng, budget))
 
     def passes(every: int) -> list[bool]:
         budgets.clear()

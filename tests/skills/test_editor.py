@@ -139,3 +139,41 @@ def test_the_short_form_shows_each_step_briefly_and_check_turns_an_unknown_targe
     assert [m.error for m in diagnoser.malformed] == ["rank-nonexistent: unknown"]
     assert lm.prompts[0] == (f"Blamed rank-strong (correct: The answer is 8.). Step 0: recall -> ok ''. "
                              f"Step 1: rank -> invalid_output {'x' * SHORT_OUTPUT!r}.")
+
+
+def test_every_constrained_verdict_parses_and_the_closed_set_holds_the_rule_diagnosers(library):
+    """verdicts(case) is the closed set constrained decoding picks from: each option parses into a diagnosis of the
+    case, and the rule diagnoser's own verdict is among them (so a model that agrees with it can say so)."""
+    from skills.editor import first_json_object, read_diagnosis, verdicts
+
+    seed_library(library)
+    for kwargs, credit, co_used in [(dict(rank="invalid_output"), -0.1, {}), (dict(recall="empty_output", rank="timeout"),
+                                    -0.1, {}), ({}, -0.5, {"rank-harmful": 1.0}), ({}, -0.1, {"rank-harmful": 1.0})]:
+        c = case(library, trace(**kwargs), credit=credit, co_used=co_used)
+        options = verdicts(c)
+        parsed = [read_diagnosis(first_json_object(o), c) for o in options]
+        assert len(set(options)) == len(options) > 10
+        rule = RuleDiagnoser().diagnose([c])[0]
+        assert (rule.failure, rule.step, rule.action, rule.target, rule.partner) in {
+            (d.failure, d.step, d.action, d.target, d.partner) for d in parsed}
+
+
+def test_a_constrained_diagnoser_takes_the_chosen_verdict_and_counts_a_refusal_as_malformed(library):
+    from skills.editor import verdicts
+
+    seed_library(library)
+    cases_ = [case(library, trace(rank="invalid_output")), case(library, trace())]
+    asked = []
+
+    def choose(prompts, options):
+        asked.append(options)
+        return [next(i for i, o in enumerate(options[0]) if '"failure": "invalid_output", "step": 1' in o), -1]
+
+    def generate(prompts):
+        raise AssertionError("a constrained diagnoser does not generate freely")
+
+    llm = LLMDiagnoser(generate, choose=choose)
+    first, second = llm.diagnose(cases_)
+    assert (first.failure, first.step, first.action, first.target) == ("invalid_output", 1, "revise", "rank-strong")
+    assert second is None and len(llm.malformed) == 1
+    assert asked == [[verdicts(c) for c in cases_]]

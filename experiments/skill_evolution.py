@@ -1,0 +1,112 @@
+"""Skill evolution you can trust, measured: LLM verdict parse rates (free vs constrained decoding) and holland vs
+holland + GRSE on wordmath, paired seeds; rows to benchmarks/results/skill_evolution.jsonl.
+
+    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse] [--set KEY=VALUE ...]
+    python -m experiments.skill_evolution --recsys SUMMARIES.json --recsys-command "..."
+
+``--recsys`` reads the run summaries experiments/recsys_compare.py wrote beside its ``--out`` tables and writes one
+row per (world, seed) to benchmarks/results/skill_evolution_recsys.jsonl: GRSE's test NDCG@10, the strongest tuned
+baseline's, planted skills pruned by GRSE and by presence credit, edits accepted / gated, and the accepted edits'
+validation gain against their test (held-out) gain.
+
+Each row is one ``catallax run wordmath`` (real SmolLM2 on the hf backend) at the size ``SIZE`` (a small one: it
+fits the shared two-core machine; ``--set`` changes it), with the run's summary fields the docs table reads:
+
+* ``verdicts``: ``skills.credit = grse``, ``skills.diagnoser = llm``, ``skills.constrained`` false then true on the
+  same seed; the parse rate is the model's usable verdicts over all it gave (the rest: the rule fallback);
+* ``grse``: ``skills.credit`` none (holland alone: births only) then grse (the gated edit passes) on the same seed;
+  held-out accuracy before training and at the end, edits proposed / accepted / rejected, the accepted edits'
+  validation gain against their held-out gain, seconds per pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scenarios.run.config import load
+from scenarios.run.runner import run_experiment
+
+OUT = Path("benchmarks/results/skill_evolution.jsonl")
+SIZE = ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.validation=16",
+        "population.initial_agents=6", "skills.min_support=1")
+KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
+        "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
+        "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
+        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed")
+ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
+                     ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
+        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse"]))}
+
+
+def recsys_rows(path: Path, command: str, meta: dict) -> list[dict]:
+    tuned = ("ease", "itemknn_tuned", "puresvd_tuned", "trending", "next")
+    rows = []
+    for world, summaries in json.loads(path.read_text()).items():
+        for s in (summaries.values() if isinstance(summaries, dict) else summaries):
+            strongest = s["baseline_best"]
+            grse = s["arms"]["grse"]
+            loop = grse.get("edit_loop", {})
+            rows.append({"experiment": "recsys", "world": world, "seed": s["seed"],
+                         "grse_ndcg10": grse["ndcg10_final"], "tuned_best": strongest,
+                         "tuned_ndcg10": s["baselines"][strongest],
+                         "tuned_max_ndcg10": max(s["baselines"][n] for n in tuned),
+                         "grse_minus_tuned": round(grse["ndcg10_final"] - s["baselines"][strongest], 6),
+                         "pruned_grse": s["harmful_pruned_grse"], "pruned_presence": s["harmful_pruned_presence"],
+                         "edits_accepted": grse["edits_accepted"],
+                         "edits_gated": grse["edits_accepted"] + grse["edits_rejected"],
+                         "validation_gain_accepted": loop.get("validation_gain_accepted"),
+                         "heldout_gain_accepted": loop.get("heldout_gain_accepted"),
+                         **meta, "command": command})
+    return rows
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--what", default="verdicts,grse")
+    p.add_argument("--set", dest="overrides", action="append", default=[])
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--recsys", type=Path, help="run summaries of experiments/recsys_compare.py (its --out, .json)")
+    p.add_argument("--recsys-command", default="python -m experiments.recsys_compare")
+    args = p.parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    meta = {"command": " ".join(["python -m experiments.skill_evolution", *(sys.argv[1:] if argv is None else argv)]),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
+            "machine": f"{platform.machine()} CPU, 2 cores shared by ~6 sessions", "size": " ".join(SIZE)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.recsys:
+        out = args.out if args.out != OUT else OUT.with_name("skill_evolution_recsys.jsonl")
+        with open(out, "a") as f:
+            for row in recsys_rows(args.recsys, args.recsys_command, {k: v for k, v in meta.items() if k != "size"}):
+                f.write(json.dumps(row) + "\n")
+                print(json.dumps(row))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        db = f"sqlite:///{Path(tmp) / 'runs.db'}"
+        for what in args.what.split(","):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                for arm, sets in ARMS[what]:
+                    start = time.perf_counter()
+                    summary = run_experiment(load("wordmath", [*SIZE, *sets, *args.overrides], seed=seed), db,
+                                             progress=False)
+                    row = {"experiment": what, "arm": arm, "seed": seed, **{k: summary[k] for k in KEEP if k in summary},
+                           "seconds": round(time.perf_counter() - start, 1), **meta}
+                    if "diagnoses_llm" in row:
+                        given = row["diagnoses_llm"] + row["diagnoses_fallback"]
+                        row["parse_rate"] = round(row["diagnoses_llm"] / given, 4) if given else None
+                    print(json.dumps(row), flush=True)
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
