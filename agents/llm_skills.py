@@ -339,7 +339,7 @@ class SkillEvolver:
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.rounds, self.counts, self.initial = state["rounds"], collections.Counter(state["counts"]), state["initial"]
-        self.loop.load_state_dict(state["loop"], _rollout)
+        self.loop.load_state_dict(state.get("loop") or {"window": state["window"]}, _rollout)  # or a pre-loop checkpoint
         self.mask = {}
 
 

@@ -46,6 +46,66 @@ ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "sk
         "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse"]))}
 
 
+PATTERNS = (  # (blamed skill, steps: (role, status, output)) of a wordmath rollout; {e}: the right expression
+    ("extractor-example-6", (("extractor", "ok", "{w}"), ("calculator", "ok", "{wv}"), ("answerer", "ok", "Answer: {wv}"))),
+    ("extractor-example-2", (("extractor", "invalid_output", "The answer is"), ("calculator", "empty_output", ""))),
+    ("answerer-example-1", (("extractor", "ok", "{e}"), ("calculator", "ok", "{v}"),
+                            ("answerer", "invalid_output", "the answer maybe {v}"))),
+    ("extractor-example-4", (("extractor", "timeout", "{e} and then"),)),
+    ("extractor-rule-1", (("extractor", "ok", "{w}"), ("calculator", "ok", "{wv}"), ("answerer", "ok", "Answer: {wv}"))),
+)
+
+
+def verdict_cases(n: int, seed: int) -> list:
+    """``n`` diagnoser cases in the shape of wordmath's (skills/editor.py Case): a problem of the wordmath stream
+    ``seed``, one of PATTERNS' rollouts (wrong expressions, malformed and cut-off outputs), its blamed skill."""
+    from agents import parse
+    from market.store import make_engine
+    from scenarios.wordmath import problem
+    from skills import Case, SkillLibrary, Trace
+
+    library = SkillLibrary(make_engine("sqlite://"), "verdicts")
+    for name, _ in PATTERNS:
+        library.add(name, "a wordmath line", "Use every number once.", role=name.split("-")[0])
+    out = []
+    for i in range(n):
+        p = problem(seed, i)
+        wrong = p.expression.replace("-", "+", 1) if "-" in p.expression else p.expression.replace("+", "-", 1)
+        fill = {"e": p.expression, "v": p.answer, "w": wrong, "wv": int(parse.evaluate(wrong))}
+        name, steps = PATTERNS[i % len(PATTERNS)]
+        trace, last = Trace(f"The answer is {p.answer}."), []
+        for role, status, output in steps:
+            skills = [name] if role == name.split("-")[0] else []
+            last = [trace.invoke(role, status, agent=role[:3], skills=skills, after=last, output=output.format(**fill))]
+        out.append(Case(name.split("-")[0][:3], library.get(name), -0.4, 3, trace, {}))
+    return out
+
+
+def verdict_rows(n: int, seed: int, meta: dict) -> list[dict]:
+    """Free against constrained verdicts of SmolLM2 (hf, greedy) on the same ``n`` cases: the parse rate, and how
+    often the verdict's failure type is the rule diagnoser's."""
+    from agents.backends import BackendConfig, Prompt
+    from agents.backends.factory import shared_backend
+    from skills import LLMDiagnoser, RuleDiagnoser
+    from skills.editor import SHORT_DEMO, SHORT_SYSTEM
+
+    backend = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=16))
+    ask = lambda prompts: [Prompt(SHORT_SYSTEM, SHORT_DEMO, p, max_tokens=96) for p in prompts]
+    cases = verdict_cases(n, seed)
+    rule = [d.failure for d in RuleDiagnoser().diagnose(cases)]
+    rows = []
+    for arm, diagnoser in (("free", LLMDiagnoser(lambda ps: [c.text for c in backend.generate(ask(ps))], short=True)),
+                           ("constrained", LLMDiagnoser(None, short=True, choose=lambda ps, o: backend.choose(ask(ps), o)))):
+        start = time.perf_counter()
+        got = diagnoser.diagnose(cases)
+        rows.append({"experiment": "verdicts", "arm": arm, "seed": seed, "cases": n,
+                     "parse_rate": round(sum(d is not None for d in got) / n, 4),
+                     "agrees_with_rule": round(sum(d is not None and d.failure == r for d, r in zip(got, rule)) / n, 4),
+                     "seconds_per_verdict": round((time.perf_counter() - start) / n, 2),
+                     "malformed_example": diagnoser.malformed[0].output[:80] if diagnoser.malformed else "", **meta})
+    return rows
+
+
 def recsys_rows(path: Path, command: str, meta: dict) -> list[dict]:
     tuned = ("ease", "itemknn_tuned", "puresvd_tuned", "trending", "next")
     rows = []
@@ -75,6 +135,7 @@ def main(argv=None) -> None:
     p.add_argument("--what", default="verdicts,grse")
     p.add_argument("--set", dest="overrides", action="append", default=[])
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--cases", type=int, default=0, help="verdicts on this many wordmath-shaped cases (no runs)")
     p.add_argument("--recsys", type=Path, help="run summaries of experiments/recsys_compare.py (its --out, .json)")
     p.add_argument("--recsys-command", default="python -m experiments.recsys_compare")
     args = p.parse_args(argv)
@@ -83,6 +144,13 @@ def main(argv=None) -> None:
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
             "machine": f"{platform.machine()} CPU, 2 cores shared by ~6 sessions", "size": " ".join(SIZE)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.cases:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for row in verdict_rows(args.cases, seed, {k: v for k, v in meta.items() if k != "size"}):
+                print(json.dumps(row), flush=True)
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+        return
     if args.recsys:
         out = args.out if args.out != OUT else OUT.with_name("skill_evolution_recsys.jsonl")
         with open(out, "a") as f:
