@@ -32,12 +32,15 @@ TOY = {
     "report": [],
     "scenarios": [],
     "spoilage.py": ["--set", "run.episodes=32"],  # the tutorial's world, named by lab/spoilage.toml
+    "quotes.py": ["--set", "run.episodes=4"],  # the LLM tutorial's world (SmolLM2 on the CPU): one round
 }
 
 # Files the README's lines name, made in the folder before they run: copies, or a notebook's %%writefile cell.
 FILES = {"path/to/my_scenario.toml": ROOT / "scenarios" / "relay.toml",
          "lab/spoilage.py": ROOT / "notebooks" / "tutorial_my_economy.ipynb",
-         "lab/spoilage.toml": ROOT / "notebooks" / "tutorial_my_economy.ipynb"}
+         "lab/spoilage.toml": ROOT / "notebooks" / "tutorial_my_economy.ipynb",
+         "lab/quotes.py": ROOT / "notebooks" / "tutorial_llm_economy.ipynb",
+         "lab/quotes.toml": ROOT / "notebooks" / "tutorial_llm_economy.ipynb"}
 
 # Lines that cannot run here: a pattern searched in the line as the README writes it -> why. Most of what
 # cannot run here (a Ray cluster's --address, a PostgreSQL --db URL) sits in the lines' optional parts.
