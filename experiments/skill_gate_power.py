@@ -15,7 +15,8 @@ probability >= 0.9 (skills/gate.py):
 
 ``min_harm`` for ``scenarios/recsys.toml`` is the smallest planted cost over seeds and skills (rounded down),
 so every planted skill's prune is at least that costly. One JSON row per (world, seed, skill) and a summary row
-per world go to ``--out`` (default benchmarks/results/skill_gate_power.jsonl).
+per world go to ``--out`` (default benchmarks/results/skill_gate_power.jsonl), the per-world summaries beside
+it (``*_summary.jsonl``).
 """
 
 from __future__ import annotations
@@ -93,9 +94,11 @@ def main(argv=None) -> None:
                      "required_users_max": worst["required_users"], "validation_users": worst["validation_users"],
                      "refused_simulated_min": min(r["refused_simulated"] for r in per), "power": POWER})
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w") as f:
-        for r in rows:
-            f.write(json.dumps({**r, **meta}) + "\n")
+    summary = args.out.with_name(args.out.stem + "_summary.jsonl")  # one row per (world, harm): the docs' table
+    for path, kept in ((args.out, [r for r in rows if not r.get("summary")]), (summary, [r for r in rows if r.get("summary")])):
+        with open(path, "w") as f:
+            for r in kept:
+                f.write(json.dumps({**r, **meta}) + "\n")
     for r in rows:
         print(json.dumps(r))
     print(f"{time.perf_counter() - start:.0f} s")

@@ -232,16 +232,17 @@ def _yaml(front: str, fail) -> dict:
     """The front matter as a mapping: YAML without anchors and aliases (an alias bomb is a few hundred bytes
     that expand to gigabytes) or tags beyond plain scalars, collections and strings."""
     try:
-        for event in yaml.parse(front, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                fail("front matter", "YAML anchors and aliases (& and *) are not allowed")
-        data = yaml.safe_load(front)
+        anchored = any(isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None
+                       for event in yaml.parse(front, Loader=yaml.SafeLoader))
+        data = None if anchored else yaml.safe_load(front)
     except yaml.YAMLError as err:
         fail("front matter", f"not valid YAML ({' '.join(str(err).split())[:200]})")
     except RecursionError:
         fail("front matter", "nested too deeply")
     except ValueError as err:  # an integer past Python's digit limit
         fail("front matter", f"not readable ({' '.join(str(err).split())[:120]})")
+    if anchored:  # checked outside the try: fail's error is a ValueError too
+        fail("front matter", "YAML anchors and aliases (& and *) are not allowed")
     if not isinstance(data, dict):
         fail("front matter", "must be a YAML mapping of fields")
     return data

@@ -20,10 +20,9 @@ def api_snippet() -> str:
 
 
 def named_attributes(snippet: str) -> list[str]:
-    """The names the ``open_run`` line's comment lists (``.summary``, ``agents``, ``.final_balance()``), plain."""
+    """The names the ``open_run`` line's comment lists as attributes (``.summary``, ``.agents``, ``.final_balance()``)."""
     line = next(line for line in snippet.splitlines() if "open_run(" in line and "#" in line)
-    names = [re.sub(r"\W", "", part.split("(")[0]) for part in line.split("#", 1)[1].split(",")]
-    return [n for n in names if n]
+    return re.findall(r"\.(\w+)", line.split("#", 1)[1])
 
 
 def test_the_readme_api_snippet_runs_and_its_run_has_what_the_comment_names(tmp_path):

@@ -7,7 +7,6 @@ round's write (the first is checkpointed), resumed; its summary's token counts e
 """
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -19,7 +18,6 @@ import pytest
 pytestmark = pytest.mark.slow
 
 CATALLAX = str(Path(sys.executable).with_name("catallax"))
-FAULT = "CATALLAX_FAULT_HANG_IN_WRITE"
 TOY = [x for kv in ("run.episodes=8", "market.batch=4", "wordmath.heldout=2", "population.initial_agents=4",
                     "population.min_agents=2", "run.checkpoint_every=1") for x in ("--set", kv)]
 
@@ -33,9 +31,10 @@ def catallax(*argv: str, env=None) -> dict:
 def test_a_resumed_llm_run_reports_the_whole_run_s_tokens(tmp_path):
     whole = catallax("run", "wordmath", *TOY, "--out", str(tmp_path / "whole"))
 
-    env = {k: v for k, v in os.environ.items() if k != FAULT} | {FAULT: "2"}  # round 1 written, hang in round 2's write
-    proc = subprocess.Popen([CATALLAX, "run", "wordmath", *TOY, "--out", str(tmp_path / "cut")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    # round 1 written, hang inside round 2's write (the test-only hook of tests/scenarios/faults.py)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.scenarios.faults", "2", "run", "wordmath", *TOY,
+                             "--out", str(tmp_path / "cut")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
     try:
         for line in proc.stderr:
             if "fault injection: hanging inside write" in line:
