@@ -18,7 +18,7 @@ from market.money import MAX_CREDITS
 
 
 VALUE_KEYS = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")
-"""The keys only value bids read (``bid_objective = "value"``); a scenario may give them defaults (``VALUE_BIDS``)."""
+"""The keys only value bids read (``bid_objective = "value"``); a scenario may give them defaults (``SPEC.value_bids``)."""
 REINFORCE_KEYS = ("bid_scale", "init_std", "advantage", "entropy")
 """The keys only reinforce bids read."""
 
@@ -113,7 +113,7 @@ class AgentsConfig:
     objective recsys takes; objectives that need signals the run lacks (a critic's token logits, an oracle,
     executed effects, candidate scores) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)
-    """N: learned actions on a world that can restart from an inner state (its scenario's BRANCHES: blocks).
+    """N: learned actions on a world that can restart from an inner state (its scenario's SPEC.branches: blocks).
     A training round of market.batch = B worlds then plays M = B / (1 + N) rollouts in full and M x N more
     from states they reached, N per full rollout (tree_opsd's tree: M = 4, N = 2 at market.batch = 12):
     under focus the states its gain ranks highest (the critic's expected error reduction), under every other
@@ -138,7 +138,7 @@ class AgentsConfig:
     whose progress reward varies, then isomorphic variants; with all retired, the world's tasks again); scrl (half sub-problems
     of a curriculum, half the tasks themselves; with learned actions each reward is normalised among the
     rollouts of its sub-problem, so it needs agents.group >= 2). Held-out evaluation is untouched. A world
-    that does not give what the sampler needs (its scenario's TASK_SIGNALS) is refused at load, naming it."""
+    that does not give what the sampler needs (its scenario's SPEC.task_signals) is refused at load, naming it."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """auto: cuda when available (bf16 autocast), else cpu; the same code path. A value-bid learner over rule
     actions has no gradient work and stays on the cpu under auto (agents.learner.pick_device)."""

@@ -26,9 +26,7 @@ from agents.text_adapter import TextBatch, TextBoard
 from agents.text_world import TextWorld
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.config import STRICT
-
-BID_FEATURES = ("numeric", "agent", "hf", "minilm")
-"""Learned bids read the stage (one-hot under ``numeric``), nothing (``agent``) or the stage's summary as text."""
+from scenarios.spec import ScenarioSpec
 
 
 @dataclass(config=STRICT)
@@ -70,8 +68,10 @@ def as_scenario(module):
     out.build = functools.partial(build, cls)
     out.validate = functools.partial(validate, cls, section)
     out.metrics = metrics
-    out.BID_FEATURES, out.SKILL_LIBRARY, out.LEARNED_ACTIONS = BID_FEATURES, True, "lm"
-    out.ORACLE = cls.has_correct()  # the sero objective reads the correct continuation
+    # Learned bids read the stage (one-hot under numeric), nothing (agent) or the stage's summary as text; the
+    # sero objective reads the correct continuation, where the world can say it.
+    out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
+                            learned_actions="lm", oracle=cls.has_correct())
     return out
 
 

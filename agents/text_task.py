@@ -71,7 +71,7 @@ class TextTask(Protocol):
     def question(self, obs_row: np.ndarray) -> tuple[object, str]:
         """(the question a world's first observation poses, as a string id; its correct final answer):
         skill evolution (agents/llm_skills.py) groups rollouts by question and shows diagnosers the answer.
-        Needed only by scenarios with ``SKILL_LIBRARY``."""
+        Needed only by scenarios with a skill library (``SPEC.skill_library``)."""
 
 
     prompts: object

@@ -34,7 +34,7 @@ random 20% of the live agents removed (they never wake; mean of ``draws`` draws 
 breaks relay's chain is close to all or nothing, so a seed's dropout score is a probability, and 3 draws
 measured it only to a third). *Top bidders advance*: the share of the same draws in which every stage's
 top remaining bidder is one of its specialists (:func:`top_bidders_advance`), what a frozen first-price
-market can reach. relay's value bids keep a margin of 0.3 (its ``VALUE_BIDS``), not blocks' 0.02.
+market can reach. relay's value bids keep a margin of 0.3 (its ``SPEC.value_bids``), not blocks' 0.02.
 
 Weak spots, said plainly: five seeds; blocks trained for a sixth of its default run.
 """

@@ -164,7 +164,7 @@ def main(argv=None) -> str:
     ap.add_argument("--out", default=None, help="also write the table to this file")
     ap.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
     args = ap.parse_args(argv)
-    signals = provides(relay.CREDIT_SIGNALS) | (set() if args.no_embed else {"embedding"})
+    signals = provides(relay.SPEC.credit_signals) | (set() if args.no_embed else {"embedding"})
     names = ["none", *C.supported(signals)] if args.credit == "all" else args.credit.split(",")
     for n in names:
         if n != "none":

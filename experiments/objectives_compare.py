@@ -27,7 +27,7 @@ rollouts below it (agents/advantages.py tree_advantage). Branches are episodes, 
 Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
 the rule's probability of each move (the reference), a critic's logits of each (state, move) and state (tppo,
 pact, focus: agents/critic.py, on the same one-hot state features the value bids read), state ids (focus:
-equal observations) and, blocks declaring ORACLE,
+equal observations) and, blocks declaring an oracle,
 the hand-written solver's move at each acted state (sero). An objective the config check refuses on blocks'
 rule logits (it reads a signal a rule-logit round does not give: executed-effect ids, candidate scores) is
 not run: its row says ``refused`` and why, in the ConfigError's own words, and carries no number. Per row that ran:

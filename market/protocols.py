@@ -59,25 +59,25 @@ class World(Protocol):
         """From the next round on, draw the training instances with the task sampler ``name`` (agents/tasks, the
         ``agents.tasks`` key) over this world's tasks, and report each round's rewards to it; ``rng`` for
         what the world draws once (a pool of tasks). Only asked of a world whose scenario declares
-        ``TASK_SIGNALS``; held-out instances stay the world's own."""
-        raise NotImplementedError(f"{type(self).__name__} draws its own tasks (its scenario has no TASK_SIGNALS)")
+        ``SPEC.task_signals``; held-out instances stay the world's own."""
+        raise NotImplementedError(f"{type(self).__name__} draws its own tasks (its SPEC has no task_signals)")
 
     def oracle(self, obs: np.ndarray) -> np.ndarray:
         """[M] the action an executable oracle (the world's solver) takes in each state of ``obs`` [M, F], -1
         where it has none (a finished instance), for the ``sero`` objective. Only asked of a world whose
-        scenario declares ``ORACLE``."""
-        raise NotImplementedError(f"{type(self).__name__} has no oracle (its scenario does not declare ORACLE)")
+        scenario declares ``oracle`` (scenarios.ScenarioSpec)."""
+        raise NotImplementedError(f"{type(self).__name__} has no oracle (its SPEC does not declare oracle)")
 
     def snapshot(self):
         """The state of all B instances now, as an object :meth:`restore` reads back, for rounds whose learner
         branches rollouts from inner states (``agents.branches``). Only asked of a world whose scenario
-        declares ``BRANCHES``."""
-        raise NotImplementedError(f"{type(self).__name__} cannot branch (its scenario does not declare BRANCHES)")
+        declares ``branches`` (scenarios.ScenarioSpec)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot branch (its SPEC does not declare branches)")
 
     def restore(self, state, src: np.ndarray, dst: np.ndarray) -> None:
         """Instances ``dst`` take the state instances ``src`` had in ``state`` (a :meth:`snapshot`): each
         ``dst`` then plays on from there, its step budget spent as the source's was."""
-        raise NotImplementedError(f"{type(self).__name__} cannot branch (its scenario does not declare BRANCHES)")
+        raise NotImplementedError(f"{type(self).__name__} cannot branch (its SPEC does not declare branches)")
 
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
         """Fields of :class:`agents.credit.Trajectory` for world ``b``'s trajectory (observations [T+1, F],

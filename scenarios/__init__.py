@@ -17,7 +17,7 @@ The Python API, for notebooks and scripts (everything the CLI does, without it):
 # load the run machinery, the database layer and the credit estimators it may not need.
 API = {
     "Scenario": "scenarios.registry", "ScenarioError": "scenarios.registry", "available": "scenarios.registry",
-    "get_scenario": "scenarios.registry", "RunData": "scenarios.report.data", "open_run": "scenarios.report.data",
+    "get_scenario": "scenarios.registry", "ScenarioSpec": "scenarios.spec", "RunData": "scenarios.report.data", "open_run": "scenarios.report.data",
     "ConfigError": "scenarios.run.config", "Experiment": "scenarios.run.config", "load": "scenarios.run.config",
     "build_model": "scenarios.run.runner", "resume_experiment": "scenarios.run.runner",
     "run_experiment": "scenarios.run.runner",

@@ -22,32 +22,9 @@ A scenario module provides
 and optionally
 
 * ``validate(exp)``: how the sections fit together (raise ``ValueError`` naming the key);
-* ``CREDIT_SIGNALS``: the Trajectory fields its world's ``credit_signals`` fills, checked against
-  ``agents.credit`` when the config is loaded;
-* ``TASK_SIGNALS``: what its world gives a task sampler (agents/tasks ``NEEDS``: ``tasks``, ``variant``,
-  ``subproblems``, ``progress``), checked against ``agents.tasks`` when the config is loaded; the world's
-  ``draw_tasks(name, rng)`` then hands its training draw to the sampler (market.protocols.World);
-* ``BID_FEATURES``: the ``agents.features`` its agents can bid from under ``agents.bids = "learned"``
-  (default: all of them for a ``build`` scenario, whose policy describes its features with a
-  RuleSpace; none for a model of its own), and ``LEARNED_ACTIONS``: whether ``agents.actions =
-  "grpo"`` can train action logits over its world's actions (default: for ``build`` scenarios; ``"lm"``:
-  its actions are an LLM's completions, trained as LoRA by agents/lm_grpo.py);
-  asked for and not offered, the config loader refuses the key before anything loads;
-* ``VALUE_BIDS``: its own defaults for value bids' keys (``agents.bid_margin`` ...), where its economy needs
-  other settings than the platform's (which are blocks'); applied under ``agents.bid_objective = "value"``
-  unless the config sets the key;
-* ``ORACLE = True``: its world has an executable oracle for the ``sero`` objective: ``world.oracle(obs)``, the
-  solver's action in each state (market.protocols.World), or for LLM agents the text task's
-  ``lesson(obs_row, role)``, the correct continuation of a step;
-* ``OBJECTIVE_SIGNALS``: what a learner of its own (not action logits) gives ``agents.objective`` (recsys: its
-  learned recall's item scores, for ``ca_pg``); an objective reading none of them is refused there;
-* ``BRANCHES = True``: its world can restart an instance from a state another one reached
-  (``world.snapshot()`` and ``world.restore(state, src, dst)``, market.protocols.World), so a learner may
-  branch rollouts from their inner states (``agents.branches``);
-* ``SKILL_LIBRARY = True``: its agents' skills are a library evolved by the ``[skills]`` section
-  (skills/config.py); a scenario without one (the default) refuses a changed ``skills.*`` key. A
-  model of its own evolves it itself (recsys); a ``build`` scenario's policy does, through
-  ``policy.evolve_skills`` (LLM agents: agents/llm_skills.py);
+* ``SPEC``: a :class:`scenarios.spec.ScenarioSpec`, what its world and agents can do (credit and task signals,
+  learned bid features and actions, a skill library, an oracle, branches, value-bid defaults); the config loader
+  checks every key a run asks for against it before anything loads;
 * ``CATALLAX_API = 1``: the interface version it was written against (refused if this catallax
   speaks another).
 
@@ -71,16 +48,15 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.config import VALUE_KEYS
 from market import MarketModel
 from market.protocols import Policy, World
+from scenarios.spec import LEGACY_FLAGS, ScenarioSpec
 
 API = 1
 SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
              "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement"}
 ENTRY_POINTS = "catallax.scenarios"
-ALL_BID_FEATURES = ("numeric", "minilm", "hf", "agent")
 
 
 class ScenarioError(ValueError):
@@ -102,17 +78,8 @@ class Scenario:
     build: Callable | None = None
     own_model: Callable | None = None  # the module's make_model, when it has a model of its own
     validate: Callable = _fits
-    credit_signals: tuple[str, ...] = ()
-    task_signals: tuple[str, ...] = ()
     plugin: bool = False
-    bid_features: tuple[str, ...] = ()
-    learned_actions: bool = False
-    lm_actions: bool = False  # LEARNED_ACTIONS = "lm": the actions are an LLM's completions (LoRA GRPO)
-    skill_library: bool = False
-    oracle: bool = False
-    branches: bool = False
-    objective_signals: tuple[str, ...] = ()
-    value_bids: tuple[tuple[str, float], ...] = ()
+    spec: ScenarioSpec = ScenarioSpec().resolved(own_model=True)  # what it can do, defaults filled in
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -131,21 +98,18 @@ class Scenario:
             raise ScenarioError(f"{origin}: a scenario module defines {', '.join(missing)}; this one does not")
         if not is_dataclass(module.Config):
             raise ScenarioError(f"{origin}: Config must be a dataclass (e.g. pydantic.dataclasses.dataclass)")
-        value_bids = dict(getattr(module, "VALUE_BIDS", {}))
-        if unknown := sorted(set(value_bids) - set(VALUE_KEYS)):
-            raise ScenarioError(f"{origin}: VALUE_BIDS names {', '.join(map(repr, unknown))}: value bids read "
-                                f"{', '.join(VALUE_KEYS)} only")
+        if flags := [k for k in LEGACY_FLAGS if k in vars(module)]:
+            fields = ", ".join(f"{LEGACY_FLAGS[k]}=..." for k in flags)
+            raise ScenarioError(f"{origin}: {', '.join(flags)}: module flags are no longer read; declare "
+                                f"SPEC = ScenarioSpec({fields}) (from scenarios import ScenarioSpec)")
+        spec = vars(module).get("SPEC", ScenarioSpec())
+        if not isinstance(spec, ScenarioSpec):
+            raise ScenarioError(f"{origin}: SPEC is a {type(spec).__name__}; expected a scenarios.ScenarioSpec")
         doc = (module.__doc__ or "").strip().splitlines()
-        built = hasattr(module, "build") and not hasattr(module, "make_model")
-        return cls(name, section, origin, doc[0] if doc else "",
-                   module.Config, module.metrics, getattr(module, "build", None), getattr(module, "make_model", None),
-                   getattr(module, "validate", _fits), tuple(getattr(module, "CREDIT_SIGNALS", ())),
-                   tuple(getattr(module, "TASK_SIGNALS", ())), plugin,
-                   tuple(getattr(module, "BID_FEATURES", ALL_BID_FEATURES if built else ())),
-                   bool(getattr(module, "LEARNED_ACTIONS", built)), getattr(module, "LEARNED_ACTIONS", None) == "lm",
-                   bool(getattr(module, "SKILL_LIBRARY", False)), bool(getattr(module, "ORACLE", False)),
-                   bool(getattr(module, "BRANCHES", False)), tuple(getattr(module, "OBJECTIVE_SIGNALS", ())),
-                   tuple(value_bids.items()))
+        own = hasattr(module, "make_model")
+        return cls(name, section, origin, doc[0] if doc else "", module.Config, module.metrics,
+                   getattr(module, "build", None), getattr(module, "make_model", None),
+                   getattr(module, "validate", _fits), plugin, spec.resolved(own_model=own))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy
@@ -165,9 +129,9 @@ class Scenario:
                                 f"market/protocols.py Policy)")
         if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)
             world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]))
-        if self.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
+        if self.spec.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
             if not hasattr(policy, "evolve_skills"):
-                raise ScenarioError(f"{self.origin}: SKILL_LIBRARY, but its policy has no evolve_skills")
+                raise ScenarioError(f"{self.origin}: SPEC.skill_library, but its policy has no evolve_skills")
             policy.evolve_skills(exp.skills, seed=exp.run.seed)
             world.group = exp.skills.group  # G consecutive worlds share a question
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":

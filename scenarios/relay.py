@@ -12,7 +12,7 @@ winner who buys the item from it, so every stage stays solvent; with
 ``market.payment = "final_only"`` early specialists only ever pay, go
 bankrupt, and the chain collapses (Holland 1985; Baum 1999).
 
-Credit signals (agents/credit; ``CREDIT_SIGNALS`` names them, the config loader checks an
+Credit signals (agents/credit; ``SPEC.credit_signals`` names them, the config loader checks an
 estimator's needs against it): the item's stage s_t is the whole state, so state s_t, progress
 s_t / K, meter (work left) K - s_t, solver value -(K - s_t), conditions {stages done}, role
 "stage s_t", a step's deps = the last earlier step that advanced the item, checked = the last
@@ -35,6 +35,7 @@ from agents.rules import OPS
 from agents.tasks import Draw
 from market.config import STRICT
 from market.protocols import World
+from scenarios.spec import ScenarioSpec
 
 
 @dataclass(config=STRICT)
@@ -168,17 +169,19 @@ def build(cfg: Config):
     return world, RulePolicy(world.space, newcomer=newcomer)
 
 
-ORACLE = True  # RelayWorld.oracle: the sero objective's solver
-VALUE_BIDS = {"bid_margin": 0.3}
-"""A value bidder keeps 30% of its turn's predicted value (blocks, the platform's default, keeps 2%: its long
-chains need the small discount per turn). At 2% relay's specialists stayed poor, every bid was capped by
-wealth, and with a stage's specialist removed the richest agent awake there won it, specialist or not
-(README, "Pool scaling and dropout": chosen on seeds 0-9 under first-price clearing, checked on seeds 10-19; the
-learned scheme's softmax clearing runs with it)."""
-BRANCHES = True  # RelayWorld.snapshot / restore: an item is its chain and its position along it
-TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")  # checked against agents.tasks when the config is loaded
-CREDIT_SIGNALS = ("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked", "criteria",
-                  "evidence", "labels", "results", "skill")  # checked against agents.credit when the config is loaded
+SPEC = ScenarioSpec(
+    oracle=True,  # RelayWorld.oracle: the sero objective's solver
+    branches=True,  # RelayWorld.snapshot / restore: an item is its chain and its position along it
+    task_signals=("tasks", "variant", "subproblems", "progress"),
+    credit_signals=("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked",
+                    "criteria", "evidence", "labels", "results", "skill"),
+    value_bids={"bid_margin": 0.3},
+)
+"""What relay offers the config loader's checks. A value bidder keeps 30% of its turn's predicted value (blocks,
+the platform's default, keeps 2%: its long chains need the small discount per turn). At 2% relay's specialists
+stayed poor, every bid was capped by wealth, and with a stage's specialist removed the richest agent awake there
+won it, specialist or not (README, "Pool scaling and dropout": chosen on seeds 0-9 under first-price clearing,
+checked on seeds 10-19; the learned scheme's softmax clearing runs with it)."""
 
 
 def credit_signals(stages: int, actions: tuple[str, ...], embed: bool = False):

@@ -70,6 +70,7 @@ from agents.rules import RuleSpace
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.config import STRICT
 from market.protocols import World
+from scenarios.spec import ScenarioSpec
 
 NAMES = ("Ann", "Tom", "Mia", "Sam", "Lea", "Ben", "Ivy", "Max")
 ITEMS = ("apples", "pens", "cards", "stickers", "coins", "books", "shells", "marbles")
@@ -324,19 +325,15 @@ class Board:
         return f"Problem: {p.text}", f"The answer is {p.answer}."
 
 
-BID_FEATURES = ("numeric", "agent", "hf", "minilm")
+SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True, oracle=True,
+                    learned_actions="lm")
 """Learned bids read the stage (Board.space): one-hot (``numeric``, the default: a value per agent and
 stage), nothing (``agent``: a value per agent), or the stage's summary through the agents' own LM (``hf``,
-no second model copy) or MiniLM."""
-SKILL_LIBRARY = True
-"""The agents' skill lines are the run's library; ``[skills]`` with a credit other than ``none`` evolves it
-(agents/llm_skills.py). wordmath.toml ships ``credit = "none"``: births alone change the skills."""
-ORACLE = True
-"""The exact solver's output at a state (Board.lesson: the problem's expression, its answer) is the sero
-objective's oracle continuation."""
-LEARNED_ACTIONS = "lm"
-"""``agents.actions = "grpo"`` trains a LoRA adapter of the agents' shared LM on their completions
-(agents/lm_grpo.py; the hf backend only)."""
+no second model copy) or MiniLM. The agents' skill lines are the run's library; ``[skills]`` with a credit
+other than ``none`` evolves it (agents/llm_skills.py; wordmath.toml ships ``credit = "none"``: births alone
+change the skills). The exact solver's output at a state (Board.lesson: the problem's expression, its answer)
+is the sero objective's oracle continuation. ``agents.actions = "grpo"`` trains a LoRA adapter of the agents'
+shared LM on their completions (agents/lm_grpo.py; the hf backend only)."""
 
 def validate(exp) -> None:
     """The LLM's engine must be installed, and trainable if the run trains it: refused before any model loads."""

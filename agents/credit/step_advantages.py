@@ -7,7 +7,7 @@ settings, as ``AgentsConfig.estimator()`` builds it from ``[agents.credit_settin
 ``model.trace.path`` (0 where nobody acted). Call it from ``policy.learn(model)``.
 
 A world provides its signals through ``credit_signals(obs [T+1, F], actions [T], b, steps) -> dict``
-(its ``credit_signals``, e.g. scenarios/relay.py) and names them in its scenario module's ``CREDIT_SIGNALS``. A learning
+(its ``credit_signals``, e.g. scenarios/relay.py) and names them in its scenario's ``SPEC.credit_signals``. A learning
 market round adds ``outcome``, ``profit`` (the round's payments), ``score`` (the clearing price) and, when
 actions are sampled, ``logp``: :func:`provides` is that whole set.
 """

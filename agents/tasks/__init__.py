@@ -8,7 +8,7 @@ specs; everything a sampler needs to know about a task (an isomorphic variant of
 sub-problems) the scenario passes in as a callable. Every sampler saves and restores itself.
 
 A world draws its training rounds through :class:`Draw` (``agents.tasks``); a scenario names what its
-world gives a sampler in ``TASK_SIGNALS``, and a sampler needing more (:data:`NEEDS`) is refused when the
+world gives a sampler in its scenario's ``SPEC.task_signals``, and a sampler needing more (:data:`NEEDS`) is refused when the
 config is loaded.
 """
 

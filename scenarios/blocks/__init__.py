@@ -61,10 +61,10 @@ from scenarios.blocks.config import ACTIONS, FEATURES, MARKET_COLUMNS, MOVES, SO
 from scenarios.blocks.policy import BlocksPolicy
 from scenarios.blocks.scenario import build, evaluate, metrics, validate
 from scenarios.blocks.signals import RECORDED_SIGNALS, SIGNALS, BlocksRecorder, credit_signals, solution_moves
-from scenarios.blocks.world import BRANCHES, ORACLE, SOLVER_FEATURES, TASK_SIGNALS, BlocksWorld, Instance, generate, heldout, legal_moves
+from scenarios.blocks.world import SOLVER_FEATURES, SPEC, BlocksWorld, Instance, generate, heldout, legal_moves
 
 __all__ = [
-    "ACTIONS", "BRANCHES", "FEATURES", "MARKET_COLUMNS", "MOVES", "SOLUTION", "BlocksPolicy", "BlocksRecorder",
+    "ACTIONS", "FEATURES", "MARKET_COLUMNS", "MOVES", "SOLUTION", "BlocksPolicy", "BlocksRecorder",
     "BlocksWorld", "Config", "Instance", "build", "credit_signals", "evaluate", "generate", "heldout", "legal_moves",
-    "metrics", "ORACLE", "RECORDED_SIGNALS", "SIGNALS", "SOLVER_FEATURES", "TASK_SIGNALS", "solution_moves", "validate",
+    "metrics", "RECORDED_SIGNALS", "SIGNALS", "SOLVER_FEATURES", "SPEC", "solution_moves", "validate",
 ]

@@ -11,17 +11,16 @@ from agents.tasks import Draw
 from market.protocols import World
 from scenarios.blocks import kernel
 from scenarios.blocks.config import ACTIONS, CLIP, FEATURES, MOVES, PROGRESS, SOLUTION, SOURCE, Config
+from scenarios.spec import ScenarioSpec
 
-
-TASK_SIGNALS = ("tasks", "variant", "subproblems", "progress")
-"""What the world gives a task sampler (agents.tasks; checked when the config is loaded): ``task_pool`` instances
-per training size, recoloured variants, goal-prefix sub-problems, progress = the goal's share in place."""
-ORACLE = True
-"""BlocksWorld.oracle: Hayek's hand-written solution (SOLUTION) as the sero objective's solver; it reads
-SOLVER_FEATURES, which the run's ``blocks.features`` must include (scenarios/blocks/scenario.py validate)."""
+SPEC = ScenarioSpec(task_signals=("tasks", "variant", "subproblems", "progress"), oracle=True, branches=True)
+"""What the world offers the config loader's checks. A task sampler (agents.tasks) gets ``task_pool`` instances
+per training size, recoloured variants, goal-prefix sub-problems, progress = the goal's share in place.
+BlocksWorld.oracle: Hayek's hand-written solution (SOLUTION) as the sero objective's solver; it reads
+SOLVER_FEATURES, which the run's ``blocks.features`` must include (scenarios/blocks/scenario.py validate).
+BlocksWorld.snapshot / restore: an instance is its arrays' rows, so a branch starts from any state a rollout
+reached."""
 SOLVER_FEATURES = ("wrong1", "need_at", "need_depth")
-BRANCHES = True
-"""BlocksWorld.snapshot / restore: an instance is its arrays' rows, so a branch starts from any state a rollout reached."""
 STATE = ("stack", "height", "n", "limit", "t", "invalid", "over", "_solved")
 """The per-instance arrays (first axis B) that are an instance's whole state."""
 _MOVES = np.array(MOVES, dtype=np.int64)  # action index -> (from stack, to stack), as the move kernel reads it

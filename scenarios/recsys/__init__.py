@@ -31,16 +31,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from scenarios.recsys.config import Config
+from scenarios.spec import ScenarioSpec
 
 __all__ = ["Config", "make_model", "metrics", "validate"]
 
-BID_FEATURES = ("numeric", "agent")
-"""Market mode's learned bids: from the request's stage (one-hot) or per agent; team mode has no auction."""
-LEARNED_ACTIONS = False  # an agent's "action" is the skills it holds: edited by credit, not by action logits
-OBJECTIVE_SIGNALS = ("item_logits", "target", "list_len")
-"""What its own learner gives an agents.objective: the learned recall source's item scores, each question's held-out
-item, the candidate count (learned_recall.py; the ca_pg objective reads them)."""
-SKILL_LIBRARY = True  # [skills] drives its arms (evolve.py), in team and market mode
+SPEC = ScenarioSpec(bid_features=("numeric", "agent"), learned_actions="none", skill_library=True,
+                    objective_signals=("item_logits", "target", "list_len"))
+"""Market mode's learned bids read the request's stage (one-hot) or the agent; team mode has no auction. An
+agent's "action" is the skills it holds, edited by credit, not by action logits. Its own learner gives an
+agents.objective the learned recall source's item scores, each question's held-out item and the candidate count
+(learned_recall.py; the ca_pg objective reads them). ``[skills]`` drives its arms (evolve.py), in team and market
+mode."""
 
 
 def validate(exp) -> None:

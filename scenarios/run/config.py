@@ -190,7 +190,7 @@ def from_dict(data: dict, source: str) -> Experiment:
     run.scenario = module.name  # a file's absolute path, so a resume or a sweep worker finds it again
     sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
                 "skills": SkillsConfig, module.section: module.Config}
-    moved = _keys(SkillsConfig, "skills.") if module.skill_library else ()  # recsys.credit -> skills.credit
+    moved = _keys(SkillsConfig, "skills.") if module.spec.skill_library else ()  # recsys.credit -> skills.credit
     for name in data:
         if name not in sections:
             raise ConfigError(f"{path}: [{name}]: unknown section{_did_you_mean(name, sections)}")
@@ -223,17 +223,17 @@ def _bids_set_the_scheme(data: dict, exp: Experiment) -> None:
     bidder's turns ever correct a value); a group-relative advantage needs groups of rollouts
     (``market.batch`` = 8, one group); learned bids read the scenario's first feature source when
     ``numeric`` is not one of its own (wordmath's agents bid from ``agent``); and value bids take the
-    scenario's own defaults (``VALUE_BIDS``: relay's margin).
+    scenario's own defaults (``SPEC.value_bids``: relay's margin).
     A value the user set that contradicts them is refused by the checks below, naming the key."""
     agents, market = exp.agents, exp.market
     if agents.bids != "market":
         market.bid_scheme = agents.bids
     scenario, set_agents = get_scenario(exp.run.scenario), data.get("agents", {})
-    offered = scenario.bid_features
+    offered = scenario.spec.bid_features
     if market.bid_scheme == "learned" and "features" not in set_agents and offered and agents.features not in offered:
         agents.features = offered[0]
     if market.bid_scheme == "learned" and agents.bid_objective == "value":
-        for key, value in scenario.value_bids:
+        for key, value in scenario.spec.value_bids.items():
             if key not in set_agents:
                 setattr(agents, key, value)
     given = data.get("market", {})
@@ -263,21 +263,21 @@ def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
 
 def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
     """Learned bids need features the scenario's agents can give; learned actions a world of discrete
-    actions its policy maps rules onto (scenarios/registry.py: BID_FEATURES, LEARNED_ACTIONS)."""
+    actions its policy maps rules onto (scenarios/spec.py: bid_features, learned_actions)."""
     agents, scenario = exp.agents, get_scenario(exp.run.scenario)
-    if exp.market.bid_scheme == "learned" and agents.features not in scenario.bid_features:
-        if not scenario.bid_features:
+    if exp.market.bid_scheme == "learned" and agents.features not in scenario.spec.bid_features:
+        if not scenario.spec.bid_features:
             return f"agents.bids = 'learned': scenario {exp.run.scenario!r} has no learned bids"
         return (f"agents.features = {agents.features!r}: scenario {exp.run.scenario!r}'s agents bid from "
-                f"{' or '.join(map(repr, scenario.bid_features))} only")
-    if agents.actions == "grpo" and not scenario.learned_actions:
+                f"{' or '.join(map(repr, scenario.spec.bid_features))} only")
+    if agents.actions == "grpo" and scenario.spec.learned_actions == "none":
         return f"agents.actions = 'grpo': scenario {exp.run.scenario!r} has no learned action logits"
 
 
 def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
-    """[skills] evolves a scenario's skill library (scenarios/registry.py: SKILL_LIBRARY): a scenario without
+    """[skills] evolves a scenario's skill library (scenarios/spec.py: skill_library): a scenario without
     one would ignore a changed key (``credit = "none"``, the setting that turns skill evolution off, says so)."""
-    if get_scenario(exp.run.scenario).skill_library:
+    if get_scenario(exp.run.scenario).spec.skill_library:
         return None
     defaults = SkillsConfig()
     for f in dataclasses.fields(SkillsConfig):
@@ -295,7 +295,7 @@ LM_SIGNALS = ("effect", "token_logits", "value_logits", "state")
 summary, parsed action), state ids (role, state summary) and a token critic's logits; its KL to the base
 model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
-"""What either learner adds where the scenario declares ORACLE: its solver's continuation of each step, scored."""
+"""What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
@@ -307,19 +307,19 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
     from agents.objectives import MissingSignals, check, needs
 
     scenario = get_scenario(exp.run.scenario)
-    if scenario.objective_signals:  # a learner of the scenario's own trains what those signals score
-        if not set(needs(agents.objective)) & set(scenario.objective_signals):
+    if scenario.spec.objective_signals:  # a learner of the scenario's own trains what those signals score
+        if not set(needs(agents.objective)) & set(scenario.spec.objective_signals):
             return (f"agents.objective = {agents.objective!r}: scenario {exp.run.scenario!r} trains only what "
-                    f"{', '.join(scenario.objective_signals)} score, which {agents.objective!r} does not read")
+                    f"{', '.join(scenario.spec.objective_signals)} score, which {agents.objective!r} does not read")
         try:
-            check(agents.objective, scenario.objective_signals, f"scenario {exp.run.scenario!r}'s own learner")
+            check(agents.objective, scenario.spec.objective_signals, f"scenario {exp.run.scenario!r}'s own learner")
         except MissingSignals as err:
             return f"agents.objective = {agents.objective!r}: {err}"
         return None
     if agents.actions != "grpo":
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
-    signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.lm_actions else (RULE_LOGIT_SIGNALS, "rule-logit policies")
-    signals += ORACLE_SIGNALS if scenario.oracle else ()
+    signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.spec.learned_actions == "lm" else (RULE_LOGIT_SIGNALS, "rule-logit policies")
+    signals += ORACLE_SIGNALS if scenario.spec.oracle else ()
     try:
         check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
     except MissingSignals as err:
@@ -341,7 +341,7 @@ def _features_are_read(exp: Experiment) -> str | None:
     agents = exp.agents
     if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned":
         return None
-    if agents.actions == "grpo" and agents.objective != "grpo" and not get_scenario(exp.run.scenario).lm_actions:
+    if agents.actions == "grpo" and agents.objective != "grpo" and get_scenario(exp.run.scenario).spec.learned_actions != "lm":
         from agents.critic import SIGNALS
         from agents.objectives import needs
 
@@ -358,7 +358,7 @@ LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
 def _lm_keys_are_read(exp: Experiment) -> str | None:
     """The LoRA learner's keys are read only where agents.actions = 'grpo' trains an LM (agents/lm_grpo.py)."""
     agents, defaults = exp.agents, AgentsConfig()
-    if agents.actions == "grpo" and get_scenario(exp.run.scenario).lm_actions:
+    if agents.actions == "grpo" and get_scenario(exp.run.scenario).spec.learned_actions == "lm":
         return None
     for key in LM_KEYS:
         if getattr(agents, key) != getattr(defaults, key):
@@ -400,7 +400,7 @@ def _skill_groups_fit(exp: Experiment) -> str | None:
     groups per round, and one grouping of the worlds when the LM learner groups them too."""
     skills, agents, market = exp.skills, exp.agents, exp.market
     scenario = get_scenario(exp.run.scenario)
-    if not (scenario.skill_library and scenario.own_model is None and skills.credit != "none"):
+    if not (scenario.spec.skill_library and scenario.own_model is None and skills.credit != "none"):
         return None
     if market.batch % skills.group:
         return f"skills.group = {skills.group}: market.batch ({market.batch}) must be a multiple of {skills.group}"
@@ -410,7 +410,7 @@ def _skill_groups_fit(exp: Experiment) -> str | None:
 
 
 def _branches_can_be_played(exp: Experiment) -> str | None:
-    """agents.branches restarts worlds from inner states (the scenario's BRANCHES) for learned action logits, a
+    """agents.branches restarts worlds from inner states (the scenario's SPEC.branches) for learned action logits, a
     round holding M full rollouts (whole groups) and N branches of each; the tree credits the steps itself, and a
     task sampler would be told a branch's reward as if its task had been drawn again."""
     agents, market = exp.agents, exp.market
@@ -418,10 +418,10 @@ def _branches_can_be_played(exp: Experiment) -> str | None:
     if not N:
         return None
     scenario = get_scenario(exp.run.scenario)
-    if not scenario.branches:
+    if not scenario.spec.branches:
         return (f"agents.branches = {N}: scenario {exp.run.scenario!r}'s world cannot restart an instance from an "
-                f"inner state (its scenario does not declare BRANCHES)")
-    if agents.actions != "grpo" or scenario.lm_actions:
+                f"inner state (its SPEC does not declare branches)")
+    if agents.actions != "grpo" or scenario.spec.learned_actions == "lm":
         return f"agents.branches = {N}: branches are rollouts for learned action logits; set agents.actions = \"grpo\""
     if agents.credit != "grpo":
         return (f"agents.branches = {N}: the tree credits each step by the rollouts below it, in agents.credit's "
@@ -453,7 +453,7 @@ def _world_feeds_the_estimator(exp: Experiment) -> str | None:
         from agents.credit import MissingSignals, require
         from agents.credit.step_advantages import provides
 
-        signals = provides(get_scenario(exp.run.scenario).credit_signals)
+        signals = provides(get_scenario(exp.run.scenario).spec.credit_signals)
         try:
             require(agents.credit, signals, f"scenario {exp.run.scenario!r}")
         except MissingSignals as err:
@@ -461,14 +461,14 @@ def _world_feeds_the_estimator(exp: Experiment) -> str | None:
 
 
 def _world_offers_the_tasks(exp: Experiment) -> str | None:
-    """A task sampler draws from the world's tasks and reads what its scenario's ``TASK_SIGNALS`` name (agents/tasks
+    """A task sampler draws from the world's tasks and reads what its scenario's ``SPEC.task_signals`` name (agents/tasks
     ``NEEDS``); scrl normalises a learned action's reward among its sub-problem's rollouts, so it needs groups."""
     agents = exp.agents
     if agents.tasks == "world":
         return None
     from agents.tasks import NEEDS
 
-    provided = get_scenario(exp.run.scenario).task_signals
+    provided = get_scenario(exp.run.scenario).spec.task_signals
     missing = sorted(set(NEEDS[agents.tasks]) - set(provided))
     if missing:
         return (f"agents.tasks = {agents.tasks!r}: task sampler {agents.tasks!r} needs signals scenario "

@@ -53,12 +53,12 @@ def test_relay_signals_follow_the_item():
             assert (s[-1] == K) == bool(t.outcome)
             np.testing.assert_allclose(t.progress, s / K)
             np.testing.assert_allclose(t.evidence, np.diff(s) > 0)
-            assert C.provided([t]) >= set(relay.CREDIT_SIGNALS)
+            assert C.provided([t]) >= set(relay.SPEC.credit_signals)
 
 
 def test_every_supported_estimator_runs_on_real_relay_groups():
     _, seen, _ = relay_model(rounds=3)
-    names = C.supported(provides(relay.CREDIT_SIGNALS))
+    names = C.supported(provides(relay.SPEC.credit_signals))
     assert len(names) == 16  # all but skillgate (no selection labels) and scpo (embeddings off here)
     for groups, _, _ in seen:
         for group in groups:

@@ -1,6 +1,6 @@
 """agents.tasks in relay and blocks: the sampler draws the training rounds (G rollouts of each task) and
 hears one reward per rollout after each; its variants and sub-problems are what they claim; held-out
-instances are untouched; its state resumes exactly; worlds without TASK_SIGNALS refuse it at load."""
+instances are untouched; its state resumes exactly; worlds without task signals refuse it at load."""
 
 import numpy as np
 import pytest

@@ -133,7 +133,7 @@ def test_learned_bids_run_on_defaults_and_refuse_the_other_objectives_keys():
     assert exp.market.batch == 1 and exp.market.clearing == "softmax"
     assert load("relay", ["agents.bids=learned", "market.clearing=first_price"]).market.clearing == "first_price"
     assert load("blocks", []).market.clearing == "first_price"
-    assert exp.agents.bid_margin == 0.3 != AgentsConfig().bid_margin  # relay's VALUE_BIDS
+    assert exp.agents.bid_margin == 0.3 != AgentsConfig().bid_margin  # relay's SPEC.value_bids
     assert load("relay", ["agents.bids=learned", "agents.bid_margin=0.05"]).agents.bid_margin == 0.05  # the user's
     assert load("blocks", []).agents.bid_margin == AgentsConfig().bid_margin
     with pytest.raises(ConfigError, match="agents.advantage = 'local': not read by agents.bid_objective = 'value'"):

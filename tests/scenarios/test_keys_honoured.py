@@ -120,7 +120,7 @@ def test_token_price_needs_a_policy_that_reports_tokens_not_a_learned_actions_de
                                             r"reports no LLM tokens"):
         build_model(load("relay", ["market.token_price=0.1"]))
     plugin = tmp_path / "metered.py"
-    plugin.write_text(METERED)  # no LEARNED_ACTIONS = "lm": it was refused as making "no LLM calls"
+    plugin.write_text(METERED)  # no learned_actions="lm": it was refused as making "no LLM calls"
     code, out, err = cli(["run", str(plugin), "--set", "market.token_price=1.0", "--set", "run.episodes=16",
                           "--set", "market.batch=4", "--json", "--out", str(tmp_path)], capsys)
     assert code == 0, err
