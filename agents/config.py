@@ -27,11 +27,6 @@ REINFORCE_KEYS = ("bid_scale", "init_std", "advantage", "entropy")
 class AgentsConfig:
     """How agents bid and learn. Every field is optional: the defaults leave a scenario as written."""
 
-    bids: Literal["market", "fixed", "fixed_with_eps", "holland", "learned"] = "market"
-    """The user-facing bid scheme: any value but ``market`` sets ``market.bid_scheme`` (one mechanism,
-    two names: ``--set agents.bids=learned`` is ``--set market.bid_scheme=learned``). ``learned``
-    also switches the clearing to ``softmax`` unless the config sets ``market.clearing`` (blocks.toml
-    and flagship.toml set ``first_price``)."""
     actions: Literal["rule", "grpo"] = "rule"
     """rule: the winner does what its rule says; grpo: each agent also has learned action logits
     (a residual over its rule's action) trained by the group-relative policy gradient."""

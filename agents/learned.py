@@ -41,13 +41,12 @@ from agents.value_bids import ValueBids
 from market.protocols import PolicyWrapper
 
 
-def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool | None = None):
+def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool = False):
     """(device, bid learner, action learner or None) for ``inner`` under ``cfg``: the one factory.
 
-    ``learned_bids``: whether the agents' bids are learned (default: ``agents.bids = "learned"``); else the
+    ``learned_bids``: whether the agents' bids are learned (``market.bid_scheme = "learned"``); else the
     market's scheme bids. Built in this order (each draws from torch's RNG in turn): the LM learner (before the
     features: hf features read the trained LM), the features, the bid head, the critic."""
-    learned_bids = cfg.bids == "learned" if learned_bids is None else learned_bids
     value = learned_bids and cfg.bid_objective == "value"
     lm = cfg.actions == "grpo" and isinstance(inner, LLMPolicy)  # LLM agents: their actions are the LM's completions
     logits = cfg.actions == "grpo" and not lm  # rule worlds: action logits over the world's actions
@@ -67,7 +66,7 @@ def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bid
 
 
 class LearnedPolicy(PolicyWrapper):
-    def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool | None = None):
+    def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool = False):
         super().__init__(inner)
         self.cfg = cfg
         self.device, self.bid_learner, self.action_learner = learners(inner, cfg, seed, features, learned_bids)

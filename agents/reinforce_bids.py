@@ -1,4 +1,4 @@
-"""REINFORCE bids (``agents.bids = "learned"``, ``agents.bid_objective = "reinforce"``): bids trained through
+"""REINFORCE bids (``market.bid_scheme = "learned"``, ``agents.bid_objective = "reinforce"``): bids trained through
 the softmax auction.
 
 Under softmax clearing the winner of auction s is drawn with P_s(i) = softmax_{i eligible}(bid_i / temperature),

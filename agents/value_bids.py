@@ -1,4 +1,4 @@
-"""Value bids (``agents.bids = "learned"``, ``agents.bid_objective = "value"``): each agent bids what its turn
+"""Value bids (``market.bid_scheme = "learned"``, ``agents.bid_objective = "value"``): each agent bids what its turn
 is worth to it.
 
 The bid head (agents/bid_head.py) predicts what each agent's turn from an observation will earn it, [B, N]

@@ -1,6 +1,6 @@
 """The config reference: every key of every section, read from the config dataclasses themselves.
 
-The sections are those a scenario file may hold (scenarios/run/config.py: ``[run]``, ``[market]``,
+The sections are those a scenario file may hold (scenarios/run/experiment.py: ``[run]``, ``[market]``,
 ``[population]``, ``[agents]``, ``[skills]``) and each built-in scenario's own (``scenarios.registry.SCENARIOS``);
 a field holding a config dataclass is a nested table (``agents.credit_settings.delta_ttg.rho``). For each key:
 its type (a ``Literal`` as its choices), its default, its bounds (pydantic's ``Field(ge=..., le=...)``) and the
@@ -44,7 +44,7 @@ def sections() -> list[tuple[str, type]]:
     from agents.config import AgentsConfig
     from market.config import MarketConfig, PopulationConfig
     from scenarios.registry import SCENARIOS, get_scenario
-    from scenarios.run.config import RunConfig
+    from scenarios.run.experiment import RunConfig
     from skills.config import SkillsConfig
 
     out = [("run", RunConfig), ("market", MarketConfig), ("population", PopulationConfig),

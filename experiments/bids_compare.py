@@ -7,7 +7,7 @@
     python -m experiments.bids_compare --tables pools --seeds 10 --first-seed 10   # a second set of seeds
     python -m experiments.bids_compare --tables compare --scenarios relay --seeds 20  # relay's rows only
 
-**Comparison** (``agents.bids`` = fixed | fixed_with_eps | holland | learned) on ``relay`` and
+**Comparison** (``market.bid_scheme`` = fixed | fixed_with_eps | holland | learned) on ``relay`` and
 ``blocks`` at the scenarios' *default* economies (their TOML files as shipped: rent, batch, pool,
 clearing), several seeds; only the bid scheme changes (``learned`` brings softmax clearing where the
 file sets none: relay; blocks sets first price). ``learned`` runs with both objectives:
@@ -103,7 +103,8 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
     if clearing:
         data["market"]["clearing"] = clearing
     agents = data.setdefault("agents", {})
-    agents["bids"] = bids
+    if bids != "market":  # market: the scenario's own scheme
+        data.setdefault("market", {})["bid_scheme"] = bids
     if bids != "learned" or objective == "reinforce":  # the shipped value-bid settings belong to value bids
         for key in VALUE_KEYS:
             agents.pop(key, None)

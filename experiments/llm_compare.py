@@ -38,18 +38,18 @@ from experiments import rows as results
 from experiments.bids_compare import fmt
 
 ARMS = {
-    "fixed": ["agents.bids=fixed"],
-    "fixed_with_eps": ["agents.bids=fixed_with_eps"],
-    "holland": ["agents.bids=holland"],
-    "learned": ["agents.bids=learned", "market.clearing=first_price"],
-    "holland+grpo": ["agents.bids=holland", "agents.actions=grpo"],
-    "learned+grpo": ["agents.bids=learned", "agents.actions=grpo", "market.clearing=first_price"],
-    "learned@softmax": ["agents.bids=learned"],
-    "holland+grse": ["agents.bids=holland", "skills.credit=grse", "skills.diagnoser=llm"],
+    "fixed": ["market.bid_scheme=fixed"],
+    "fixed_with_eps": ["market.bid_scheme=fixed_with_eps"],
+    "holland": ["market.bid_scheme=holland"],
+    "learned": ["market.bid_scheme=learned", "market.clearing=first_price"],
+    "holland+grpo": ["market.bid_scheme=holland", "agents.actions=grpo"],
+    "learned+grpo": ["market.bid_scheme=learned", "agents.actions=grpo", "market.clearing=first_price"],
+    "learned@softmax": ["market.bid_scheme=learned"],
+    "holland+grse": ["market.bid_scheme=holland", "skills.credit=grse", "skills.diagnoser=llm"],
     "flagship": [],
 }
 """The learned arms keep first-price clearing, as the flagship does (flagship.toml sets it): the README's rows were
-measured under it. ``learned@softmax`` is ``--set agents.bids=learned`` as a user runs it (learned bids bring
+measured under it. ``learned@softmax`` is ``--set market.bid_scheme=learned`` as a user runs it (learned bids bring
 softmax clearing)."""
 SCENARIO = {"flagship": "flagship"}  # an arm's scenario file, when it is not wordmath.toml
 SKILL_COUNTS = ("heldout_accuracy_initial", "skill_edits_proposed", "skill_edits_accepted", "skill_edits_rejected",

@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 
 ARMS = {
-    "fixed": ["agents.bids=fixed"],
-    "holland": ["agents.bids=holland"],
-    "learned": ["agents.bids=learned", "market.clearing=first_price"],
+    "fixed": ["market.bid_scheme=fixed"],
+    "holland": ["market.bid_scheme=holland"],
+    "learned": ["market.bid_scheme=learned", "market.clearing=first_price"],
 }
 SIZE = ["run.episodes=24", "procurement.heldout=8", "procurement.llm.threads=1"]
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "procurement_compare.jsonl"

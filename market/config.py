@@ -37,8 +37,9 @@ class MarketConfig:
     """fixed: every agent bids base_bid; fixed_with_eps: a newborn bids max(others)+bid_eps, then
     keeps it; holland: bid = max(base_bid, holland_c x wealth); policy: the policy's
     ``bids(obs)`` ([N] or [B, N] credits: evolved or feature-conditioned bids); learned: the same
-    hook, the policy being a trained bid head (agents/learner.py; the runner wraps the scenario's
-    policy in ``agents.LearnedPolicy``; it needs ``clearing = "softmax"``, the rule it is trained under)."""
+    hook, the policy being a trained bid head (agents/learned.py composes it; unless the config sets
+    ``market.clearing`` it clears by ``softmax``, which reinforce bids need, scenarios/run/derived.py).
+    The one name of this knob: ``agents.bids``, its old second name, is read as this key with a warning."""
     base_bid: float = Field(0.05, ge=0, le=MAX_CREDITS)
     """Bid of the fixed scheme, and the floor of the holland scheme, in credits (at most 1e9)."""
     bid_eps: float = Field(0.01, ge=0, le=MAX_CREDITS)

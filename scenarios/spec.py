@@ -35,7 +35,7 @@ class ScenarioSpec:
     ``progress``), checked against ``agents.tasks``; the world's ``draw_tasks(name, rng)`` hands the sampler its
     training draw."""
     bid_features: tuple[str, ...] | None = None
-    """The ``agents.features`` its agents can bid from under ``agents.bids = "learned"`` (None: all of
+    """The ``agents.features`` its agents can bid from under ``market.bid_scheme = "learned"`` (None: all of
     :data:`BID_FEATURES` for a ``build`` scenario, whose policy describes its features with a RuleSpace; none for a
     model of its own)."""
     learned_actions: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+import warnings
 
 # The imports below make ~125k objects (mesa's pandas and scipy, sqlalchemy), none of them garbage. The collector,
 # left on, walks them again and again while they load (~0.2 s of the command's start) and at every full collection
@@ -19,14 +20,14 @@ import sys
 # then frozen out of its sight. What loads later (torch, for LLM runs) is collected as usual.
 gc.disable()
 import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks the caller's frames (~80 ms from deep)
-from scenarios.cli import bench, report, resume, run, scenarios, skills, sweep  # noqa: E402
+from scenarios.cli import bench, config, report, resume, run, scenarios, skills, sweep  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
-from scenarios.run.config import ConfigError  # noqa: E402
+from scenarios.run.config import ConfigError, DeprecatedKey  # noqa: E402
 
 gc.freeze()
 gc.enable()
 
-COMMANDS = (run, resume, scenarios, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
+COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +38,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(message, category, filename, lineno, file=None, line=None, _shown=warnings.showwarning):
+    """A renamed key's warning as one line naming the old key and the new (other warnings as Python shows them)."""
+    if issubclass(category, DeprecatedKey):
+        print(f"catallax: warning: {skills.shown(str(message))}", file=file or sys.stderr)
+    else:
+        _shown(message, category, filename, lineno, file, line)
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _one_line
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -50,7 +50,7 @@ def validate(exp) -> None:
     wired to recsys's edits)."""
     cfg, G = exp.scenario, exp.skills.group
     if exp.market.bid_scheme == "learned" and cfg.mode != "market":
-        raise ValueError("agents.bids = 'learned': team mode has no auction; set recsys.mode = \"market\"")
+        raise ValueError("market.bid_scheme = 'learned': team mode has no auction; set recsys.mode = \"market\"")
     if exp.market.batch % G:
         raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of skills.group = {G} "
                          f"(each question gets G rollouts)")

@@ -49,7 +49,7 @@ class RoutingWorld(World):
 def routing_market(regions=4, seed=0, **agents):
     world = RoutingWorld(regions)
     inner = RulePolicy(world.space, [f"always -> solve_{k}" for k in range(regions)])
-    policy = LearnedPolicy(inner, AgentsConfig(bids="learned", bid_objective="reinforce", **agents), seed=seed)
+    policy = LearnedPolicy(inner, AgentsConfig(bid_objective="reinforce", **agents), seed=seed, learned_bids=True)
     market = MarketConfig(batch=32, clearing="softmax", bid_scheme="learned", rent=0.0, temperature=0.05)
     population = PopulationConfig(initial_agents=regions, initial_wealth=1000.0, min_agents=0, max_agents=regions,
                                   births=False)
@@ -118,7 +118,7 @@ def test_minilm_features_run_offline_in_a_learning_market():
     from scenarios.run.config import load
     from scenarios.run.runner import build_model
 
-    exp = load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "agents.features=minilm", "agents.dim=8",
+    exp = load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.features=minilm", "agents.dim=8",
                          "market.batch=4"])
     model = build_model(exp)
     before = model.policy.bid_learner.head.proj.weight.detach().clone()

@@ -20,7 +20,7 @@ from tests.agents.scoring import mean_logprob
 
 
 def relay_learned(*overrides):
-    exp = load("relay", ["agents.bids=learned", "market.batch=8", "population.initial_agents=12", *overrides])
+    exp = load("relay", ["market.bid_scheme=learned", "market.batch=8", "population.initial_agents=12", *overrides])
     return build_model(exp)
 
 
@@ -107,16 +107,16 @@ def test_cuda_on_a_cpu_only_torch_is_refused_at_load():
     from scenarios.run.config import ConfigError
 
     if torch.cuda.is_available():
-        assert load("relay", ["agents.bids=learned", "agents.device=cuda"]).agents.device == "cuda"
+        assert load("relay", ["market.bid_scheme=learned", "agents.device=cuda"]).agents.device == "cuda"
     else:
         with pytest.raises(ConfigError, match="agents.device = 'cuda'"):
-            load("relay", ["agents.bids=learned", "agents.device=cuda"])
+            load("relay", ["market.bid_scheme=learned", "agents.device=cuda"])
 
 
 def test_newborn_rows_reset_only_per_agent_moments():
     """A newborn takes a recycled row: its own rows' Adam moments restart, the shared projection's do not."""
     policy = LearnedPolicy(RulePolicy(RoutingWorld(3).space, ["always -> solve_0"]),
-                           AgentsConfig(bids="learned", bid_objective="reinforce", features="numeric", dim=4))
+                           AgentsConfig(bid_objective="reinforce", features="numeric", dim=4), learned_bids=True)
     policy.resize(6)
     head = policy.bid_learner.head
     policy.adam.step(head.bids(torch.ones(2, 3, device=head.row.device)).sum())

@@ -10,7 +10,7 @@ from scenarios.run.config import load
 
 
 def llm_market(features: str):
-    exp = load("wordmath", ["agents.bids=learned", f"agents.features={features}", "market.batch=3",
+    exp = load("wordmath", ["market.bid_scheme=learned", f"agents.features={features}", "market.batch=3",
                             "population.initial_agents=4", "wordmath.heldout=3"])
     return get_scenario("wordmath").make_model(exp)
 

@@ -39,7 +39,7 @@ from tests.helpers import assert_gradients_match_finite_differences
 def test_value_targets_sum_to_each_agents_ledger_flows(overrides):
     """Summed over an agent's turns of a round, the regression targets are exactly what the ledger
     paid it for the world (BID in) and as reward (REWARD in), less the fees it paid (FEE out)."""
-    exp = load("relay", ["agents.bids=learned", "market.batch=4", "population.initial_agents=12", *overrides])
+    exp = load("relay", ["market.bid_scheme=learned", "market.batch=4", "population.initial_agents=12", *overrides])
     model = build_model(exp)
     checked = 0
     for _ in range(12):
@@ -77,9 +77,9 @@ def test_value_loss_gradient_matches_finite_differences():
 def test_one_step_moves_each_agents_value_to_its_running_mean():
     """With ``agent`` features the value is a per-agent running estimate: a newcomer's first turns
     replace its guess by their mean; past 1/value_rate turns it moves 1 - (1 - rate)^K of the way."""
-    cfg = AgentsConfig(bids="learned", features="agent", value_rate=0.25)
+    cfg = AgentsConfig(features="agent", value_rate=0.25)
     world = RoutingWorld(2)
-    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), cfg)
+    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), cfg, learned_bids=True)
     market = MarketModel(world, policy, MarketConfig(bid_scheme="learned", batch=4, rent=0.0),
                          PopulationConfig(initial_agents=2, initial_wealth=100.0, births=False), seed=0)
     policy.bid_learner.head.bias.data[1:3] = torch.tensor([0.4, 0.9])  # rows 1, 2: a newcomer and an agent of 10 turns
@@ -98,7 +98,7 @@ def test_one_step_moves_each_agents_value_to_its_running_mean():
 def test_an_agent_that_predicts_a_loss_sits_out():
     world = RoutingWorld(2)
     policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]),
-                           AgentsConfig(bids="learned", features="agent"))
+                           AgentsConfig(features="agent"), learned_bids=True)
     policy.resize(2)
     policy.bid_learner.head.bias.data = torch.tensor([-0.2, 0.3])
     obs = np.array([[0], [1]])
@@ -109,7 +109,7 @@ def test_an_agent_that_predicts_a_loss_sits_out():
 def test_value_heads_recover_a_planted_routing_rule():
     world = RoutingWorld(4)
     inner = RulePolicy(world.space, [f"always -> solve_{k}" for k in range(4)])
-    policy = LearnedPolicy(inner, AgentsConfig(bids="learned"), seed=0)  # value bids on one-hot region features
+    policy = LearnedPolicy(inner, AgentsConfig(), seed=0, learned_bids=True)  # value bids on one-hot region features
     market = MarketConfig(batch=32, bid_scheme="learned", clearing="softmax", temperature=0.05, rent=0.0)  # it explores
     population = PopulationConfig(initial_agents=4, initial_wealth=1000.0, min_agents=0, max_agents=4, births=False)
     model = MarketModel(world, policy, market, population, seed=0)
@@ -125,35 +125,35 @@ def test_value_heads_recover_a_planted_routing_rule():
 
 
 def test_learned_bids_run_on_defaults_and_refuse_the_other_objectives_keys():
-    """``--set agents.bids=learned`` alone runs (value bids need no groups) and brings softmax clearing and the
+    """``--set market.bid_scheme=learned`` alone runs (value bids need no groups) and brings softmax clearing and the
     scenario's own value-bid defaults unless the config sets the key (blocks' file sets first price); a key only
     the reinforce objective reads is refused, naming it; reinforce brings softmax and groups of 8 (and none of
     value bids' defaults)."""
-    exp = load("relay", ["agents.bids=learned"])
+    exp = load("relay", ["market.bid_scheme=learned"])
     assert exp.market.batch == 1 and exp.market.clearing == "softmax"
-    assert load("relay", ["agents.bids=learned", "market.clearing=first_price"]).market.clearing == "first_price"
+    assert load("relay", ["market.bid_scheme=learned", "market.clearing=first_price"]).market.clearing == "first_price"
     assert load("blocks", []).market.clearing == "first_price"
     assert exp.agents.bid_margin == 0.3 != AgentsConfig().bid_margin  # relay's SPEC.value_bids
-    assert load("relay", ["agents.bids=learned", "agents.bid_margin=0.05"]).agents.bid_margin == 0.05  # the user's
+    assert load("relay", ["market.bid_scheme=learned", "agents.bid_margin=0.05"]).agents.bid_margin == 0.05  # the user's
     assert load("blocks", []).agents.bid_margin == AgentsConfig().bid_margin
     with pytest.raises(ConfigError, match="agents.advantage = 'local': not read by agents.bid_objective = 'value'"):
-        load("relay", ["agents.bids=learned", "agents.advantage=local"])
-    reinforce = load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce"])
+        load("relay", ["market.bid_scheme=learned", "agents.advantage=local"])
+    reinforce = load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce"])
     assert reinforce.market.clearing == "softmax" and reinforce.market.batch == 8
     assert reinforce.agents.bid_margin == AgentsConfig().bid_margin  # relay's value-bid margin is not imposed
     with pytest.raises(ConfigError, match="market.clearing = 'first_price'"):
-        load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "market.clearing=first_price"])
+        load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "market.clearing=first_price"])
     with pytest.raises(ConfigError, match="agents.group = 0"):
-        load("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "market.batch=1"])
+        load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "market.batch=1"])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_headline_command_learns_relays_chain_on_its_defaults(tmp_path, seed):
-    """``catallax run relay --set agents.bids=learned`` and nothing else (softmax clearing, relay's margin, batch 1):
+    """``catallax run relay --set market.bid_scheme=learned`` and nothing else (softmax clearing, relay's margin, batch 1):
     the market's success over the last fifth of its 1000 episodes is near 1 (fixed bids on the same economy: 0.03,
     README "Bids compared")."""
     done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "relay", "--json", "--seed", str(seed),
-                           "--set", "agents.bids=learned", "--out", str(tmp_path)],
+                           "--set", "market.bid_scheme=learned", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
@@ -164,7 +164,7 @@ def test_a_value_bid_run_never_builds_a_torch_optimizer():
     """Building one imports torch._dynamo, 0.9 s of a 4 s relay run: value steps are written in place and the
     learner's Adam is built at first use, which a value-bid run over rule actions never reaches."""
     script = ("import sys; from scenarios.run.config import load; from scenarios.run.runner import build_model; "
-              "m = build_model(load('relay', ['agents.bids=learned', 'run.episodes=40'])); "
+              "m = build_model(load('relay', ['market.bid_scheme=learned', 'run.episodes=40'])); "
               "[m.step() for _ in range(40)]; assert m.policy.bid_learner.turns.sum() > 0; print('torch._dynamo' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -183,5 +183,5 @@ def test_auto_keeps_a_value_bid_learner_on_the_cpu_where_cuda_is_present(monkeyp
     assert pick_device("auto").type == "cuda" and pick_device("auto", gradients=False).type == "cpu"
     assert pick_device("cuda", gradients=False).type == "cuda"  # named: kept
     world = RoutingWorld(2)
-    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), AgentsConfig(bids="learned"))
+    policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), AgentsConfig(), learned_bids=True)
     assert policy.device.type == "cpu" and policy.bid_learner.head.row.device.type == "cpu" and policy.action_learner is None

@@ -6,7 +6,7 @@ import json
 
 from agents.objectives import NAMES, needs
 from experiments import objectives_compare
-from scenarios.run.config import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
+from scenarios.run.rules import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
 
 
 def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(capsys):

@@ -288,7 +288,7 @@ def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
 
     cfg = blocks.Config(train_sizes=[4], curriculum=False)
     world, rules = blocks.build(cfg, initial_rules=list(blocks.SOLUTION))  # some episodes are solved
-    policy = LearnedPolicy(rules, AgentsConfig(bids="learned", features="agent"))  # value bids, as blocks ships
+    policy = LearnedPolicy(rules, AgentsConfig(features="agent"), learned_bids=True)  # value bids, as blocks ships
     market = MarketConfig(bid_scheme="learned", payment=payment, conserve=conserve, action_fee=0.003, batch=8)
     model = MarketModel(world, policy, market, PopulationConfig(initial_agents=10), seed=3)
     model.ledger.flush()  # the birth grants

@@ -17,7 +17,7 @@ from scenarios.run.runner import run_experiment
 def market_of(exp, seed: int, initial_rules=None) -> MarketModel:
     """The scenario's economy (value bids over blocks' rules), optionally from hand-written rules."""
     world, policy = blocks.build(exp.scenario, initial_rules)
-    return MarketModel(world, LearnedPolicy(policy, exp.agents, seed=seed), exp.market, exp.population, seed=seed)
+    return MarketModel(world, LearnedPolicy(policy, exp.agents, seed=seed, learned_bids=exp.market.bid_scheme == "learned"), exp.market, exp.population, seed=seed)
 
 
 def world_of(goal, s1, s2, s3, **cfg):
@@ -245,7 +245,7 @@ def test_a_gap_is_a_legal_move_no_rule_wakes_for_even_one_sitting_out():
     world = world_of([1, 2], [2], [], [1], features=list(blocks.FEATURES))  # legal: 1to2, 1to3, 3to1, 3to2
     world.reset(1, None)
     _, rules = blocks.build(cfg, initial_rules=["wrong1 > 0 -> 1to2", "wrong1 > 0 -> 1to3"])
-    learned = LearnedPolicy(rules, AgentsConfig(bids="learned", features="agent"))
+    learned = LearnedPolicy(rules, AgentsConfig(features="agent"), learned_bids=True)
     learned.resize(2)
     learned.spawn(np.array([0, 1]), np.random.default_rng(0))
     learned.bid_learner.head.bias.data = torch.tensor([-0.1, 0.3])

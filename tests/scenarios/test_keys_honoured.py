@@ -39,9 +39,9 @@ def test_features_without_learned_bids_are_refused_in_one_line_naming_the_key(tm
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "agents.features = 'minilm'" in err and "learned bids" in err
     assert not (tmp_path / "catallax.db").exists()  # refused before anything was written
-    assert load("relay", ["agents.bids=learned", "agents.features=agent"]).agents.features == "agent"
+    assert load("relay", ["market.bid_scheme=learned", "agents.features=agent"]).agents.features == "agent"
     assert load("blocks", ["agents.actions=grpo", "agents.objective=tppo", "agents.features=agent",
-                           "agents.bids=holland"]).agents.features == "agent"  # tppo's critic reads them
+                           "market.bid_scheme=holland"]).agents.features == "agent"  # tppo's critic reads them
 
 
 def test_skills_credit_none_is_the_off_setting_even_without_a_library():
@@ -52,7 +52,7 @@ def test_skills_credit_none_is_the_off_setting_even_without_a_library():
 def test_a_group_that_must_divide_the_batch_is_named_in_full():
     assert refusal("wordmath", ["skills.credit=grse", "skills.group=3"]).endswith(
         "skills.group = 3: market.batch (16) must be a multiple of 3")
-    assert refusal("relay", ["agents.bids=learned", "agents.bid_objective=reinforce", "agents.group=3",
+    assert refusal("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.group=3",
                              "market.batch=8"]).endswith("agents.group = 3: market.batch (8) must be a multiple of 3")
 
 

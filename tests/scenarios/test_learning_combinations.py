@@ -26,7 +26,7 @@ SMALL = {"relay": ["run.episodes=8"], "blocks": ["run.episodes=8", "blocks.heldo
 
 def combinations():
     for bids, objective, features, actions in itertools.product(BIDS, OBJECTIVES, FEATURES, ACTIONS):
-        sets = [f"agents.bids={bids}", f"agents.actions={actions}"]
+        sets = [f"agents.actions={actions}"] + ([] if bids == "market" else [f"market.bid_scheme={bids}"])
         if bids == "learned":
             sets += [f"agents.bid_objective={objective}", f"agents.features={features}"]
         elif (objective, features) != ("value", "numeric"):
@@ -73,8 +73,8 @@ def test_accepted_learning_combinations_run_a_round(scenario):
 
 
 def test_what_is_refused_where():
-    assert "no learned bids" in outcome("boltzmann", ["agents.bids=learned"])
-    exp = outcome("wordmath", ["agents.bids=learned", "agents.actions=grpo"])  # the headline loop, on its defaults
+    assert "no learned bids" in outcome("boltzmann", ["market.bid_scheme=learned"])
+    exp = outcome("wordmath", ["market.bid_scheme=learned", "agents.actions=grpo"])  # the headline loop, on its defaults
     assert exp.agents.features == "numeric" and exp.agents.group == 4 and exp.market.batch == 16
     assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
                                                                                        "agents.lora_rank=4"])
@@ -85,7 +85,7 @@ def test_what_is_refused_where():
     assert "only the hf backend" in outcome("wordmath", ["agents.actions=grpo", "wordmath.llm.backend=\"vllm\""])
     assert "no learned action logits" in outcome("recsys", ["agents.actions=grpo"])
     with pytest.raises(ConfigError, match="team mode has no auction"):
-        load("recsys", ["agents.bids=learned"])
+        load("recsys", ["market.bid_scheme=learned"])
 
 
 def test_objectives_run_on_rule_logits_where_their_signals_are_there_and_are_refused_elsewhere():

@@ -59,7 +59,7 @@ def test_config_names_bad_keys():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bids", [[], ["agents.bids=learned", "agents.actions=grpo", "agents.kl=0.05", "run.episodes=4",
+@pytest.mark.parametrize("bids", [[], ["market.bid_scheme=learned", "agents.actions=grpo", "agents.kl=0.05", "run.episodes=4",
                                       "market.batch=4", "wordmath.heldout=4"]],
                          ids=["holland", "learned-value-bids+lora-grpo"])
 def test_catallax_run_wordmath_reports_market_and_single_agent_accuracy(tmp_path, bids):

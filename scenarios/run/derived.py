@@ -1,0 +1,53 @@
+"""The defaults that depend on other keys, derived once by one pure function: the run's effective config.
+
+A key the user did not set may take a default that depends on others: what a learner needs comes along
+with it. Learned bids clear by softmax (reinforce bids are trained on its probabilities; a value learner
+needs its exploration, since under first-price clearing only the top bidder's turns ever correct a value);
+a group-relative advantage over the whole round needs a round of rollouts (``market.batch`` = 8 at least);
+learned bids read the scenario's first feature source when ``numeric`` is not one of its own (wordmath's
+agents bid from ``agent``); value bids take the scenario's own defaults (``SPEC.value_bids``: relay's
+margin). A key the user set is never changed: a value that contradicts what the run needs is refused by a
+rule (scenarios/run/rules.py), naming it.
+
+The effective config is what the run stores (its ``config``) and what ``catallax config show`` prints;
+deriving it again from a stored config changes nothing, since every key is then set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from scenarios.run.experiment import Experiment
+from scenarios.spec import ScenarioSpec
+
+
+def effective(exp: Experiment, given: set[str], spec: ScenarioSpec) -> Experiment:
+    """``exp`` (as parsed: the keys set, the rest at their dataclass defaults) with the dependent defaults of
+    the keys not in ``given`` (dotted keys: ``market.clearing``) derived for a scenario declaring ``spec``,
+    and ``derived`` naming each key whose value they changed (key -> (parsed, effective)). A new
+    experiment: ``exp`` is left as it is."""
+    agents, market = _agents(exp, given, spec), _market(exp, given)
+    changed = {f"{name}.{f.name}": (getattr(old, f.name), getattr(new, f.name))
+               for name, old, new in (("market", exp.market, market), ("agents", exp.agents, agents))
+               for f in dataclasses.fields(old) if getattr(old, f.name) != getattr(new, f.name)}
+    return dataclasses.replace(exp, agents=agents, market=market, derived=changed)
+
+
+def _agents(exp: Experiment, given: set[str], spec: ScenarioSpec):
+    agents, changes = exp.agents, {}
+    if exp.market.bid_scheme == "learned":
+        offered = spec.bid_features
+        if "agents.features" not in given and offered and agents.features not in offered:
+            changes["features"] = offered[0]
+        if agents.bid_objective == "value":
+            changes |= {key: value for key, value in spec.value_bids.items() if f"agents.{key}" not in given}
+    return dataclasses.replace(agents, **changes) if changes else agents
+
+
+def _market(exp: Experiment, given: set[str]):
+    market, agents, changes = exp.market, exp.agents, {}
+    if market.bid_scheme == "learned" and "market.clearing" not in given:
+        changes["clearing"] = "softmax"
+    if agents.needs_groups(market.bid_scheme) and "market.batch" not in given and not agents.group:
+        changes["batch"] = max(market.batch, 8)
+    return dataclasses.replace(market, **changes) if changes else market

@@ -1,0 +1,66 @@
+"""An experiment: a scenario's config sections, typed, as one run reads them.
+
+The sections are ``[run]`` (here), ``[market]`` and ``[population]`` (market/config.py), ``[agents]``
+(agents/config.py), ``[skills]`` (skills/config.py) and the scenario's own. How a file becomes one is
+scenarios/run/config.py; how its keys fit together, scenarios/run/rules.py; the defaults that depend on
+other keys, scenarios/run/derived.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agents.config import AgentsConfig
+from market.config import STRICT, MarketConfig, PopulationConfig
+from market.money import MAX_MICRO
+from skills.config import SkillsConfig
+
+MAX_EPISODES = 10**8
+
+
+@dataclass(config=STRICT)
+class RunConfig:
+    scenario: str = "relay"
+    """The scenario: a built-in name, a plugin's entry-point name, a .py file (relative to this TOML) or a
+    dotted module path (scenarios/registry.py)."""
+    episodes: int = Field(300, ge=1, le=MAX_EPISODES)
+    """Total episodes (rounded up to whole rounds of market.batch); at most 10^8 (days of relay at its
+    fastest: a larger number is a typo, and would run forever)."""
+    seed: int = Field(0, ge=0, le=MAX_MICRO)
+    """One seed for numpy, torch and sampling: 0 .. 2^63 - 1 (numpy's SeedSequence takes no negative seed;
+    the database stores an int64)."""
+    checkpoint_every: int | None = Field(None, ge=1)
+    """Rounds between checkpoints (unset: by time alone, ``checkpoint_seconds``; the last round always). The
+    rounds since the previous checkpoint are written with it, in its transaction: the database holds
+    checkpointed rounds only, and a killed run loses the rounds after its last checkpoint."""
+    checkpoint_seconds: float = Field(10.0, gt=0, le=600)
+    """The longest a run goes without a checkpoint, in seconds (with ``checkpoint_every``: whichever comes
+    first). A checkpoint and its transaction cost a fast world more than its rounds do (relay: ~0.7 ms to
+    encode and ~2 ms to write, beside ~1 ms to step a round); 10 s risks little work. At most 600: every
+    write renews the run's lease, which other processes take for dead after 900 s (market/store.py)."""
+
+
+@dataclasses.dataclass
+class Experiment:
+    run: RunConfig
+    market: MarketConfig
+    population: PopulationConfig
+    scenario: object  # the scenario's own config dataclass
+    source: str  # the file it came from
+    agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)  # bid heads and the learner
+    section: str = ""  # the scenario's own section (its name; a plugin file's stem)
+    skills: SkillsConfig = dataclasses.field(default_factory=SkillsConfig)  # how a skill library evolves
+    derived: dict = dataclasses.field(default_factory=dict)  # key -> (parsed, effective): scenarios/run/derived.py
+
+    def to_dict(self) -> dict:
+        return {
+            "run": dataclasses.asdict(self.run),
+            "market": dataclasses.asdict(self.market),
+            "population": dataclasses.asdict(self.population),
+            "agents": dataclasses.asdict(self.agents),
+            "skills": dataclasses.asdict(self.skills),
+            self.section: dataclasses.asdict(self.scenario),
+        }

@@ -1,0 +1,337 @@
+"""Every rule across keys, in one place: how [run], [market], [population], [agents], [skills] and the
+scenario's own section fit together.
+
+Each rule reads the effective config (scenarios/run/derived.py has filled the defaults that depend on other
+keys) and returns its problem, one line naming the key and the value, or None; :func:`problem` runs them in
+order and reports the first. The scenario's own rules (its module's ``validate``) are the last rule, so a
+scenario states what its section needs through the same mechanism. A rule within one section lives on its
+dataclass (pydantic fields and ``__post_init__``); a rule that needs the built policy is the registry's
+(scenarios/registry.py ``make_model``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agents.config import REINFORCE_KEYS, VALUE_KEYS, AgentsConfig
+from agents.credit import NAMES
+from market.money import MAX_MICRO, MICRO
+from scenarios.registry import get_scenario
+from scenarios.run.experiment import Experiment
+from skills.config import SkillsConfig
+
+
+def _reinforce_bids(exp: Experiment) -> bool:
+    return exp.market.bid_scheme == "learned" and exp.agents.bid_objective == "reinforce"
+
+
+def _needs_groups(exp: Experiment) -> bool:
+    """A group-relative advantage: reinforce bids' ``global`` one, or learned actions'."""
+    return exp.agents.needs_groups(exp.market.bid_scheme)
+
+
+def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
+    """The reinforce head's gradient is that of the softmax auction's probabilities: no other clearing has
+    one (value heads regress on what turns earned, under any clearing)."""
+    market = exp.market
+    if _reinforce_bids(exp) and market.clearing != "softmax":
+        return (f"market.clearing = {market.clearing!r}: reinforce bids are trained on the softmax "
+                f"auction's probabilities; set market.clearing = \"softmax\" (or agents.bid_objective = \"value\")")
+
+
+def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
+    """Learned bids need features the scenario's agents can give; learned actions a world of discrete
+    actions its policy maps rules onto (scenarios/spec.py: bid_features, learned_actions)."""
+    agents, scenario = exp.agents, get_scenario(exp.run.scenario)
+    if exp.market.bid_scheme == "learned" and agents.features not in scenario.spec.bid_features:
+        if not scenario.spec.bid_features:
+            return f"market.bid_scheme = 'learned': scenario {exp.run.scenario!r} has no learned bids"
+        return (f"agents.features = {agents.features!r}: scenario {exp.run.scenario!r}'s agents bid from "
+                f"{' or '.join(map(repr, scenario.spec.bid_features))} only")
+    if agents.actions == "grpo" and scenario.spec.learned_actions == "none":
+        return f"agents.actions = 'grpo': scenario {exp.run.scenario!r} has no learned action logits"
+
+
+def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
+    """[skills] evolves a scenario's skill library (scenarios/spec.py: skill_library): a scenario without
+    one would ignore a changed key (``credit = "none"``, the setting that turns skill evolution off, says so)."""
+    if get_scenario(exp.run.scenario).spec.skill_library:
+        return None
+    defaults = SkillsConfig()
+    for f in dataclasses.fields(SkillsConfig):
+        value = getattr(exp.skills, f.name)
+        if value != getattr(defaults, f.name) and (f.name, value) != ("credit", "none"):
+            return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
+
+
+RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits", "state")
+"""What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
+probability of each sampled action (the reference policy), a critic's logits (agents/critic.py) and
+state ids (equal observations)."""
+LM_SIGNALS = ("effect", "token_logits", "value_logits", "state")
+"""What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
+summary, parsed action), state ids (role, state summary) and a token critic's logits; its KL to the base
+model is its own (agents.kl), not an objective's ref_logp."""
+ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
+"""What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
+
+
+def _objective_gets_its_signals(exp: Experiment) -> str | None:
+    """agents.objective moves learned actions: rule logits give the batch fields and the reference, the LM
+    learner (agents/lm_grpo.py) the batch fields and effects. An objective reading more is refused here, naming it."""
+    agents = exp.agents
+    if agents.objective == "grpo":
+        return None
+    from agents.objectives import MissingSignals, check, needs
+
+    scenario = get_scenario(exp.run.scenario)
+    if scenario.spec.objective_signals:  # a learner of the scenario's own trains what those signals score
+        if not set(needs(agents.objective)) & set(scenario.spec.objective_signals):
+            return (f"agents.objective = {agents.objective!r}: scenario {exp.run.scenario!r} trains only what "
+                    f"{', '.join(scenario.spec.objective_signals)} score, which {agents.objective!r} does not read")
+        try:
+            check(agents.objective, scenario.spec.objective_signals, f"scenario {exp.run.scenario!r}'s own learner")
+        except MissingSignals as err:
+            return f"agents.objective = {agents.objective!r}: {err}"
+        return None
+    if agents.actions != "grpo":
+        return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
+    signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.spec.learned_actions == "lm" else (RULE_LOGIT_SIGNALS, "rule-logit policies")
+    signals += ORACLE_SIGNALS if scenario.spec.oracle else ()
+    try:
+        check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
+    except MissingSignals as err:
+        return f"agents.objective = {agents.objective!r}: {err}"
+
+
+def _token_price_is_charged(exp: Experiment) -> str | None:
+    """Compute is charged where the agents' policy reports the tokens its calls use (``compute()``, market/protocols.py
+    Policy), which only its built policy tells (scenarios/registry.py refuses the key there, before a round); a model
+    of the scenario's own has no market policy to report them."""
+    if exp.market.token_price and get_scenario(exp.run.scenario).own_model is not None:
+        return (f"market.token_price = {exp.market.token_price!r}: scenario {exp.run.scenario!r} runs a model of its "
+                f"own, whose agents report no LLM tokens to the market")
+
+
+def _features_are_read(exp: Experiment) -> str | None:
+    """agents.features is how learned bids see a state, and how the critic of learned action logits does
+    (agents/critic.py ActionCritic, under an objective that reads one); a run with neither would ignore it."""
+    agents = exp.agents
+    if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned":
+        return None
+    if agents.actions == "grpo" and agents.objective != "grpo" and get_scenario(exp.run.scenario).spec.learned_actions != "lm":
+        from agents.critic import SIGNALS
+        from agents.objectives import needs
+
+        if set(SIGNALS) & set(needs(agents.objective)):
+            return None
+    return (f"agents.features = {agents.features!r}: read only by learned bids (market.bid_scheme = \"learned\") and by "
+            f"the critic of learned action logits (agents.actions = \"grpo\" under an objective that reads a critic); "
+            f"this run has neither")
+
+
+LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
+
+
+def _lm_keys_are_read(exp: Experiment) -> str | None:
+    """The LoRA learner's keys are read only where agents.actions = 'grpo' trains an LM (agents/lm_grpo.py)."""
+    agents, defaults = exp.agents, AgentsConfig()
+    if agents.actions == "grpo" and get_scenario(exp.run.scenario).spec.learned_actions == "lm":
+        return None
+    for key in LM_KEYS:
+        if getattr(agents, key) != getattr(defaults, key):
+            return (f"agents.{key} = {getattr(agents, key)!r}: read only where agents.actions = 'grpo' trains an "
+                    f"LLM's weights (scenario {exp.run.scenario!r}, agents.actions = {agents.actions!r})")
+
+
+def _device_is_there(exp: Experiment) -> str | None:
+    """A learner asked to run on a GPU this torch cannot see would fail after the models load."""
+    if exp.agents.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return "agents.device = 'cuda': this torch sees no CUDA device (use \"auto\" or \"cpu\")"
+
+
+def _bid_keys_are_read(exp: Experiment) -> str | None:
+    """Each bid objective reads its own keys: one the run's objective does not read, changed, would do nothing."""
+    agents = exp.agents
+    if exp.market.bid_scheme != "learned":
+        return None
+    unread = REINFORCE_KEYS if agents.bid_objective == "value" else VALUE_KEYS
+    defaults = AgentsConfig()
+    for key in unread:
+        if getattr(agents, key) != getattr(defaults, key):
+            return (f"agents.{key} = {getattr(agents, key)!r}: not read by agents.bid_objective = "
+                    f"{agents.bid_objective!r} (it belongs to the other objective)")
+
+
+def _groups_divide_the_batch(exp: Experiment) -> str | None:
+    """A group is G consecutive episodes of one round, so a round must hold whole groups."""
+    agents, market = exp.agents, exp.market
+    if _needs_groups(exp) and agents.group and market.batch % agents.group:
+        return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
+
+
+def _skill_groups_fit(exp: Experiment) -> str | None:
+    """A policy that evolves its library (agents/llm_skills.py) compares the G rollouts of a question: whole
+    groups per round, and one grouping of the worlds when the LM learner groups them too."""
+    skills, agents, market = exp.skills, exp.agents, exp.market
+    scenario = get_scenario(exp.run.scenario)
+    if not (scenario.spec.skill_library and scenario.own_model is None and skills.credit != "none"):
+        return None
+    if market.batch % skills.group:
+        return f"skills.group = {skills.group}: market.batch ({market.batch}) must be a multiple of {skills.group}"
+    if _needs_groups(exp) and agents.group != skills.group:
+        return (f"skills.group = {skills.group}: agents.group = {agents.group} groups the same worlds for the "
+                f"learner; set them equal")
+
+
+def _branches_can_be_played(exp: Experiment) -> str | None:
+    """agents.branches restarts worlds from inner states (the scenario's SPEC.branches) for learned action logits, a
+    round holding M full rollouts (whole groups) and N branches of each; the tree credits the steps itself, and a
+    task sampler would be told a branch's reward as if its task had been drawn again."""
+    agents, market = exp.agents, exp.market
+    N = agents.branches
+    if not N:
+        return None
+    scenario = get_scenario(exp.run.scenario)
+    if not scenario.spec.branches:
+        return (f"agents.branches = {N}: scenario {exp.run.scenario!r}'s world cannot restart an instance from an "
+                f"inner state (its SPEC does not declare branches)")
+    if agents.actions != "grpo" or scenario.spec.learned_actions == "lm":
+        return f"agents.branches = {N}: branches are rollouts for learned action logits; set agents.actions = \"grpo\""
+    if agents.credit != "grpo":
+        return (f"agents.branches = {N}: the tree credits each step by the rollouts below it, in agents.credit's "
+                f"place (now {agents.credit!r}); set agents.credit = \"grpo\"")
+    if agents.tasks != "world":
+        return (f"agents.branches = {N}: a branch replays another rollout's task, which a task sampler would count "
+                f"as drawn again; set agents.tasks = \"world\" (now {agents.tasks!r})")
+    if market.batch % (1 + N):
+        return (f"agents.branches = {N}: market.batch ({market.batch}) must be a multiple of 1 + {N} (M full "
+                f"rollouts and {N} branches of each), e.g. market.batch = {4 * (1 + N)}")
+    full = market.batch // (1 + N)
+    if agents.group and full % agents.group:
+        return (f"agents.group = {agents.group}: the {full} full rollouts of a round (market.batch / (1 + "
+                f"agents.branches)) must hold whole groups")
+
+
+def _credit_shapes_learned_actions(exp: Experiment) -> str | None:
+    """A credit estimator gives the action logits' advantages; without learned actions it would do nothing."""
+    agents = exp.agents
+    if agents.credit != "grpo" and agents.actions != "grpo":
+        return (f"agents.credit = {agents.credit!r}: credit shapes the action advantages; "
+                f"set agents.actions = \"grpo\"")
+
+
+def _world_feeds_the_estimator(exp: Experiment) -> str | None:
+    """The world must provide the estimator's signals (agents/credit): refused here, not mid-run."""
+    agents = exp.agents
+    if agents.credit != "grpo":
+        from agents.credit import MissingSignals, require
+        from agents.credit.step_advantages import provides
+
+        signals = provides(get_scenario(exp.run.scenario).spec.credit_signals)
+        try:
+            require(agents.credit, signals, f"scenario {exp.run.scenario!r}")
+        except MissingSignals as err:
+            return f"agents.credit = {agents.credit!r}: {err}"
+
+
+def _world_offers_the_tasks(exp: Experiment) -> str | None:
+    """A task sampler draws from the world's tasks and reads what its scenario's ``SPEC.task_signals`` name (agents/tasks
+    ``NEEDS``); scrl normalises a learned action's reward among its sub-problem's rollouts, so it needs groups."""
+    agents = exp.agents
+    if agents.tasks == "world":
+        return None
+    from agents.tasks import NEEDS
+
+    provided = get_scenario(exp.run.scenario).spec.task_signals
+    missing = sorted(set(NEEDS[agents.tasks]) - set(provided))
+    if missing:
+        return (f"agents.tasks = {agents.tasks!r}: task sampler {agents.tasks!r} needs signals scenario "
+                f"{exp.run.scenario!r} does not provide: {', '.join(missing)} "
+                f"(provided: {', '.join(provided) or 'none'})")
+    if agents.tasks == "scrl" and agents.actions == "grpo" and agents.group < 2:
+        return (f"agents.tasks = 'scrl': learned actions' rewards are normalised among the rollouts of each "
+                f"sub-problem; set agents.group >= 2 (G rollouts of each task drawn; now {agents.group})")
+
+
+def _credit_settings_are_read(exp: Experiment) -> str | None:
+    """The learner reads the settings of the per-step estimator agents.credit names, and no others (grpo's
+    advantage is its own, agents/learner.py): a changed sub-table it does not read would do nothing."""
+    agents = exp.agents
+    for name in NAMES:
+        settings = getattr(agents.credit_settings, name)
+        if (name != agents.credit or name == "grpo") and settings != type(settings)():
+            return (f"agents.credit_settings.{name} = {dataclasses.asdict(settings)}: not read: the learner reads "
+                    f"only the settings of agents.credit (now {agents.credit!r}), and none for grpo")
+
+
+def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
+    """A group-relative advantage compares a rollout with its group's others: one alone has none."""
+    agents, market = exp.agents, exp.market
+    if _needs_groups(exp) and (agents.group or market.batch) < 2:
+        return (f"agents.group = {agents.group}: a group-relative advantage needs at least 2 "
+                f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
+
+
+def _funding_fits_int64(exp: Experiment) -> str | None:
+    """The house's sure outlay over the run, in micro-credits, stays below int64 / 1000: one unit of reward
+    per episode, and every newborn funded (at most max_agents births a round). The margin of 1000 is for
+    worlds paying more than one unit, for the first population (its size is bounded by memory, and a sweep
+    reports a point too big to allocate as a failed run), and for what bids move between agents; past it the
+    ledger refuses the transfer that would overflow (LedgerError) rather than let a balance wrap."""
+    market, population, episodes = exp.market, exp.population, exp.run.episodes
+    rounds = -(-episodes // market.batch)
+    newborns = rounds * population.max_agents * population.births
+    outlay = (episodes * market.reward_scale + newborns * population.initial_wealth) * MICRO
+    if outlay > MAX_MICRO / 1000:
+        key = "population.initial_wealth" if newborns * population.initial_wealth >= episodes * market.reward_scale \
+            else "market.reward_scale"
+        value = population.initial_wealth if key.startswith("population") else market.reward_scale
+        return (f"{key} = {value!r}: the house would issue up to {outlay / MICRO:.3g} credits over "
+                f"run.episodes = {episodes}, past {MAX_MICRO / 1000 / MICRO:.3g} (int64 micro-credits / 1000); "
+                f"lower it or run.episodes")
+
+
+MAX_AGENTS, MAX_CELLS = 10**15, 10**17  # agents in a population; market.batch x agents (a [B, N] array's cells)
+
+
+def _counts_fit_memory(exp: Experiment) -> str | None:
+    """Population sizes, and their product with market.batch (the [B, agents] bid arrays), whose array sizes
+    in bytes fit int64 with room to spare: past them numpy cannot even state the size ("array is too big").
+    Below them a size the machine cannot allocate is a MemoryError: one line from the CLI (a failed run in
+    a sweep)."""
+    population, batch = exp.population, exp.market.batch
+    for key in ("initial_agents", "max_agents"):
+        if getattr(population, key) > MAX_AGENTS:
+            return f"population.{key} = {getattr(population, key)}: at most {MAX_AGENTS:,}"
+    if batch * max(population.initial_agents, population.max_agents) > MAX_CELLS:
+        return (f"market.batch = {batch}: times population.max_agents = {population.max_agents} is past "
+                f"{MAX_CELLS:,} cells of bids a round")
+
+
+def _scenario_rules_hold(exp: Experiment) -> str | None:
+    """The scenario's own rules across its section and the others (its module's ``validate``, which raises a
+    ValueError naming the key): the last rule, so the platform's keys are checked first."""
+    try:
+        get_scenario(exp.run.scenario).validate(exp)
+    except ValueError as err:
+        return str(err)
+
+
+RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _features_are_read, _lm_keys_are_read,
+         _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
+         _learned_bids_clear_by_softmax, _bid_keys_are_read, _branches_can_be_played, _groups_divide_the_batch,
+         _skill_groups_fit, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
+         _credit_settings_are_read, _groups_hold_two_rollouts, _scenario_rules_hold)
+"""In order: the first problem is the one reported."""
+
+
+def problem(exp: Experiment) -> str | None:
+    """The first rule ``exp`` breaks, as the one line the user sees (without the file), or None."""
+    for rule in RULES:
+        if found := rule(exp):
+            return found
+    return None
