@@ -53,7 +53,7 @@ import numpy as np
 
 from agents import parse
 from agents.backends.base import Prompt
-from market.schema import make_engine
+from market.database import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.limits import tokens
 from skills.loop import EditLoop, World

@@ -1,4 +1,4 @@
-"""Database write throughput: transfers per second persisted through ``RunStore.write_round``.
+"""Database write throughput: transfers per second persisted through ``RunStore.write_rounds``, a round a call.
 
 Usage::
 
@@ -7,17 +7,18 @@ Usage::
     python benchmarks/db.py --json                       # ... and one final JSON line
     python benchmarks/db.py --quick                      # smoke run: rounds of 100 and 1k, a few each
 
-What is measured. :meth:`market.store.RunStore.write_round` is how every run persists: one
-transaction per round holding that round's transfer rows (and episode rows). Each timed round
+What is measured. :meth:`market.store.RunStore.write_rounds` is how every run persists (a run writes
+the rounds since its last checkpoint with the next one; here each call is one round, the most
+transactions a run could make): one transaction holding the round's transfer rows (and episode rows). Each timed round
 is a :class:`market.model.RoundLog` of T transfers (``market.ledger.TRANSFER_DTYPE``: random
 src, dst and amount, the round number as the episode) and one episode row, written without a
-checkpoint; throughput is transfers written / wall seconds of ``write_round`` calls (commit
+checkpoint; throughput is transfers written / wall seconds of those calls (commit
 included), median over repeats. Beside it, as a reference for what the database and its driver
 can take, the same rows go into the same table (``transfer_log``, ids of their own run) as plain
 tuples through one DB-API ``executemany`` per round (``exec_driver_sql``, nothing else in the
-transaction); *share* is write_round's rate over that one, the median of per-repeat ratios.
+transaction); *share* is the store's rate (``write_round`` in the tables) over that one, the median of per-repeat ratios.
 SQLite is a fresh file in a temporary folder, WAL journal, ``synchronous=NORMAL``
-(``market.schema.make_engine``). With ``--db URL`` the same rounds
+(``market.database.make_engine``). With ``--db URL`` the same rounds
 also go to that database (any SQLAlchemy URL, e.g. PostgreSQL), interleaved with SQLite
 round size by round size so the two share the machine's state; the benchmark's runs are
 deleted from it afterwards. The transfer contents do not matter to the database (integers of
@@ -73,10 +74,10 @@ def rounds_of(size: int, count: int, rng: np.random.Generator, first_episode: in
 
 
 def throughput(store: RunStore, logs: list[RoundLog]) -> float:
-    """Transfers per second over these rounds, each written by one write_round call."""
+    """Transfers per second over these rounds, each written by one write_rounds call."""
     start = time.perf_counter()
     for log in logs:
-        store.write_round(log)
+        store.write_rounds([log])
     return sum(len(log.transfers) for log in logs) / (time.perf_counter() - start)
 
 

@@ -1,9 +1,10 @@
-"""The run tables and the database that holds them: SQLModel classes, the engine, schema versions.
+"""The run tables: SQLModel classes, the views over the compact logs, and the schema's constants.
 
 SQLite by default (one file, WAL journal); any SQLAlchemy URL (PostgreSQL)
 works the same. Amounts are INTEGER micro-credits. The ``transfer`` view alone
-is enough to recompute every final balance in ``agent`` (see tests). Writing
-and reading runs is ``market/store.py``.
+is enough to recompute every final balance in ``agent`` (see tests). Opening a database is
+``market/database.py``, its schema versions ``market/migrate.py``; writing runs is ``market/store.py``,
+reading them back ``market/runs.py``.
 
 The two logs that grow with a run, transfers and episodes, are stored compactly
 (a run's database must cost <= 25 bytes per transfer): ``transfer_log`` and
@@ -15,33 +16,17 @@ appending); a run's rows are one id range. The views ``transfer`` and
 ``episode`` show them as before, by run id (and the transfer's ``reason_name``
 from the ``reason`` table), for plain SQL; the code reads and writes the logs.
 
-The schema is versioned with alembic (``market/migrations``): opening a
-database upgrades an older one, and refuses one whose revision this code does
-not know. An empty database gets the current schema straight from the classes
-below and is stamped with its revision, as alembic's own docs build a database
-from scratch (importing alembic alone costs a fresh run ~0.25 s); a test keeps
-that equal to what the migrations build. Several processes may write runs into
-one database at once: SQLite transactions take the write lock up front (``BEGIN
-IMMEDIATE``) and wait for it (``busy_timeout``), and schema changes happen under
-a lock on either backend.
+The schema is versioned with alembic (``market/migrations``, driven by ``market/migrate.py``): a
+revision here is the revision the classes below build.
 """
 
 from __future__ import annotations
 
-import functools
-import sqlite3
-import time
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote
 
-from sqlalchemy import (BigInteger, Column, Float, Integer, LargeBinary, MetaData, PrimaryKeyConstraint, SmallInteger,
-                        String, Table, event, insert, inspect, text)
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
-from sqlmodel import Field, SQLModel, create_engine
-
-from market.ledger import Reason
+from sqlalchemy import BigInteger, Column, Float, Integer, LargeBinary, MetaData, SmallInteger
+from sqlmodel import Field, SQLModel
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SCHEMA = "0006"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
@@ -207,226 +192,3 @@ class Lease(SQLModel, table=True):
 MODELS = (Run, Agent, Transfer, Episode, Checkpoint, RoundUsage)  # a run's record as exported, parents first
 TABLES = {m.__tablename__ for m in (Run, Agent, Checkpoint, Lease, RunNumber, ReasonName, TransferLog, EpisodeLog,
                                     RoundUsage)}
-
-
-def make_engine(url: str, readonly: bool = False):
-    """An engine on an up-to-date schema; SQLite files get WAL, foreign keys and write locks taken up front.
-
-    Raises :class:`StoreError` for a database that cannot be opened or was
-    written by a schema revision this code does not know; nothing is written then.
-    ``readonly``: for commands that only read: the database is opened read-only
-    (SQLite ``mode=ro``; PostgreSQL read-only transactions) and must already
-    hold this schema revision; nothing, not even its journal mode, is changed.
-    """
-    shown = shown_url(url)
-    parsed = make_url(url)
-    if parsed.drivername == "postgresql":  # plain postgresql:// means psycopg2, which we do not ship
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
-    connect_args = {}
-    if readonly and sqlite_file:
-        parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro",
-                            query={"uri": "true"})
-    elif readonly and parsed.get_backend_name() == "postgresql":
-        connect_args = {"options": "-c default_transaction_read_only=on"}
-    try:
-        engine = create_engine(parsed, connect_args=connect_args)
-    except ImportError as err:
-        raise StoreError(f"--db {shown}: database driver missing ({err})") from None
-    if engine.dialect.name == "sqlite":
-        _sqlite_setup(engine, readonly)
-    try:
-        check(engine) if readonly else migrate(engine)
-        if not readonly:
-            refuse_foreign_code(engine)
-        if engine.dialect.name == "sqlite" and not readonly:
-            _wal(engine)  # only once the file is known to be ours: a foreign file is left as it was
-    except StoreError as err:
-        engine.dispose()
-        raise StoreError(f"--db {shown}: {err}") from None
-    except DBAPIError as err:  # unreachable server, refused login, a file that is not a database, ...
-        engine.dispose()
-        reason = str(err.orig).strip().splitlines()[0] if err.orig else str(err)
-        raise StoreError(f"--db {shown}: cannot open the database ({reason})") from None
-    return engine
-
-
-def refuse_foreign_code(engine) -> None:
-    """A database we write holds no triggers (SQLite, PostgreSQL) or rewrite rules (PostgreSQL): catallax
-    makes none, and one planted in a shared file would run on our writes (rewrite a run's config, drop
-    transfers). Raises :class:`StoreError` naming them; a read-only open never fires them, so reports read on."""
-    with engine.connect() as conn:
-        if conn.dialect.name == "sqlite":
-            found = conn.execute(text("SELECT 'trigger', name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
-                                      "ORDER BY name")).all()
-        elif conn.dialect.name == "postgresql":
-            found = conn.execute(text(
-                "SELECT 'trigger', t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND n.nspname = current_schema() "
-                "UNION ALL SELECT 'rule', rulename, tablename FROM pg_rules WHERE schemaname = current_schema() "
-                "ORDER BY 2")).all()
-        else:
-            found = []
-    if found:
-        shown = ", ".join(f"{kind} {name!r} on {table!r}" for kind, name, table in found[:5])
-        raise StoreError(f"holds {shown}{' ...' if len(found) > 5 else ''}: a catallax database has no triggers or "
-                         "rules, and these would run on its writes; refusing to write (drop them, or copy the runs "
-                         "out with a read-only command)")
-
-
-def shown_url(url: str) -> str:
-    """The URL as error messages show it: the password as ***."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
-
-
-def _sqlite_setup(engine, readonly: bool) -> None:
-    """NORMAL sync (atomic with WAL, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``;
-    a new file gets incremental auto-vacuum, so a finished run gives back the pages its checkpoints freed.
-
-    pysqlite would open transactions lazily and run DDL outside them; taking
-    the write lock at BEGIN instead makes every transaction (schema changes
-    included) wait its turn for ``busy_timeout`` rather than fail with
-    "database is locked" when another process wrote in between. A read-only
-    connection begins plainly (it never takes the write lock).
-    """
-
-    @event.listens_for(engine, "connect")
-    def _connect(conn, _record):
-        conn.isolation_level = None  # we emit BEGIN ourselves, below
-        cur = conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA foreign_keys=ON")
-        if not readonly and cur.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (setting it
-            cur.execute("PRAGMA auto_vacuum=INCREMENTAL")  # in an existing one would write its header)
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn):
-        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
-
-
-def _wal(engine) -> None:
-    """Switch the file to WAL (it stays so; a no-op when it is already). Turning a file to WAL takes an
-    exclusive lock, and SQLite reports "locked" at once (no busy handler) when another process opens the
-    file at that moment: retry (seen: 1 in ~40 fresh files opened by 6 processes together)."""
-    raw = engine.raw_connection()
-    try:
-        retrying(lambda: raw.driver_connection.execute("PRAGMA journal_mode=WAL"), attempts=10,
-                 errors=(sqlite3.OperationalError,))
-    finally:
-        raw.close()
-
-
-def retrying(fn, attempts: int = 5, errors=(OperationalError,)):
-    """Run a write transaction, again if SQLite still reports a lock after busy_timeout (a last resort)."""
-    for attempt in range(attempts):
-        try:
-            return fn()
-        except errors as err:
-            if "locked" not in str(err) or attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * 2**attempt)
-
-
-# ------------------------------------------------------------------ schema version
-
-
-@functools.cache
-def _scripts():
-    from alembic.script import ScriptDirectory
-
-    return ScriptDirectory(str(MIGRATIONS))
-
-
-def head() -> str:
-    """The newest revision among the migration scripts (what :data:`SCHEMA` must say)."""
-    return _scripts().get_current_head()
-
-
-def migrate(engine) -> None:
-    """Bring the database to :data:`SCHEMA` in one locked transaction; refuse a revision we do not know.
-
-    An empty database gets the current schema at once (:func:`create_current`). A database from before the
-    schema was versioned (run tables, no ``alembic_version``) holds the :data:`BASELINE` tables; it is
-    checked and stamped, then upgraded like any other.
-    """
-    with engine.begin() as conn:
-        if conn.dialect.name == "postgresql":  # one schema change at a time across processes
-            conn.execute(text("SELECT pg_advisory_xact_lock(7201730)"))
-        tables = inspect(conn).get_table_names()
-        if not tables:
-            create_current(conn)
-            return
-        versioned = "alembic_version" in tables
-        current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar() if versioned else None
-        if current == SCHEMA:
-            return
-        from alembic import command
-        from alembic.config import Config
-        from alembic.util import CommandError
-
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS))
-        cfg.attributes["connection"] = conn
-        if current is None and inspect(conn).has_table("run"):
-            _check_baseline(conn)
-            command.stamp(cfg, BASELINE)
-        elif current is not None:
-            try:
-                _scripts().get_revision(current)
-            except CommandError:
-                raise StoreError(f"schema revision {current!r} is unknown to this catallax (it knows up to "
-                                 f"{SCHEMA!r}); the database was written by a newer or different version") from None
-        command.upgrade(cfg, "head")
-
-
-def create_current(conn) -> None:
-    """The :data:`SCHEMA` revision in an empty database: the tables from their classes, the reason names from
-    :class:`market.ledger.Reason`, :data:`VIEWS`, and alembic's version table saying :data:`SCHEMA`."""
-    SQLModel.metadata.create_all(conn, tables=[SQLModel.metadata.tables[name] for name in sorted(TABLES)])
-    conn.execute(insert(ReasonName.__table__), [{"code": int(r), "name": r.name} for r in Reason])
-    for view in VIEWS:
-        conn.execute(text(view))
-    version = Table("alembic_version", MetaData(), Column("version_num", String(32), nullable=False),
-                    PrimaryKeyConstraint("version_num", name="alembic_version_pkc"))
-    version.create(conn)
-    conn.execute(insert(version).values(version_num=SCHEMA))
-
-
-def check(engine) -> None:
-    """For a read-only open: the database must hold exactly :data:`SCHEMA` (reading changes nothing)."""
-    with engine.connect() as conn:
-        versioned = inspect(conn).has_table("alembic_version")
-        current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar() if versioned else None
-        if current == SCHEMA:
-            return
-        if current is None and not inspect(conn).has_table("run"):
-            raise StoreError("not a catallax database (no run tables)")
-        if current is None:
-            _check_baseline(conn)
-    known = [s.revision for s in _scripts().walk_revisions()]
-    if current is None or current in known:
-        raise StoreError(f"schema revision {current or BASELINE!r} is older than this catallax's {SCHEMA!r}; "
-                         "a command that writes (catallax run, resume) upgrades it")
-    raise StoreError(f"schema revision {current!r} is unknown to this catallax (it knows up to {SCHEMA!r}); "
-                     "the database was written by a newer or different version")
-
-
-def _check_baseline(conn) -> None:
-    """An unversioned database must hold exactly the baseline columns, or we cannot tell what it is."""
-    expected = {"run": {"id", "scenario", "seed", "config", "status", "started_at", "finished_at", "episodes",
-                        "ledger_hash", "summary"},
-                "agent": {"run_id", "agent_id", "parent_id", "born_episode", "died_episode", "final_wealth", "skill"},
-                "transfer": {"run_id", "seq", "src", "dst", "amount", "reason", "episode", "step"},
-                "episode": {"run_id", "episode", "success", "steps", "reward", "population"},
-                "checkpoint": {"run_id", "episodes_done", "transfers", "state"}}
-    insp = inspect(conn)
-    for table, columns in expected.items():
-        found = {c["name"] for c in insp.get_columns(table)} if insp.has_table(table) else set()
-        if found != columns:
-            raise StoreError(f"unversioned database with an incompatible schema (table {table!r} has columns "
-                             f"{sorted(found)}, expected {sorted(columns)})")

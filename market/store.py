@@ -1,11 +1,11 @@
-"""Writing runs and reading them back: a store that writes the rounds since the last checkpoint with the next
-one, in one transaction.
+"""Writing runs: a store that writes the rounds since the last checkpoint with the next one, in one
+transaction, under a lease that says which process writes the run; and moving a run between databases.
 
-The tables, the engine and the schema versions are ``market/schema.py``; the
-names callers use with the store (``Run``, ``Agent``, ..., ``make_engine``,
-``StoreError``) are imported here from there. Transfers and episodes are written
-to and read from the compact logs (``TransferLog``, ``EpisodeLog``) by id range;
-``Transfer`` and ``Episode`` are their views, for reading by run id.
+The tables are ``market/schema.py``, opening a database ``market/database.py``, reading a run back
+``market/runs.py``; the names callers use with the store (``Run``, ``Agent``, ..., ``make_engine``,
+``load_transfers``, ``StoreError``) are imported here from there. Transfers and episodes are written to the
+compact logs (``TransferLog``, ``EpisodeLog``) by id range; ``Transfer`` and ``Episode`` are their views, for
+reading by run id.
 """
 
 from __future__ import annotations
@@ -17,13 +17,27 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import delete, insert, text, update
 from sqlmodel import Session
 
 from market.checkpoint import CheckpointError, decode
+from market.database import make_engine, retrying, shown_url  # noqa: F401 (callers import make_engine here)
 from market.ledger import TRANSFER_DTYPE
 from market.reading import checked_ints, connected, snapshot, stored_json  # noqa: F401 (callers import them here)
-from market.schema import (
+from market.runs import (  # noqa: F401 (callers import the readers here)
+    EPISODE_COLUMNS,
+    TRANSFER_COLUMNS,
+    export_run,
+    first_id,
+    get_run,
+    load_episodes,
+    load_transfers,
+    load_usage,
+    run_exists,
+    run_first_id,
+    stored_balances,
+)
+from market.schema import (  # noqa: F401 (callers import the tables here)
     LOG_STRIDE,
     MODELS,
     Agent,
@@ -37,9 +51,6 @@ from market.schema import (
     StoreError,
     Transfer,
     TransferLog,
-    make_engine,
-    retrying,
-    shown_url,
 )
 
 # ------------------------------------------------------------------ writing runs
@@ -167,10 +178,6 @@ class RunStore:
         s.execute(insert(Checkpoint).values(run_id=self.run_id, episodes_done=episodes_done, transfers=transfers,
                                             state=state))
 
-    def write_round(self, log, checkpoint: bytes | None = None, episodes_done: int = 0) -> None:
-        """Persist one :class:`market.model.RoundLog` (and a checkpoint) in one transaction."""
-        self.write_rounds([log], checkpoint, episodes_done)
-
     def write_rounds(self, logs: list, checkpoint: bytes | None = None, episodes_done: int = 0) -> None:
         """Persist :class:`market.model.RoundLog` s, in order, and a checkpoint after the last (none: a
         checkpoint alone, at the rows written so far) in one transaction."""
@@ -255,9 +262,7 @@ class RunStore:
         self.release("failed", {"error": error})
 
 
-TRANSFER_COLUMNS = ("id", *TRANSFER_DTYPE.names)  # a transfer_log row: the id, then the ledger's columns
 _ROW_DTYPE = np.dtype([(name, np.int64) for name in TRANSFER_COLUMNS])
-EPISODE_COLUMNS = ("id", "success", "steps", "reward", "population")  # a RoundLog episode's, "episode" as the id
 
 
 def insert_rows(conn, model, columns: tuple[str, ...], rows: list[tuple]) -> None:
@@ -266,21 +271,6 @@ def insert_rows(conn, model, columns: tuple[str, ...], rows: list[tuple]) -> Non
         mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
         conn.exec_driver_sql(f"INSERT INTO {model.__tablename__} ({', '.join(columns)}) "
                              f"VALUES ({', '.join([mark] * len(columns))})", rows)
-
-
-def first_id(num: int) -> int:
-    """The first log id of the run numbered ``num`` (see market.schema)."""
-    return (num - 1) * LOG_STRIDE
-
-
-def run_first_id(s, run_id: str) -> int:
-    num = s.execute(select(RunNumber.num).where(RunNumber.run_id == run_id)).scalar_one_or_none()
-    if type(num) is not int or not 1 <= num <= MAX_RUN_NUMBER:  # a foreign database's: its ids must fit int64
-        raise StoreError(f"run_number.num: {num!r:.60} is not a run number (1 to {MAX_RUN_NUMBER})")
-    return first_id(num)
-
-
-MAX_RUN_NUMBER = (2**63 - 1) // LOG_STRIDE  # the last run whose log ids fit int64
 
 
 def _give_back_free_pages(s: Session) -> None:
@@ -315,94 +305,7 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-# ------------------------------------------------------------------ reading runs, moving them between databases
-
-
-def run_exists(engine, run_id: str) -> bool:
-    with connected(engine) as conn:  # the id alone: no other column of a foreign row is converted
-        return conn.execute(select(Run.id).where(Run.id == run_id)).first() is not None
-
-
-def get_run(engine, run_id: str) -> Run | None:
-    """The run's row, detached from any session (None: no such run): what a resume reads and checks before
-    it takes the run's lease."""
-    try:
-        with Session(engine) as s:
-            run = s.get(Run, run_id)
-            if run is not None:
-                s.expunge(run)
-            return run
-    except (ValueError, TypeError, OverflowError) as err:  # a date or number SQLAlchemy cannot convert
-        raise StoreError(f"run {run_id}: its row: {' '.join(str(err).split())[:120]}") from None
-
-
-def load_episodes(engine, run_id: str) -> list[dict]:
-    """The run's episode rows, in order, as the dicts the model produced."""
-    with Session(engine) as s:
-        first = run_first_id(s, run_id)
-        rows = s.execute(select(*(getattr(EpisodeLog, c) for c in EPISODE_COLUMNS))
-                         .where(EpisodeLog.id.between(first, first + LOG_STRIDE - 1)).order_by(EpisodeLog.id)).all()
-    checked_ints(rows, EPISODE_COLUMNS, "episode_log")
-    return [{"episode": id_ - first, **dict(zip(EPISODE_COLUMNS[1:], rest))} for id_, *rest in rows]
-
-
-def load_usage(engine, run_id: str) -> dict[str, dict]:
-    """The LLM usage of the run's stored rounds, summed per engine: backend -> {prompt_tokens, completion_tokens,
-    seconds} (none for a run whose rounds called no model)."""
-    c = RoundUsage.__table__.c
-    with engine.connect() as conn:
-        sums = (func.sum(c.prompt_tokens), func.sum(c.completion_tokens), func.sum(c.seconds))
-        rows = conn.execute(select(c.backend, *sums).where(c.run_id == run_id).group_by(c.backend)).all()
-    return {backend: {"prompt_tokens": int(p), "completion_tokens": int(t), "seconds": float(sec)}
-            for backend, p, t, sec in rows}
-
-
-def _query_log(engine, run_id: str, query: str) -> list[tuple]:
-    """``query`` over the run's transfer log rows (``{table}`` names the log, each ``{rows}`` is a WHERE on the
-    run's id range), through a DB-API cursor: its plain tuples cost a fraction of SQLAlchemy's rows."""
-    with connected(engine) as conn:
-        first = run_first_id(conn, run_id)
-        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        sql = query.format(table=TransferLog.__tablename__, rows=f"WHERE id BETWEEN {mark} AND {mark}")
-        cursor = conn.connection.cursor()
-        try:
-            cursor.execute(sql, (first, first + LOG_STRIDE - 1) * query.count("{rows}"))
-            return cursor.fetchall()
-        except conn.dialect.dbapi.DataError as err:  # PostgreSQL: a sum past bigint
-            raise StoreError(f"{TransferLog.__tablename__}: {' '.join(str(err).split())[:120]}") from None
-        except conn.dialect.dbapi.OperationalError as err:  # SQLite: "integer overflow" summing stored amounts
-            if "overflow" not in str(err):
-                raise
-            raise StoreError(f"{TransferLog.__tablename__}.amount: the stored amounts overflow int64 when "
-                             "summed") from None
-        finally:
-            cursor.close()
-
-
-def load_transfers(engine, run_id: str) -> np.ndarray:
-    """The run's transfer log, in order, as a structured array (see market.ledger): what ``resume`` restores
-    and reports plot."""
-    columns = ", ".join(TRANSFER_DTYPE.names)
-    rows = _query_log(engine, run_id, f"SELECT {columns} FROM {{table}} {{rows}} ORDER BY id")
-    return checked_ints(rows, TRANSFER_DTYPE.names, TransferLog.__tablename__, TRANSFER_DTYPE)
-
-
-def stored_balances(engine, run_id: str) -> dict[int, int]:
-    """Balances by account id, netted by the database over the run's stored transfer log: what
-    ``market.ledger.replay(load_transfers(...))`` gives, without shipping the log to Python (a default blocks
-    run's 2.6M rows: 1.5 s against 3.4 s). Integer sums in both engines (PostgreSQL's bigint sum is numeric)."""
-    moves = "SELECT dst AS account, amount AS delta FROM {table} {rows} UNION ALL SELECT src, -amount FROM {table} {rows}"
-    return {int(account): int(total) for account, total in
-            _query_log(engine, run_id, f"SELECT account, SUM(delta) FROM ({moves}) AS moves GROUP BY account")}
-
-
-def export_run(engine, run_id: str) -> dict[str, list[dict]]:
-    """Every row of one run, table by table: what a sweep worker ships to the driver that owns SQLite."""
-    with engine.connect() as conn:
-        return {m.__tablename__: [dict(r) for r in conn.execute(
-            select(m.__table__).where((m.id if m is Run else m.run_id) == run_id)
-            .order_by(*m.__table__.primary_key.columns)).mappings()] for m in MODELS}
-
+# ------------------------------------------------------------------ moving a run between databases
 
 def import_run(engine, rows: dict[str, list[dict]]) -> None:
     """Insert an exported run in one transaction: all of its rows land, or none (a second import fails).

@@ -1,6 +1,6 @@
 """Alembic environment for the run tables (``market.schema.TABLES``).
 
-``market.schema.make_engine`` runs the migrations itself, on a connection that
+``market.database.make_engine`` runs the migrations (market/migrate.py) itself, on a connection that
 already holds the schema lock (see ``migrate``); the alembic command line
 works too, for writing the next revision from the SQLModel classes::
 

@@ -1,4 +1,4 @@
-"""The schema version and its migrations (market/schema.py), on SQLite and PostgreSQL: the migrations build
+"""The schema version and its migrations (market/schema.py, market/migrate.py), on SQLite and PostgreSQL: the migrations build
 exactly the tables the code writes, an unversioned database is stamped, a newer or foreign one is refused."""
 
 import pytest
@@ -6,7 +6,9 @@ from sqlalchemy import text
 from sqlmodel import create_engine
 
 from market.ledger import Reason
-from market.schema import MIGRATIONS, SCHEMA, TABLES, StoreError, head, make_engine
+from market.database import make_engine
+from market.migrate import head
+from market.schema import MIGRATIONS, SCHEMA, TABLES, StoreError
 from tests.pg import new_database
 
 
@@ -45,7 +47,7 @@ def schema_of(engine) -> dict:
 
 def test_migrations_and_a_fresh_database_build_exactly_the_tables_the_code_writes(db_url, tmp_path, request):
     """A change to a table class without its alembic revision fails here (write the revision: market/migrations).
-    make_engine gives an empty database the current schema without alembic (market.schema.create_current):
+    make_engine gives an empty database the current schema without alembic (market.migrate.create_current):
     the same revision, tables, views and reason names as running every migration."""
     fresh = schema_of(make_engine(db_url))
     (tmp_path / "migrated").mkdir()

@@ -166,7 +166,7 @@ def test_killed_run_resumes_to_the_same_ledger_hash(tmp_path):
     for r in range(13):  # killed after round 13; its last checkpoint is round 10
         model.step()
         state = encode(model.state_dict()) if (r + 1) % 5 == 0 else None
-        store.write_round(model.last_round, state, model.episodes_done)
+        store.write_rounds([model.last_round], state, model.episodes_done)
     resumed = resume_experiment(store.run_id, url, progress=False, take_over=True)  # its writer above "died"
     for key in ("ledger_hash", "conservation_ok", "gini", "gini_tail_mean", "transfers", "max_units"):
         assert resumed[key] == whole[key], key

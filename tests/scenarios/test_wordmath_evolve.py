@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 
 from agents.backends.base import Completion
 from agents.llm_policy import status_of
-from market.schema import make_engine
+from market.database import make_engine
 from scenarios.run import runner
 from scenarios.run.config import load
 from skills import SkillsConfig

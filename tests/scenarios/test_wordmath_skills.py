@@ -20,7 +20,8 @@ from agents.llm_policy import LLMPolicy
 from agents.prompts import REWRITE_SYSTEM
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.checkpoint import decode
-from market.schema import Agent, Checkpoint, make_engine
+from market.database import make_engine
+from market.schema import Agent, Checkpoint
 from market.store import RunStore
 from scenarios import wordmath
 from scenarios.run import runner
