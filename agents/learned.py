@@ -32,7 +32,6 @@ from agents.action_logits import ActionLogits
 from agents.bid_head import NoFeatures, make_features
 from agents.config import AgentsConfig
 from agents.learner import Learner, autocast, pick_device
-from agents.llm_policy import LLMPolicy
 from agents.lm_grpo import CompletionLearner
 from agents.market_bids import MarketBids
 from agents.objectives import for_agents
@@ -41,22 +40,24 @@ from agents.value_bids import ValueBids
 from market.protocols import PolicyWrapper
 
 
-def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool = False):
+def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool = False,
+             completions: bool = False):
     """(device, bid learner, action learner or None) for ``inner`` under ``cfg``: the one factory.
 
     ``learned_bids``: whether the agents' bids are learned (``market.bid_scheme = "learned"``); else the
-    market's scheme bids. Built in this order (each draws from torch's RNG in turn): the LM learner (before the
+    market's scheme bids. ``completions``: whether the agents' actions are a language model's completions (the
+    scenario's ``SPEC.learned_actions == "lm"``): learned actions then train the model (agents/lm_grpo.py), else
+    action logits over the world's actions (``inner.space``). What else a learner reads of ``inner`` it declares
+    (market/protocols.py Policy: ``space``, ``backend``, ``state_text``). Built in this order (each draws from torch's RNG in turn): the LM learner (before the
     features: hf features read the trained LM), the features, the bid head, the critic."""
     value = learned_bids and cfg.bid_objective == "value"
-    lm = cfg.actions == "grpo" and isinstance(inner, LLMPolicy)  # LLM agents: their actions are the LM's completions
+    lm = cfg.actions == "grpo" and completions  # LLM agents: their actions are the LM's completions
     logits = cfg.actions == "grpo" and not lm  # rule worlds: action logits over the world's actions
     device = pick_device(cfg.device, gradients=logits or (learned_bids and not value))
     objective = for_agents(cfg)
     action = CompletionLearner(inner, cfg, seed, objective) if lm else None
     if features is None and learned_bids:
-        task = getattr(inner, "task", None)
-        features = make_features(cfg, getattr(inner, "space", None), getattr(inner, "backend", None),
-                                 getattr(task, "summaries", None))
+        features = make_features(cfg, inner.space, inner.backend, inner.state_text)
     features = features or NoFeatures()  # the market's scheme bids: no head reads features
     bid = (ValueBids if value else ReinforceBids if learned_bids else MarketBids)(cfg, features, device)
     if logits:
@@ -66,10 +67,12 @@ def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bid
 
 
 class LearnedPolicy(PolicyWrapper):
-    def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool = False):
+    def __init__(self, inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bids: bool = False,
+                 completions: bool = False):
         super().__init__(inner)
         self.cfg = cfg
-        self.device, self.bid_learner, self.action_learner = learners(inner, cfg, seed, features, learned_bids)
+        self.device, self.bid_learner, self.action_learner = learners(inner, cfg, seed, features, learned_bids,
+                                                                      completions)
         self.composed = [self.bid_learner] + ([self.action_learner] if self.action_learner else [])
         self.stats = {}
         self.adam = Learner([p for lr in self.composed for p in lr.params], cfg.lr, cfg.max_grad_norm,

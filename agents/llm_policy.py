@@ -151,6 +151,11 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         return getattr(self.task, "space", None)
 
     @property
+    def state_text(self):
+        """The task's state summaries, which text bid features embed (market/protocols.py Policy.state_text)."""
+        return self.task.summaries
+
+    @property
     def recording(self) -> bool:
         """Whether act() is playing a training round (not held-out, baseline or gate episodes): what learners
         record from it is this round's."""

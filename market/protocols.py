@@ -113,6 +113,15 @@ class Policy(Protocol):
         """Restore what :meth:`state_dict` returned."""
 
     # --- optional hooks ---------------------------------------------------------------------------
+    space = None
+    """The RuleSpace its agents read a state through (bounded integer features; the world's actions), which a
+    learner composed around it reads (agents/learned.py): numeric bid features and action logits need one."""
+    backend = None
+    """Its own language model (agents/backends), which ``agents.features = "hf"`` reads instead of loading another."""
+    state_text = None
+    """A function of [B, F] observations -> each state as text (an LLM task's state summaries), which text bid
+    features embed instead of the features' own rendering; None: the features' own."""
+
     reads_auctions: bool = False
     """Whether :meth:`learn` reads every auction in full (``RoundTrace.eligible``, ``RoundTrace.wealth``: [T, B, N]
     and [T, N], so the market records them only for a policy that asks)."""

@@ -137,7 +137,8 @@ class Scenario:
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 
-            policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed, learned_bids=exp.market.bid_scheme == "learned")
+            policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed, learned_bids=exp.market.bid_scheme == "learned",
+                                   completions=self.spec.learned_actions == "lm")
             if exp.agents.needs_groups(exp.market.bid_scheme):
                 world.group = exp.agents.group or 1  # G consecutive worlds share a task
         return MarketModel(world, policy, exp.market, exp.population, seed=exp.run.seed)
