@@ -85,7 +85,7 @@ class ActionLogits(RoundLearner):
             source, prefix = tree_opsd.layout(lengths, rng, N)
             return source[M:], prefix[M:]
         t, s = np.nonzero(np.arange(len(obs))[:, None] < lengths[None, :])  # every state a full rollout acted in
-        group = s // (self.cfg.group or M)
+        group = s // self.cfg.group_size(M)
         _, state = np.unique(np.c_[group, obs[t, s]], axis=0, return_inverse=True)
         state = state.reshape(-1)
         visits = np.unique(np.c_[state, s], axis=0)  # (state, rollout) once each
@@ -131,15 +131,15 @@ class ActionLogits(RoundLearner):
         cfg, B = self.cfg, trace.path.shape[1]
         outcome = trace.reward.sum(axis=0)
         full = np.arange(B) if trace.source is None else trace.source  # each world's full rollout
-        groups = full // (cfg.group or int((full == np.arange(B)).sum()))  # a branch is in its source's group
+        groups = full // cfg.group_size(int((full == np.arange(B)).sum()))  # a branch is in its source's group
         if trace.source is not None:  # each step judged by the rollouts below it (agents.branches)
             advantage = tree_advantage(outcome, trace.source, trace.prefix, t, b, groups)
         elif cfg.tasks == "scrl":  # sub-problems differ in difficulty: normalised among each one's rollouts
             advantage = class_advantage(model.world.task_ids, outcome)[b]
         else:
-            advantage = outcome_advantage(outcome, cfg.group, normalize=True)[b]
+            advantage = outcome_advantage(outcome, cfg.group_size(B), normalize=True)[b]
         if cfg.credit != "grpo":  # a per-step estimator (agents/credit)
-            advantage = step_advantages(model, cfg.estimator(), cfg.group, actions, logp)[t, b]
+            advantage = step_advantages(model, cfg.estimator(), cfg.group_size(B), actions, logp)[t, b]
         d = self.device
         solved = torch.as_tensor(trace.solved, dtype=torch.float32, device=d)
         groups = torch.as_tensor(groups, device=d)  # each world's outcome (success) and group

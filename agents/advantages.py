@@ -30,13 +30,14 @@ EPS = 1e-6
 
 
 def outcome_advantage(outcome: np.ndarray, group: int, normalize: bool) -> np.ndarray:
-    """[B] outcomes -> [B] advantages relative to their group of G consecutive rollouts (0: the whole round).
+    """[B] outcomes -> [B] advantages relative to their group of ``group`` consecutive rollouts (the whole round:
+    ``group`` = B; agents.AgentsConfig.group_size reads agents.group = 0 so).
 
     ``normalize``: (r - mean) / (std + eps) (GRPO); otherwise r - mean (the bid baseline).
     Groups whose rollouts all scored the same get zero advantage: nothing to contrast.
     """
     r = np.asarray(outcome, dtype=np.float64)
-    g = r.reshape(-1, group or r.size)
+    g = r.reshape(-1, group)
     return (advantages(g, EPS) if normalize else g - g.mean(axis=1, keepdims=True)).reshape(-1)
 
 

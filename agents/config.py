@@ -167,6 +167,11 @@ class AgentsConfig:
                 raise ValueError(f"{name}.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
         return tables
 
+    def group_size(self, rollouts: int) -> int:
+        """G among a round's ``rollouts``: ``group``, or all of them where it is 0 (the whole round one group). The
+        one reading of 0: every learner and check asks here, and passes the advantages a size, never 0."""
+        return self.group or rollouts
+
     def needs_groups(self, bid_scheme: str) -> bool:
         """Whether the run's learner compares rollouts within groups of ``group``: learned actions, or
         reinforce bids with the global advantage (elsewhere ``group`` is not read)."""

@@ -104,13 +104,13 @@ class CompletionLearner(RoundLearner):
         steps, self.policy.generations = self.policy.generations[-T:], []
         actions, self.actions = self.actions[-T:], []
         if cfg.credit == "grpo":
-            advantage = np.tile(outcome_advantage(trace.reward.sum(axis=0), cfg.group, normalize=True), (T, 1))
+            advantage = np.tile(outcome_advantage(trace.reward.sum(axis=0), cfg.group_size(B), normalize=True), (T, 1))
         else:
             logp = np.zeros((T, B))
             for t, generations in enumerate(steps):
                 for b, _, _, done, _ in generations:
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
-            advantage = step_advantages(model, cfg.estimator(), cfg.group, np.stack(actions), logp)
+            advantage = step_advantages(model, cfg.estimator(), cfg.group_size(B), np.stack(actions), logp)
         policy, objective = self.policy, self.objective
         oracle = objective is not None and "oracle_logp" in objective.needs  # sero: the task's correct output
         dense = bool(cfg.kl) or critic.wanted(objective) or oracle

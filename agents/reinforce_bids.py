@@ -58,7 +58,7 @@ class ReinforceBids(MarketBids):
         cap = np.full((t.size, N), np.inf)
         cap[:, : trace.wealth.shape[1]] = np.maximum(trace.wealth[t], 0) * market.bid_cap / MICRO
         if self.cfg.advantage == "global":
-            advantage = outcome_advantage(trace.reward.sum(axis=0), self.cfg.group, normalize=False)[b]
+            advantage = outcome_advantage(trace.reward.sum(axis=0), self.cfg.group_size(trace.path.shape[1]), normalize=False)[b]
         else:
             advantage = holding_profit(trace)[t, b] / MICRO / self.cfg.bid_scale  # in typical bids
         d = self.device

@@ -29,12 +29,13 @@ def provides(world_signals, sampled_actions: bool = True) -> set[str]:
 
 def step_advantages(model, estimator, group: int, actions: np.ndarray | None = None,
                     logp: np.ndarray | None = None) -> np.ndarray:
-    """[T, B] advantages of the round ``model`` just ran (``estimator``: a name or an Estimator)."""
+    """[T, B] advantages of the round ``model`` just ran (``estimator``: a name or an Estimator), its worlds in
+    groups of ``group`` consecutive ones (agents.AgentsConfig.group_size)."""
     est = make(estimator) if isinstance(estimator, str) else estimator
     path = model.trace.path
     T, B = path.shape
     groups = trajectories(model, actions=actions,
-                          world_signals=model.world.credit_signals, group=group or B, logp=logp)
+                          world_signals=model.world.credit_signals, group=group, logp=logp)
     out = np.zeros((T, B))
     b = 0
     for g in groups:

@@ -271,7 +271,7 @@ def _credit_settings_are_read(exp: Experiment) -> str | None:
 def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
     """A group-relative advantage compares a rollout with its group's others: one alone has none."""
     agents, market = exp.agents, exp.market
-    if _needs_groups(exp) and (agents.group or market.batch) < 2:
+    if _needs_groups(exp) and agents.group_size(market.batch) < 2:
         return (f"agents.group = {agents.group}: a group-relative advantage needs at least 2 "
                 f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
 

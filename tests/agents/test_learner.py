@@ -50,7 +50,7 @@ def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
 def test_outcome_advantage():
     a = outcome_advantage(np.array([1.0, 0.0, 1.0, 1.0, 0.0, 0.0]), group=2, normalize=False)
     assert a.tolist() == [0.5, -0.5, 0.0, 0.0, 0.0, 0.0]  # equal groups: nothing to contrast
-    z = outcome_advantage(np.array([3.0, 1.0, 2.0, 2.0]), group=0, normalize=True)
+    z = outcome_advantage(np.array([3.0, 1.0, 2.0, 2.0]), group=AgentsConfig().group_size(4), normalize=True)
     assert z.sum() == pytest.approx(0) and z[0] == pytest.approx(1 / 0.7071, rel=1e-4)
 
 
