@@ -11,7 +11,10 @@ go through the estimator, and each step's advantage A moves its agent's logits b
 
     logits[agent, stage] += lr * A * (onehot(action) - softmax(logits[agent, stage]))
 
-``none`` does no update (the economy alone). Same seeds, same budget, same initial population
+``none`` does no update (the economy alone). The logits are per (agent, stage), which is why this learner
+is its own and not the library's (agents/action_logits.py, one residual per agent over its rule, the same at
+every state): collapsed to one vector per agent, this same update no longer lifts relay's success above the
+economy's, as the library's learner does not at any lr, clip or rule_logit tried. Same seeds, same budget, same initial population
 for every estimator. The table: final success (last 20% of episodes, mean +- std over seeds),
 episodes until the round-success moving average (5 rounds) first reaches ``--threshold``,
 and the variance of the final success over seeds.
