@@ -92,15 +92,18 @@ class PolicyConfig:
 class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
     def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[tuple[float, list[str]]]],
                  weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=(),
-                 prompts: Prompts | None = None):
+                 prompts: Prompts | None = None, engines: dict[str, Backend] | None = None):
         """``pool[role]``: groups (p, skill lines); a random newcomer of that role holds each line of a
         group with probability p, independently, in order; ``weights``: how often
         each role is drawn for newcomers; ``seed_agents``: (role, skills, theta) given to the first
         newborns, in order (None: drawn at random as for any newcomer); ``prompts``: the rewrite and
-        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/prompts.py)."""
+        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/prompts.py);
+        ``engines``: role name -> the engine its agents call, where it is not ``backend`` (the shared one, which
+        also serves the framework's own asks: diagnoses, skill edits)."""
         self.backend, self.task, self.roles, self.cfg = backend, task, list(roles), cfg
         self.prompts = (prompts or getattr(task, "prompts", None) or Prompts()).resolve(self.roles, pool)
         self.role_index = {r.name: i for i, r in enumerate(self.roles)}
+        self.engines = {self.role_index[name]: e for name, e in (engines or {}).items() if name in self.role_index}
         self.pool = pool
         w = np.asarray(weights if weights is not None else np.ones(len(roles)), dtype=float)
         self.weights = w / w.sum()

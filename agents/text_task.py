@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from agents.backends.base import Completion
+from agents.backends.base import BackendConfig, Completion
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ class Role:
     tool: bool | Callable = False
     """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call. In a text world
     (agents/text_world.py) the tool itself: a function of the state -> the text it writes (None: nothing)."""
+    llm: BackendConfig | None = None
+    """The model this role's agents call, where it is not the world's shared one (``[<section>.llm]``); a
+    ``[<section>.roles.NAME]`` section of the run's config overrides it. One market can so mix models (two
+    sizes behind one server, a small model beside a larger one); the summary reports each one's usage."""
 
 
 class TextTask(Protocol):
