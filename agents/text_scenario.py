@@ -50,8 +50,9 @@ class TextWorldConfig:
     initial_roles: tuple[str, ...] = ()
     """Roles of the first newborns, in order (the rest of the population is drawn at random)."""
     roles: dict[str, BackendConfig] = Field(default_factory=dict)
-    """``[<section>.roles.NAME]``: the model role NAME's agents call instead of ``llm`` (its keys default as
-    ``llm``'s do; it overrides the role's own ``Role.llm``). Several roles may name one model: one engine."""
+    """``[<section>.roles.NAME]``: the model role NAME's agents call instead of ``llm`` (a whole backend config: its
+    unset keys take the defaults, not ``llm``'s values; it overrides the role's own ``Role.llm``). Roles naming one
+    config share one engine."""
 
 
 def role_models(cls: type[TextWorld], cfg: TextWorldConfig) -> dict[str, BackendConfig]:

@@ -86,7 +86,10 @@ class Scenario:
         if not (hasattr(module, "build") or hasattr(module, "make_model")):  # one TextWorld class: agents/text_world.py
             from agents.text_scenario import as_scenario
 
-            module = as_scenario(module)
+            try:
+                module = as_scenario(module)
+            except ValueError as err:  # a text world's module that cannot serve: one line
+                raise ScenarioError(str(err)) from None
         origin = getattr(module, "__file__", None) or name
         api = getattr(module, "CATALLAX_API", API)
         if api != API:
