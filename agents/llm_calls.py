@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.backends.base import Completion, Prompt
+from agents.backends.factory import label
 
 
 class ModelCalls:
@@ -56,7 +57,7 @@ class ModelCalls:
                 done = [engine.generate([p])[0] for p in batch]
             answers.update(zip(batch, done))
         for p in fresh:
-            self._spend(asker[p], answers[p].prompt_tokens + answers[p].tokens)
+            self._spend(asker[p], answers[p].prompt_tokens + answers[p].tokens, self.engine(asker[p]))
         for p in fresh:
             c = answers[p]
             if p.temperature == 0 and c.finish != "timeout" and c.finish != "error":
@@ -77,16 +78,22 @@ class ModelCalls:
                 parts = [(engine.score([prompts[i]]), engine.scored_tokens) for i in idx]
                 scores[idx], tokens[idx] = (np.concatenate(column) for column in zip(*parts))
         for row, n in zip(rows, tokens.tolist()):
-            self._spend(row, n)
+            self._spend(row, n, self.engine(row))
         return scores
 
-    def _spend(self, row: int, tokens: int) -> None:
-        """Tokens an engine call used for ``row`` (not counted in evaluation: the frozen market pays nothing)."""
+    def _spend(self, row: int, tokens: int, engine) -> None:
+        """Tokens ``engine`` used for ``row`` (not counted in evaluation: the frozen market pays nothing)."""
         if not self._evaluating and row >= 0:
             self.spent[row] += tokens
+            model = label(engine)
+            if model not in self.spent_by:
+                self.spent_by[model] = np.zeros(self.spent.size, dtype=np.int64)
+            self.spent_by[model][row] += tokens
             self.counts[f"tokens:{self.roles[self.role[row]].name}"] += tokens
 
-    def compute(self) -> np.ndarray:
-        """[N] tokens each row's calls used since the last call (the market charges market.token_price)."""
-        spent, self.spent = self.spent, np.zeros_like(self.spent)
+    def compute(self) -> dict[str, np.ndarray]:
+        """{model: [N] tokens} each row's calls to each model used since the last call (the market charges
+        market.token_price, or the model's market.token_prices)."""
+        spent, self.spent_by = self.spent_by, {}
+        self.spent = np.zeros_like(self.spent)
         return spent

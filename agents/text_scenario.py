@@ -113,6 +113,10 @@ def validate(cls: type[TextWorld], section: str, exp) -> None:
         if exp.agents.actions == "grpo":
             raise ValueError(f"{section}.roles.{name}: agents.actions = 'grpo' trains one LoRA adapter of the shared "
                              f"model ({section}.llm), and role {name!r} calls a model of its own")
+    served = {f"{m.backend}:{m.model}" for m in (cfg.llm, *role_models(cls, cfg).values())}
+    if unknown := sorted(set(exp.market.token_prices) - served):
+        raise ValueError(f"market.token_prices.{unknown[0]}: no role of {cls.__name__} calls that model (its models: "
+                         f"{', '.join(sorted(served))})")
     for attr in ("complete", "single"):
         if unknown := [r for r in getattr(cls, attr) or () if r not in names]:
             raise ValueError(f"{cls.__name__}.{attr}: {', '.join(map(repr, unknown))} is not a role ({', '.join(names)})")

@@ -129,7 +129,7 @@ def test_births_rewrite_skills_with_the_llm_and_never_touch_the_frozen_part(play
     before, discarded = len(pol.versions), pol.counts["malformed_rewrites"]
     rng = np.random.default_rng(0)
     pol.inherit(rows, parents, rng)
-    pol.revise(rows, parents, np.stack([np.array([0, 7, 0, 0, 1])] * 2), np.ones(2, dtype=bool), rng)
+    pol.revise(rows, parents, np.stack([np.array([0, 7, 0, 0, 1, 0])] * 2), np.ones(2, dtype=bool), rng)  # problem 0 of stream 7
     assert [r.frozen for r in pol.roles] == frozen
     new = pol.versions[before:]
     assert len(new) + pol.counts["malformed_rewrites"] - discarded == 4  # each rewrite: a version, or a recorded discard

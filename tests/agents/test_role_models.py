@@ -7,6 +7,7 @@ model config, so the routing and the counts are exact; the real SmolLM2 mixed ru
 
 import sqlite3
 
+import numpy as np
 import pytest
 
 from agents import text_scenario
@@ -44,7 +45,7 @@ def triage(tmp_path, monkeypatch):
 
     def shared(cfg):
         engine = engines.setdefault(repr(cfg), Counted())
-        engine.cfg = cfg
+        engine.cfg, engine.name = cfg, cfg.backend  # the stand-in of the configured engine: its label, hf:<model>
         engine.stats = type(engine.stats)()  # a new user: fresh counters, as shared_backend's
         return engine
 
@@ -64,7 +65,7 @@ def test_a_role_with_a_model_of_its_own_calls_only_it_and_the_summary_counts_eac
     assert shared.sent and not any(p.system.startswith(ROUTER) for p in shared.sent)
     summary = text_scenario.metrics(model, [], exp.scenario)
     usage = summary["llm_usage"]
-    assert set(usage) == {"scripted:smollm2", "scripted:big"} and all(u["prompt_tokens"] > 0 for u in usage.values())
+    assert set(usage) == {"hf:smollm2", "hf:big"} and all(u["prompt_tokens"] > 0 for u in usage.values())
     assert summary["llm_tokens"] == sum(u["prompt_tokens"] + u["completion_tokens"] for u in usage.values())
     assert summary["role_tokens"]["router"] > 0 and summary["role_tokens"]["classifier"] > 0
     assert sum(summary["role_tokens"].values()) == int(model.population.tokens.sum())  # what the market charged
@@ -85,12 +86,38 @@ def test_each_models_usage_is_stored_per_round_and_a_resumed_run_reports_the_who
     with sqlite3.connect(folder / "b.db") as db:
         stored = dict(db.execute("SELECT backend, sum(prompt_tokens) FROM round_usage GROUP BY backend").fetchall())
         charged, = db.execute("SELECT count(*) FROM transfer WHERE reason_name = 'COMPUTE'").fetchone()
-    assert set(stored) == {"scripted:smollm2", "scripted:big"} and charged > 0
+    assert set(stored) == {"hf:smollm2", "hf:big"} and charged > 0
+
+
+def test_each_models_tokens_are_charged_at_its_own_price(triage):
+    """market.token_prices prices the routers' model alone (market.token_price is 0): only routers pay, each
+    exactly its round's tokens of that model at 1 credit per 1000 (1000 micro-credits a token)."""
+    from market.ledger import Reason
+
+    folder, _ = triage
+    exp = load(str(folder / "triage.toml"), ["triage.roles.router.model=big", "triage.heldout=4",
+                                             'market.token_prices={"hf:big" = 1.0}', "market.token_price=0"])
+    model = build_model(exp)
+    policy, charged, reports = model.policy, 0, []
+    compute = policy.compute
+    policy.compute = lambda: reports.append(compute()) or reports[-1]
+    for _ in range(4):
+        model.step()
+        moved = model.last_round.transfers
+        moved = moved[moved["reason"] == Reason.COMPUTE]
+        big = reports[-1].get("hf:big", np.zeros(0, dtype=np.int64))
+        rows = np.flatnonzero(big)
+        assert {policy.roles[policy.role[r]].name for r in rows.tolist()} <= {"router"}
+        assert sorted(moved["amount"].tolist()) == sorted((big[rows] * 1000).tolist())
+        assert reports[-1].get("hf:smollm2", np.zeros(1)).any()  # the classifiers spent tokens too, unpriced
+        charged += len(moved)
+    assert charged > 0
 
 
 @pytest.mark.parametrize("sets, key", [
     (["triage.roles.nobody.model=big"], "triage.roles.nobody"),
     (["triage.roles.router.model=big", "agents.actions=grpo", "agents.group=4"], "triage.roles.router"),
+    (['market.token_prices={"hf:big" = 1.0}'], "market.token_prices.hf:big"),
 ])
 def test_a_role_model_the_world_cannot_serve_is_refused_at_load_naming_the_key(triage, sets, key):
     from scenarios.run.config import ConfigError
