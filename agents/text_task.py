@@ -4,8 +4,8 @@ A :class:`Role` is the frozen part of an agent's prompt (births never touch it) 
 tool role has no LLM (the task computes its action). A :class:`TextTask` is the scenario side of
 agents/llm_policy.py: what a state says to the wake-up question, what an acting role reads, whether an
 action could be legal, how a completion parses, and the correct output at a state (births and
-diagnoses). agents/text_world.py implements it for a world written as one class; scenarios/wordmath.py
-implements it by hand.
+diagnoses). agents/text_adapter.py implements it for every world written as one class (agents/text_world.py:
+the built-in wordmath and procurement too).
 """
 
 from __future__ import annotations
