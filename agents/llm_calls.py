@@ -1,9 +1,10 @@
 """The LLM policy's calls to its backend: batched generation and wake-up scoring, a greedy memo, token charges.
 
-Each market step makes at most two backend calls per engine, each one batch over all B worlds and all agents
-that need it (a role may call a model of its own: agents/text_task.py ``Role.llm``) (``PolicyConfig.lockstep``; ``False`` sends the same prompts one by one: the benchmark's
-sequential baseline, nothing else). Greedy prompts seen before are answered from a bounded memo, and
-what each engine call cost in tokens is charged to the row that asked (agents/llm_policy.py).
+Each market step makes at most two backend calls per engine (a role may call a model of its own:
+agents/text_task.py ``Role.llm``), each one batch over all B worlds and all agents that need it
+(``PolicyConfig.lockstep``; ``False`` sends the same prompts one by one: the benchmark's sequential baseline,
+nothing else). Greedy prompts the shared engine answered before are answered from a bounded memo, and what
+each engine call cost in tokens is charged to the row that asked, per model (agents/llm_policy.py).
 """
 
 from __future__ import annotations
@@ -42,29 +43,30 @@ class ModelCalls:
         return sorted(groups.values(), key=lambda g: g[0] is not self.backend)
 
     def _generate(self, prompts: list[Prompt], rows: list[int]) -> list[Completion]:
-        """Greedy prompts seen before are answered from the memo (the engine would repeat itself:
-        a forfeiting agent facing the same state again); the rest go to the engine of the asking row's
-        role (one batch per engine), and what each call cost in tokens is charged to the row that asked
-        first (``rows[i]`` asked ``prompts[i]``)."""
-        asker = dict(zip(reversed(prompts), reversed(rows)))  # each distinct prompt's first asker
-        fresh = [p for p in dict.fromkeys(prompts) if p.temperature > 0 or p not in self.memo]
-        answers: dict[Prompt, Completion] = {}
-        for engine, idx in self._split(fresh, [asker[p] for p in fresh]):
+        """Greedy prompts the shared engine answered before are answered from the memo (it would repeat itself:
+        a forfeiting agent facing the same state again); the rest go to the engine of the asking row's role
+        (one batch per engine; a prompt asked of two engines is two asks), and what each call cost in tokens is
+        charged to the row that asked first (``rows[i]`` asked ``prompts[i]``)."""
+        keys = [(id(self.engine(row)), p) for p, row in zip(prompts, rows)]
+        asker = dict(zip(reversed(keys), reversed(rows)))  # each distinct (engine, prompt)'s first asker
+        shared = id(self.backend)
+        fresh = [k for k in dict.fromkeys(keys) if k[1].temperature > 0 or k[0] != shared or k[1] not in self.memo]
+        answers: dict[tuple, Completion] = {}
+        for engine, idx in self._split([p for _, p in fresh], [asker[k] for k in fresh]):
             batch = [fresh[i] for i in idx]
             if self.cfg.lockstep:
-                done = engine.generate(batch)
+                done = engine.generate([p for _, p in batch])
             else:
-                done = [engine.generate([p])[0] for p in batch]
+                done = [engine.generate([p])[0] for _, p in batch]
             answers.update(zip(batch, done))
-        for p in fresh:
-            self._spend(asker[p], answers[p].prompt_tokens + answers[p].tokens, self.engine(asker[p]))
-        for p in fresh:
-            c = answers[p]
-            if p.temperature == 0 and c.finish != "timeout" and c.finish != "error":
+        for k in fresh:
+            self._spend(asker[k], answers[k].prompt_tokens + answers[k].tokens, self.engine(asker[k]))
+        for (engine, p), c in ((k, answers[k]) for k in fresh):
+            if engine == shared and p.temperature == 0 and c.finish != "timeout" and c.finish != "error":
                 self.memo[p] = c
                 if len(self.memo) > self.cfg.memo:
                     self.memo.pop(next(iter(self.memo)))
-        return [answers[p] if p in answers else self.memo[p] for p in prompts]
+        return [answers[k] if k in answers else self.memo[k[1]] for k in keys]
 
     def _score(self, prompts: list[Prompt], rows: list[int]) -> np.ndarray:
         """Wake-up scores of ``prompts`` (one pass per engine); each one's prompt tokens are charged to ``rows[i]``."""

@@ -125,3 +125,19 @@ def test_a_role_model_the_world_cannot_serve_is_refused_at_load_naming_the_key(t
     folder, _ = triage
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load(str(folder / "triage.toml"), sets)
+
+
+def test_one_prompt_asked_of_two_models_is_two_asks_and_only_the_shared_ones_are_remembered(triage):
+    """Two roles with one frozen prompt on two models (a size comparison): the same prompt goes to each engine, and
+    the greedy memo, the shared engine's, never answers for the other."""
+    folder, engines = triage
+    model = build_model(load(str(folder / "triage.toml"), ["triage.roles.router.model=big"]))
+    policy = model.policy
+    shared, big = (next(e for e in engines.values() if e.cfg.model == m) for m in ("smollm2", "big"))
+    classifier, router = (int(np.flatnonzero(policy.role == policy.role_index[n])[0]) for n in ("classifier", "router"))
+    prompt = policy.action_prompt(0, classifier, model.world.observe()[0])
+    before = len(shared.sent), len(big.sent)
+    policy._generate([prompt, prompt], [classifier, router])
+    assert (len(shared.sent) - before[0], len(big.sent) - before[1]) == (1, 1)
+    policy._generate([prompt, prompt], [classifier, router])  # again: the shared engine's answer is remembered
+    assert (len(shared.sent) - before[0], len(big.sent) - before[1]) == (1, 2)
