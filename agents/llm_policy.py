@@ -54,6 +54,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
 from agents.backends.base import Backend, Completion, Prompt
+from agents.backends.factory import label
 from agents.llm_births import Births
 from agents.llm_calls import ModelCalls
 from agents.llm_lines import SkillLines
@@ -92,15 +93,18 @@ class PolicyConfig:
 class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
     def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[tuple[float, list[str]]]],
                  weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=(),
-                 prompts: Prompts | None = None):
+                 prompts: Prompts | None = None, engines: dict[str, Backend] | None = None):
         """``pool[role]``: groups (p, skill lines); a random newcomer of that role holds each line of a
         group with probability p, independently, in order; ``weights``: how often
         each role is drawn for newcomers; ``seed_agents``: (role, skills, theta) given to the first
         newborns, in order (None: drawn at random as for any newcomer); ``prompts``: the rewrite and
-        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/prompts.py)."""
+        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/prompts.py);
+        ``engines``: role name -> the engine its agents call, where it is not ``backend`` (the shared one, which
+        also serves the framework's own asks: diagnoses, skill edits)."""
         self.backend, self.task, self.roles, self.cfg = backend, task, list(roles), cfg
         self.prompts = (prompts or getattr(task, "prompts", None) or Prompts()).resolve(self.roles, pool)
         self.role_index = {r.name: i for i, r in enumerate(self.roles)}
+        self.engines = {self.role_index[name]: e for name, e in (engines or {}).items() if name in self.role_index}
         self.pool = pool
         w = np.asarray(weights if weights is not None else np.ones(len(roles)), dtype=float)
         self.weights = w / w.sum()
@@ -108,6 +112,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         self.theta = np.zeros(0)
         self.version = np.zeros(0, dtype=np.int64)
         self.spent = np.zeros(0, dtype=np.int64)  # [N] tokens each row's calls used since the market last charged
+        self.spent_by: dict[str, np.ndarray] = {}  # the same, per model (factory.label): what the market prices
         self.skills: list[tuple[str, ...]] = []  # [N] the names of each row's skills (catalogue.lines: their text)
         self.versions: list[dict] = []  # every skill set ever held: id, parent, role, skills (names), edit
         self.catalogue = Catalogue()
@@ -309,6 +314,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         self.theta = np.concatenate([self.theta, np.zeros(grow)])
         self.version = np.concatenate([self.version, np.full(grow, -1, dtype=np.int64)])
         self.spent = np.concatenate([self.spent, np.zeros(grow, dtype=np.int64)])
+        self.spent_by = {m: np.concatenate([t, np.zeros(grow, dtype=np.int64)]) for m, t in self.spent_by.items()}
         self.skills += [()] * grow
 
     def _new_version(self, row: int, skills: tuple[str, ...], parent: int, edit: str) -> None:
@@ -350,6 +356,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
                 "scores": dict(self.scores), "memo": [(asdict(p), asdict(c)) for p, c in self.memo.items()],
                 "bench": {k: set(v) for k, v in self.bench.items()}, "recent": dict(self.recent),
                 "counts": dict(self.counts), "seed_agents": list(self._seed_agents), "spent": self.spent.copy(),
+                "spent_by": {m: t.copy() for m, t in self.spent_by.items()},
                 "catalogue": self.catalogue.state_dict(),
                 "evolver": None if self.evolver is None else self.evolver.state_dict()}  # data only: market/checkpoint.py
 
@@ -362,6 +369,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         self.counts = collections.Counter(state["counts"])
         self._seed_agents = list(state["seed_agents"])
         self.spent = state["spent"].copy() if "spent" in state else np.zeros(self.role.size, dtype=np.int64)
+        self.spent_by = ({m: t.copy() for m, t in state["spent_by"].items()} if "spent_by" in state else
+                         {label(self.backend): self.spent.copy()} if self.spent.any() else {})  # one model before
         if self.evolver is not None:
             self.evolver.load_state_dict(state["evolver"])
         if "catalogue" in state:

@@ -42,7 +42,7 @@ class TextBoard:
                                actions=tuple(r.name for r in world.roles))
         self.episodes = 0  # episodes begun by any batch of the run (TextBatch.serial)
         self.current: TextBatch | None = None
-        self.pending: dict[int, object] = {}  # world b -> its state after this step's accepted move
+        self.pending: dict[int, tuple] = {}  # world b -> (role, its state after this step's accepted move)
         self.moves: collections.OrderedDict = collections.OrderedDict()  # (serial, b) -> [(role, text)] applied
 
     # --- states ------------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ class TextBoard:
         reason = self.world.act(trial, role, text)
         if reason:
             return None, str(reason)
-        self.pending[b] = trial
+        self.pending[b] = role, trial
         return text, ""
 
     # --- the TextTask protocol (agents/text_task.py) ----------------------------------------------
@@ -103,7 +103,7 @@ class TextBoard:
 
     def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
         state = self.state_at(obs_row)
-        return self.world.read(state, role), self.world.correct(state, role)
+        return self.world.given(state, role), self.world.correct(state, role)
 
     def question(self, obs_row: np.ndarray) -> tuple[str, str]:
         """The problem a world plays ("stream:id": the G rollouts of a group share it) and its correct outcome."""
@@ -143,8 +143,8 @@ class TextBatch(World):
     def step(self, actions: np.ndarray, acting: np.ndarray):
         world, board = self.board.world, self.board
         for b in np.flatnonzero(acting & (actions >= 0)).tolist():
-            self.states[b] = board.pending.pop(b)
-            board.record(self.serial, b, world.roles[int(actions[b])].name, board.payloads[b])
+            role, self.states[b] = board.pending.pop(b)  # the role that wrote it (a policy may hold a subset of roles)
+            board.record(self.serial, b, role, board.payloads[b])
             self.turn[b] += 1
         done = np.array([world.done(s) for s in self.states], dtype=bool)
         reward = np.array([float(world.reward(s)) if d else 0.0 for s, d in zip(self.states, done)])

@@ -2,10 +2,12 @@
 
 A module that defines one :class:`~agents.text_world.TextWorld` subclass and no ``build`` is a scenario
 (scenarios/registry.py asks :func:`as_scenario` for the interface): ``Config`` is
-:class:`TextWorldConfig`, ``build`` makes the batch of worlds, its
+:class:`TextWorldConfig` or the module's own subclass of it (the world's own keys, read as ``world.config``),
+``build`` makes the batch of worlds, its
 held-out and validation batches (their own seed streams of the world's generator) and the LLM
 policy, ``validate`` refuses what the world cannot serve before anything loads, and ``metrics``
-reports the frozen market against the complete agent on the same held-out problems.
+reports the frozen market against the complete agent on the same held-out problems (a module's own
+``metrics`` replaces it, e.g. to add to :func:`metrics` or rename its keys).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.backends import BackendConfig
-from agents.backends.factory import require_engine, shared_backend
+from agents.backends.factory import require_engine, shared_backend, usage
 from agents.llm_policy import LLMPolicy, PolicyConfig
 from agents.text_adapter import TextBatch, TextBoard
 from agents.text_world import TextWorld
@@ -47,6 +49,16 @@ class TextWorldConfig:
     """How often a random newcomer has each role, in the world's role order (None: equally often)."""
     initial_roles: tuple[str, ...] = ()
     """Roles of the first newborns, in order (the rest of the population is drawn at random)."""
+    roles: dict[str, BackendConfig] = Field(default_factory=dict)
+    """``[<section>.roles.NAME]``: the model role NAME's agents call instead of ``llm`` (a whole backend config: its
+    unset keys take the defaults, not ``llm``'s values; it overrides the role's own ``Role.llm``). Roles naming one
+    config share one engine."""
+
+
+def role_models(cls: type[TextWorld], cfg: TextWorldConfig) -> dict[str, BackendConfig]:
+    """The LLM roles that call a model other than the shared one -> that model's config."""
+    out = {r.name: cfg.roles.get(r.name, r.llm) for r in cls.roles if not r.tool}
+    return {name: model for name, model in out.items() if model is not None and model != cfg.llm}
 
 
 def as_scenario(module):
@@ -62,12 +74,16 @@ def as_scenario(module):
     section = Path(getattr(module, "__file__", None) or module.__name__).stem
     if section.startswith("catallax_plugin_") or section == "__init__":
         section = module.__name__.rsplit(".", 1)[-1]
+    own = vars(module).get("Config", TextWorldConfig)
+    if not (isinstance(own, type) and issubclass(own, TextWorldConfig)):
+        raise ValueError(f"{getattr(module, '__file__', module.__name__)}: Config must subclass "
+                         "agents.text_scenario.TextWorldConfig (a text world's keys are added to the framework's)")
     out = types.SimpleNamespace(**vars(module))
     out.__doc__ = module.__doc__ or cls.__doc__
-    out.Config = TextWorldConfig
+    out.Config = own
     out.build = functools.partial(build, cls)
     out.validate = functools.partial(validate, cls, section)
-    out.metrics = metrics
+    out.metrics = vars(module).get("metrics", metrics)
     # Learned bids read the stage (one-hot under numeric), nothing (agent) or the stage's summary as text; the
     # sero objective reads the correct continuation, where the world can say it.
     out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
@@ -88,6 +104,22 @@ def validate(cls: type[TextWorld], section: str, exp) -> None:
         raise ValueError(f"{section}.role_weights: {len(cfg.role_weights)} weights for {len(names)} roles ({', '.join(names)})")
     if unknown := [r for r in cfg.initial_roles if r not in names]:
         raise ValueError(f"{section}.initial_roles: {', '.join(map(repr, unknown))} is not a role ({', '.join(names)})")
+    for name, model in cfg.roles.items():
+        if name not in names or next(r for r in cls.roles if r.name == name).tool:
+            raise ValueError(f"{section}.roles.{name}: not an LLM role of {cls.__name__} "
+                             f"({', '.join(r.name for r in cls.roles if not r.tool)})")
+    for name, model in role_models(cls, cfg).items():
+        require_engine(model.backend, f"{section}.roles.{name}.backend")
+        if exp.agents.actions == "grpo":
+            raise ValueError(f"{section}.roles.{name}: agents.actions = 'grpo' trains one LoRA adapter of the shared "
+                             f"model ({section}.llm), and role {name!r} calls a model of its own")
+    served = {f"{m.backend}:{m.model}" for m in (cfg.llm, *role_models(cls, cfg).values())}
+    if unknown := sorted(set(exp.market.token_prices) - served):
+        raise ValueError(f"market.token_prices.{unknown[0]}: no role of {cls.__name__} calls that model (its models: "
+                         f"{', '.join(sorted(served))})")
+    for attr in ("complete", "single"):
+        if unknown := [r for r in getattr(cls, attr) or () if r not in names]:
+            raise ValueError(f"{cls.__name__}.{attr}: {', '.join(map(repr, unknown))} is not a role ({', '.join(names)})")
     if not cls.has_correct():
         missing = f"{cls.__name__}.correct(state, role) is not defined"
         if exp.population.births and exp.population.p_explore > 0:
@@ -100,15 +132,18 @@ def validate(cls: type[TextWorld], section: str, exp) -> None:
 
 def build(cls: type[TextWorld], cfg: TextWorldConfig):
     """The training batch (with its ``heldout`` and ``validation`` batches) and the LLM policy."""
-    board = TextBoard(cls())
+    world = cls()
+    world.config = cfg
+    board = TextBoard(world)
     horizon = cfg.horizon or board.world.horizon
     world = TextBatch(board, seed=0, horizon=horizon)
     world.heldout = TextBatch(board, cfg.heldout_seed, horizon, fixed=np.arange(cfg.heldout))
     world.validation = TextBatch(board, cfg.validation_seed, horizon, fixed=np.arange(cfg.validation))
     seeds = [(name, None, None) for name in cfg.initial_roles]
     weights = list(cfg.role_weights) if cfg.role_weights is not None else None
+    engines = {name: shared_backend(model) for name, model in role_models(cls, cfg).items()}
     policy = LLMPolicy(shared_backend(cfg.llm), board, list(board.world.roles), board.world.skill_pool(), weights,
-                       cfg.policy, seeds)
+                       cfg.policy, seeds, engines=engines)
     return world, policy
 
 
@@ -119,20 +154,44 @@ def outcomes(batch: TextBatch) -> tuple[float, float]:
     return float(np.mean(batch.solved)), float(np.mean(rewards))
 
 
+def single_agents(model, batch: TextBatch, names: tuple[str, ...]) -> tuple[float, float, str | None]:
+    """The best live agent of the roles ``names`` alone on every problem of ``batch`` (one lockstep batch of
+    agents x problems, each agent acting at every step), frozen -> (its success rate, its mean reward, its
+    description); (0, 0, None) when no such agent lives."""
+    policy = model.policy.unwrapped
+    live = np.flatnonzero(model.population.traders)
+    rows = live[np.isin([policy.roles[r].name for r in policy.role[live]], names)]
+    if rows.size == 0:
+        return 0.0, 0.0, None
+    n, world = batch.fixed.size, batch.board.world
+    policy.only = np.repeat(rows, n)
+    try:
+        model.run_episodes(world=batch, batch=rows.size * n, settle=False)
+    finally:
+        policy.only = None
+    solved = batch.solved.reshape(rows.size, n).mean(axis=1)
+    rewards = np.array([float(world.reward(s)) if world.done(s) else 0.0 for s in batch.states]).reshape(rows.size, n)
+    best = int(np.argmax(rewards.mean(axis=1)))
+    return float(solved[best]), float(rewards[best].mean()), policy.describe(rows[best:best + 1])[0]
+
+
 def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple[float, float]:
-    """The complete agent on every problem of ``batch``, frozen: one row per role (every tool; each LLM role
-    holding its whole initial pool, wrong worked examples included, but for ``drop``, and the LLM roles'
-    summed token budget), and at each state the first role, in the world's order, that may act there plays
-    it: no auction routes. -> (success rate, mean reward)."""
+    """The complete agent on every problem of ``batch``, frozen: one row per role it combines (``complete``,
+    default all: every tool; each LLM role holding its whole initial pool, wrong worked examples included, but
+    for ``drop``, and the summed token budget of its LLM roles), and at each state the first of its roles, in
+    order, that may act there plays it: no auction routes. -> (success rate, mean reward)."""
     trained, board = model.policy.unwrapped, batch.board
-    budget = sum(r.max_tokens for r in board.world.roles if not r.tool)
-    roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in board.world.roles]
+    world = board.world
+    mine = [next(r for r in world.roles if r.name == name) for name in world.complete] if world.complete else world.roles
+    budget = sum(r.max_tokens for r in mine if not r.tool)
+    roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in mine]
     pool = board.world.skill_pool()
     lines = {r.name: [line for _, group in pool.get(r.name, []) for line in group
                       if LLMPolicy._kind(line) != "wake" and line not in drop] for r in roles}
     cfg = dataclasses.replace(trained.cfg, max_skills=max([len(v) for v in lines.values()] + [1]))
     seeds = [(r.name, lines[r.name], 0.0) for r in roles]
-    policy = LLMPolicy(trained.backend, board, roles, pool, None, cfg, seeds)
+    engines = {trained.roles[i].name: engine for i, engine in trained.engines.items()}
+    policy = LLMPolicy(trained.backend, board, roles, pool, None, cfg, seeds, engines=engines)
     n = batch.fixed.size
     solo = MarketModel(batch, policy, MarketConfig(batch=n),
                        PopulationConfig(initial_agents=len(roles), births=False, min_agents=0, max_agents=len(roles)),
@@ -153,11 +212,13 @@ def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple
 
 def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
     """The frozen market and the complete agent (on the untrained model) on the same held-out problems; with
-    the world's ``wrong`` lines, also the curated complete agent (without them: the ceiling)."""
+    the world's ``wrong`` lines, also the curated complete agent (without them: the ceiling); with its
+    ``single`` roles, the best of their live agents alone."""
     policy, heldout = model.policy.unwrapped, model.world.heldout
     with policy.evaluating():
         model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
         success, reward = outcomes(heldout)
+        single = single_agents(model, heldout, heldout.board.world.single) if heldout.board.world.single else None
         with policy.base_weights():
             complete_success, complete_reward = complete_agent(model, heldout)
             wrong = tuple(heldout.board.world.wrong)
@@ -165,17 +226,22 @@ def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
     live = np.flatnonzero(model.population.traders)
     roles = np.array([policy.roles[r].name for r in policy.role[live]])
     tail = episodes[len(episodes) - max(1, len(episodes) // 5):]
-    stats = policy.backend.stats
+    used = usage(policy.all_engines())
     return {
         "heldout_success": success, "heldout_reward": reward,
         "complete_agent_success": complete_success, "complete_agent_reward": complete_reward,
         **({"curated_agent_success": curated[0], "curated_agent_reward": curated[1]} if curated else {}),
+        **({"single_agent_success": single[0], "single_agent_reward": single[1], "single_agent": single[2]}
+           if heldout.board.world.single else {}),
         "heldout_problems": cfg.heldout, "heldout_seed": cfg.heldout_seed,
         "train_success_rate": float(np.mean([e["success"] for e in tail])) if tail else 0.0,
         "population": int(live.size), "roles": {r: int((roles == r).sum()) for r in sorted(set(roles))},
         "invalid_actions": int(policy.counts["invalid"]), "actions": int(policy.counts["actions"]),
         "rewrites": int(policy.counts["rewrites"]), "malformed_rewrites": int(policy.counts["malformed_rewrites"]),
-        "backend": policy.backend.name, "backend_seconds": round(stats.seconds, 2),
-        "completion_tokens": stats.completion_tokens, "llm_tokens": stats.prompt_tokens + stats.completion_tokens,
+        "backend": policy.backend.name, "backend_seconds": round(sum(u["seconds"] for u in used.values()), 2),
+        "completion_tokens": sum(u["completion_tokens"] for u in used.values()),
+        "llm_tokens": sum(u["prompt_tokens"] + u["completion_tokens"] for u in used.values()),
+        "llm_usage": {k: {**u, "seconds": round(u["seconds"], 2)} for k, u in used.items()},
+        "role_tokens": {r.name: int(policy.counts[f"tokens:{r.name}"]) for r in policy.roles if not r.tool},
     }
 

@@ -4,8 +4,8 @@ A :class:`Role` is the frozen part of an agent's prompt (births never touch it) 
 tool role has no LLM (the task computes its action). A :class:`TextTask` is the scenario side of
 agents/llm_policy.py: what a state says to the wake-up question, what an acting role reads, whether an
 action could be legal, how a completion parses, and the correct output at a state (births and
-diagnoses). agents/text_world.py implements it for a world written as one class; scenarios/wordmath.py
-implements it by hand.
+diagnoses). agents/text_adapter.py implements it for every world written as one class (agents/text_world.py:
+the built-in wordmath and procurement too).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from agents.backends.base import Completion
+from agents.backends.base import BackendConfig, Completion
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ class Role:
     tool: bool | Callable = False
     """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call. In a text world
     (agents/text_world.py) the tool itself: a function of the state -> the text it writes (None: nothing)."""
+    llm: BackendConfig | None = None
+    """The model this role's agents call, where it is not the world's shared one (``[<section>.llm]``); a
+    ``[<section>.roles.NAME]`` section of the run's config overrides it. One market can so mix models (two
+    sizes behind one server, a small model beside a larger one); the summary reports each one's usage."""
 
 
 class TextTask(Protocol):

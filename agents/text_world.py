@@ -22,7 +22,8 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``{"problem": problem, "history": []}``), ``may_act`` (which roles may act in a state), ``stages`` and
 ``stage`` (a few short state summaries the agents' yes/no wake-up question reads), ``solved``,
 ``correct`` (the correct output of a role at a state: births from failures, skill diagnoses and the
-``sero`` objective read it), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis
+``sero`` objective read it) and ``given`` (the task such a worked example shows: by default what the role
+reads), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis
 prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
 
 A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
@@ -37,11 +38,14 @@ validation problems drawn from ``problem`` on seed streams of their own (``heldo
 ``validation_seed``), never trained on; the agents (agents/llm_policy.py: wake-up, one batched model
 call per step, births, the skill library); the summary's metrics, with the **complete agent**
 (one agent holding every tool, the whole initial skill pool and the LLM roles' summed token budget,
-playing every step itself as the first role that may act there) on the same held-out problems.
+playing every step itself as the first role that may act there; ``complete`` names the roles it combines
+where that is not all of them) on the same held-out problems, and with ``single``, the best live agent of
+those roles playing every step alone.
 
 A world file is a scenario (scenarios/registry.py): ``catallax run my_world.toml`` with ``scenario =
 "my_world.py"``, its section ``[my_world]`` (agents/text_scenario.py ``TextWorldConfig``: the model, the
-horizon, the held-out and validation sizes). Whatever a run's keys need that the world lacks is
+horizon, the held-out and validation sizes; a module's own ``Config``, a subclass, adds keys of the world's
+own, which the world reads as ``self.config``). Whatever a run's keys need that the world lacks is
 refused when the config loads, naming the method and the key (explore births and skill edits need
 ``correct``).
 """
@@ -73,6 +77,16 @@ class TextWorld:
     wrong: tuple[str, ...] = ()
     """Lines of ``pool`` planted wrong on purpose: the summary then also reports the curated complete agent
     (the same agent without them: the ceiling), beside the fair one holding the whole pool."""
+    complete: tuple[str, ...] | None = None
+    """The roles the complete agent combines, in the order it tries them (None: all of ``roles``); its token
+    budget is the sum of theirs. A world whose pipeline some role only shortcuts leaves that role out."""
+    single: tuple[str, ...] = ()
+    """Roles whose live agents are also measured alone on the held-out problems (each plays every step of
+    every problem by itself): the summary's ``single_agent_*``, the best of them. Empty: not measured (it
+    costs a held-out run per agent)."""
+    config = None
+    """The scenario section's config (agents/text_scenario.py ``TextWorldConfig``, or the module's own
+    ``Config`` subclass with the world's own keys), set by the framework before the first problem."""
 
     # --- what every world writes ------------------------------------------------------------------
     def problem(self, rng: np.random.Generator):
@@ -118,6 +132,11 @@ class TextWorld:
         """The correct output of ``role`` at ``state`` (``role`` None: the problem's correct outcome, shown
         to skill diagnosers). Optional: explore births and skill edits need it."""
         raise NotImplementedError(f"{type(self).__name__}.correct(state, role)")
+
+    def given(self, state, role: str) -> str:
+        """The task a worked example of ``role`` at ``state`` shows beside :meth:`correct` (explore births,
+        skill edits): by default what the role reads; a world whose reading spans lines shows a one-line form."""
+        return self.read(state, role)
 
     # --- read by the framework --------------------------------------------------------------------
     @classmethod

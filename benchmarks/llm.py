@@ -57,10 +57,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from agents import text_scenario  # noqa: E402
 from agents.backends import BackendConfig  # noqa: E402
 from agents.backends.base import Stats  # noqa: E402
 from agents.backends.factory import shared_backend  # noqa: E402
 from agents.llm_policy import PolicyConfig  # noqa: E402
+from agents.text_adapter import TextBatch  # noqa: E402
 from market import MarketConfig, MarketModel, PopulationConfig  # noqa: E402
 from scenarios import wordmath  # noqa: E402
 
@@ -104,10 +106,10 @@ def cold(backend) -> None:
 def market(cfg: wordmath.Config, batch: int, peer=None) -> tuple[float, int, list, Stats, list]:
     """One lockstep market run: (wall, world-steps, its backend calls, backend stats, and with ``peer``
     the prompts mesa-llm's agents would send at each step)."""
-    world, policy = wordmath.build(dataclasses.replace(cfg, policy=PolicyConfig(lockstep=True, memo=0)))
+    world, policy = text_scenario.build(wordmath.Wordmath, dataclasses.replace(cfg, policy=PolicyConfig(lockstep=True, memo=0)))
     model = MarketModel(world, policy, MarketConfig(batch=batch, bid_scheme="holland", base_bid=0.02),
                         PopulationConfig(initial_agents=12, initial_wealth=0.2), seed=0)
-    problems = wordmath.WordmathWorld(cfg, world.board, seed=cfg.heldout_seed, fixed=np.arange(batch))
+    problems = TextBatch(world.board, cfg.heldout_seed, world.horizon, fixed=np.arange(batch))
     policy.backend = recorder = Recorder(policy.backend)
     asks = peer.record(problems, policy) if peer else []
     cold(recorder.backend)

@@ -11,7 +11,7 @@ would take a balance past it. Floats must be finite (``allow_inf_nan=False``):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
@@ -71,6 +71,9 @@ class MarketConfig:
     """Credits per 1000 LLM tokens (prompt + generated) an agent's own model calls used in a round (acting,
     wake-up scoring, rewriting its skills), charged to it at the round's end (Hayek's tax on computation:
     a long prompt costs its holder). Read only where the policy reports compute (LLM agents)."""
+    token_prices: dict[str, Annotated[float, Field(ge=0, le=MAX_CREDITS)]] = Field(default_factory=dict)
+    """Credits per 1000 tokens of one model, by its label (``hf:smollm2``: the summary's ``llm_usage`` keys), where
+    a market mixes models (a role with a model of its own); a model not named costs ``token_price``."""
 
 
 @dataclass(config=STRICT)

@@ -91,6 +91,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
             "rent": to_micro(market.rent),
             "fee": to_micro(market.action_fee),
             "token_price": to_micro(market.token_price),  # per 1000 tokens
+            "token_prices": {model: to_micro(price) for model, price in market.token_prices.items()},
             "initial_wealth": to_micro(population.initial_wealth),
         }
         self._births: list[dict] = []  # this round's birth records
@@ -227,17 +228,21 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
 
     def _charge_compute(self, after: int) -> None:
         """The LLM tokens each agent's calls used this round, counted on its row and charged at
-        market.token_price per 1000 (floored to whole micro-credits)."""
-        tokens = self.policy.compute()
-        if tokens is None:
+        market.token_price per 1000 (a model named in market.token_prices at its own; the sum floored to
+        whole micro-credits). The policy reports [N] tokens, or {model: [N] tokens} where models differ."""
+        spent = self.policy.compute()
+        if spent is None:
             return
         pop = self.population
-        tokens = np.where(pop.traders, tokens[: pop.capacity], 0)
+        by_model = spent if isinstance(spent, dict) else {"": spent}
+        used = {m: np.where(pop.traders, t[: pop.capacity], 0) for m, t in by_model.items()}
+        tokens = sum(used.values(), np.zeros(pop.capacity, dtype=np.int64))
         pop.tokens += tokens
         self.round_tokens = int(tokens.sum())
         rows = np.flatnonzero(tokens)
-        if self._money["token_price"] and rows.size:
-            amount = tokens[rows] * self._money["token_price"] // 1000
+        prices = {m: self._money["token_prices"].get(m, self._money["token_price"]) for m in used}
+        if any(prices.values()) and rows.size:
+            amount = sum(t[rows] * prices[m] for m, t in used.items()) // 1000
             paid = amount > 0
             self.ledger.transfer(rows[paid], HOUSE_ROW, amount[paid], Reason.COMPUTE, after - 1, -1)
 

@@ -154,7 +154,8 @@ class Policy(Protocol):
 
     def compute(self) -> np.ndarray | None:
         """[N] LLM tokens each row's own model calls used since the last call (then zeroed), for
-        ``market.token_price``; None: this policy calls no model."""
+        ``market.token_price``; or {model label: [N] tokens} where rows call different models (priced by
+        ``market.token_prices``); None: this policy calls no model."""
         return None
 
     def attach(self, store, population) -> None:

@@ -86,7 +86,10 @@ class Scenario:
         if not (hasattr(module, "build") or hasattr(module, "make_model")):  # one TextWorld class: agents/text_world.py
             from agents.text_scenario import as_scenario
 
-            module = as_scenario(module)
+            try:
+                module = as_scenario(module)
+            except ValueError as err:  # a text world's module that cannot serve: one line
+                raise ScenarioError(str(err)) from None
         origin = getattr(module, "__file__", None) or name
         api = getattr(module, "CATALLAX_API", API)
         if api != API:
@@ -123,8 +126,9 @@ class Scenario:
         if self.plugin:
             self._probe(world, exp.market.batch)
             _default_hooks(world, self.origin)
-        if exp.market.token_price and getattr(type(policy), "compute", Policy.compute) is Policy.compute:
-            raise ScenarioError(f"market.token_price = {exp.market.token_price!r}: scenario {self.name!r}'s policy "
+        key = "token_prices" if exp.market.token_prices else "token_price"
+        if getattr(exp.market, key) and getattr(type(policy), "compute", Policy.compute) is Policy.compute:
+            raise ScenarioError(f"market.{key} = {getattr(exp.market, key)!r}: scenario {self.name!r}'s policy "
                                 f"({type(policy).__name__}) reports no LLM tokens to charge (its compute(), "
                                 f"market/protocols.py Policy)")
         if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)

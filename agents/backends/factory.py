@@ -115,3 +115,23 @@ def shared_backend(cfg: BackendConfig) -> Backend:
         _SHARED[key] = make_backend(cfg)
     _SHARED[key].stats = Stats()
     return _SHARED[key]
+
+
+def label(backend) -> str:
+    """An engine's name in the usage table and the summary: its backend and model (``hf:smollm2``). Two engines of
+    one model (another dtype, other generation keys) share it: their usage is the model's."""
+    return f"{backend.name}:{getattr(getattr(backend, 'cfg', None), 'model', '')}"
+
+
+USAGE = ("prompt_tokens", "completion_tokens", "seconds")
+"""An engine's counters (base.py Stats) stored per round (market/schema.py RoundUsage) and reported per model."""
+
+
+def usage(engines) -> dict[str, dict]:
+    """``engines``' counters summed per model (:func:`label`): label -> {prompt_tokens, completion_tokens, seconds}."""
+    out: dict[str, dict] = {}
+    for engine in engines:
+        row = out.setdefault(label(engine), dict.fromkeys(USAGE, 0))
+        for key in USAGE:
+            row[key] += getattr(engine.stats, key)
+    return out

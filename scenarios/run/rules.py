@@ -108,8 +108,9 @@ def _token_price_is_charged(exp: Experiment) -> str | None:
     """Compute is charged where the agents' policy reports the tokens its calls use (``compute()``, market/protocols.py
     Policy), which only its built policy tells (scenarios/registry.py refuses the key there, before a round); a model
     of the scenario's own has no market policy to report them."""
-    if exp.market.token_price and get_scenario(exp.run.scenario).own_model is not None:
-        return (f"market.token_price = {exp.market.token_price!r}: scenario {exp.run.scenario!r} runs a model of its "
+    key = "token_prices" if exp.market.token_prices else "token_price"
+    if getattr(exp.market, key) and get_scenario(exp.run.scenario).own_model is not None:
+        return (f"market.{key} = {getattr(exp.market, key)!r}: scenario {exp.run.scenario!r} runs a model of its "
                 f"own, whose agents report no LLM tokens to the market")
 
 

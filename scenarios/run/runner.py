@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy.exc import SQLAlchemyError
 
+from agents.backends.factory import USAGE, label, usage
 from market import Economy, MarketModel
 from market.checkpoint import encode
 from market.ledger import LedgerError
@@ -172,38 +173,40 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
     return _finish(exp, model, store, episodes)
 
 
-USAGE = ("prompt_tokens", "completion_tokens", "seconds")
-"""An engine's counters (agents/backends/base.py Stats) that are stored per round (market/schema.py RoundUsage)."""
-
-
-def _engines(model: Economy) -> dict[str, object]:
-    """The LLM engines the model's agents call, by label (``hf:smollm2``): the policy's ``backend``, if any."""
+def _engines(model: Economy) -> list:
+    """The LLM engines the model's agents call: the policy's ``engines()`` (an LLM policy's shared engine and
+    those of roles with a model of their own), else its ``backend``, if any."""
     policy = getattr(model, "policy", None)
-    backend = getattr(getattr(policy, "unwrapped", policy), "backend", None)
-    if backend is None or not hasattr(backend, "stats"):
-        return {}
-    return {f"{backend.name}:{getattr(getattr(backend, 'cfg', None), 'model', '')}": backend}
+    policy = getattr(policy, "unwrapped", policy)
+    if callable(getattr(policy, "all_engines", None)):
+        return policy.all_engines()
+    backend = getattr(policy, "backend", None)
+    return [backend] if backend is not None and hasattr(backend, "stats") else []
 
 
-def _counters(engines: dict) -> dict[str, tuple]:
-    return {label: tuple(getattr(engine.stats, k) for k in USAGE) for label, engine in engines.items()}
+def _counters(engines: list) -> dict[str, tuple]:
+    return {name: tuple(row[k] for k in USAGE) for name, row in usage(engines).items()}
 
 
-def _used(engines: dict, before: dict[str, tuple], episode: int) -> list[dict]:
-    """The round's usage rows: what each engine's counters moved by since ``before`` (none where nothing moved)."""
+def _used(engines: list, before: dict[str, tuple], episode: int) -> list[dict]:
+    """The round's usage rows: what each model's counters moved by since ``before`` (none where nothing moved)."""
     rows = []
-    for label, now in _counters(engines).items():
-        moved = [a - b for a, b in zip(now, before[label])]
+    for name, now in _counters(engines).items():
+        moved = [a - b for a, b in zip(now, before[name])]
         if any(moved):
-            rows.append({"episode": episode, "backend": label, **dict(zip(USAGE, moved))})
+            rows.append({"episode": episode, "backend": name, **dict(zip(USAGE, moved))})
     return rows
 
 
 def _carry_usage(model: Economy, stored: dict[str, dict]) -> None:
     """A resumed run's engines start from what the rounds before its checkpoint used, so the counters its summary
-    reads (``llm_tokens``, ``backend_seconds``) are the whole run's, as an uninterrupted run's are."""
-    for label, engine in _engines(model).items():
-        for key, value in stored.get(label, {}).items():
+    reads (``llm_tokens``, ``backend_seconds``, ``llm_usage``) are the whole run's, as an uninterrupted run's are
+    (a model's stored usage goes to its first engine: the summary sums them)."""
+    first: dict[str, object] = {}
+    for engine in _engines(model):
+        first.setdefault(label(engine), engine)
+    for name, engine in first.items():
+        for key, value in stored.get(name, {}).items():
             setattr(engine.stats, key, getattr(engine.stats, key) + value)
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agents import RulePolicy, parse
+from agents import RulePolicy, parse, text_scenario
 from agents.backends import BackendConfig
 from agents.backends.factory import shared_backend
 from agents.llm_policy import PolicyConfig
@@ -46,7 +46,7 @@ def test_a_forfeiting_winner_pays_nothing_and_is_paid_nothing(books: Books):
 
 def small_model(seed=0, batch=4, token_price=0.0, **policy):
     cfg = wordmath.Config(llm=LLM, policy=PolicyConfig(**policy), heldout=4, horizon=3)
-    world, pol = wordmath.build(cfg)
+    world, pol = text_scenario.build(wordmath.Wordmath, cfg)
     market = MarketConfig(batch=batch, bid_scheme="holland", base_bid=0.02, terminal="path", rent=0.002,
                           token_price=token_price)
     population = PopulationConfig(initial_agents=6, initial_wealth=0.2, p_exploit=0.0, p_explore=0.0, min_agents=2)
@@ -129,7 +129,7 @@ def test_births_rewrite_skills_with_the_llm_and_never_touch_the_frozen_part(play
     before, discarded = len(pol.versions), pol.counts["malformed_rewrites"]
     rng = np.random.default_rng(0)
     pol.inherit(rows, parents, rng)
-    pol.revise(rows, parents, np.stack([np.array([0, 7, 0, 0, 1])] * 2), np.ones(2, dtype=bool), rng)
+    pol.revise(rows, parents, np.stack([np.array([0, 7, 0, 0, 1, 0])] * 2), np.ones(2, dtype=bool), rng)  # problem 0 of stream 7
     assert [r.frozen for r in pol.roles] == frozen
     new = pol.versions[before:]
     assert len(new) + pol.counts["malformed_rewrites"] - discarded == 4  # each rewrite: a version, or a recorded discard

@@ -38,7 +38,7 @@ def test_the_explore_demo_is_made_from_the_worlds_own_worked_example():
 
 
 def test_wordmath_brings_its_own_demonstrations():
-    policy_prompts = wordmath.Board.prompts.resolve(wordmath.ROLES, wordmath.POOL)
+    policy_prompts = wordmath.Wordmath.prompts.resolve(wordmath.ROLES, wordmath.POOL)
     assert "Joe has 3 cups" in policy_prompts.explore_demo and "extractor" in policy_prompts.diagnose_demo
 
 

@@ -203,3 +203,41 @@ def test_a_killed_and_resumed_text_world_run_ends_with_the_ledger_of_an_uninterr
     resumed = runner.resume_experiment("cut", url, progress=False)
     assert resumed["ledger_hash"] == whole["ledger_hash"] and resumed["conservation_ok"]
     assert resumed["rewrites"] == whole["rewrites"] > 0 and resumed["heldout_reward"] == whole["heldout_reward"]
+
+
+OWN_KEYS = '''
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agents.text_scenario import TextWorldConfig
+
+
+@dataclass
+class Config(TextWorldConfig):
+    messages: int = Field(4, ge=1, le=4)
+    """How many of the messages problems are drawn from."""
+    heldout: int = 8
+
+
+def draw(rng, world):
+    return int(rng.integers(world.config.messages))
+'''
+
+
+def test_a_world_declares_keys_of_its_own_and_reads_them_as_its_config(tmp_path, monkeypatch):
+    from scenarios.run.config import ConfigError
+
+    (tmp_path / "triage.py").write_text(TRIAGE.replace("return int(rng.integers(len(MESSAGES)))",
+                                                       "return draw(rng, self)") + CORRECT + OWN_KEYS)
+    (tmp_path / "triage.toml").write_text(TOML)
+    monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Scripted())
+    exp = load(str(tmp_path / "triage.toml"), ["triage.messages=1"])
+    assert exp.scenario.messages == 1 and exp.scenario.heldout == 8  # its own key, its own default
+    model = build_model(exp)
+    assert model.world.board.world.config.messages == 1
+    assert {model.world.board.problem(0, pid) for pid in range(20)} == {0}  # the world reads its key
+    with pytest.raises(ConfigError, match=r"triage\.messages"):
+        load(str(tmp_path / "triage.toml"), ["triage.messages=9"])
+    (tmp_path / "triage.py").write_text(TRIAGE + "\n\nclass Config:\n    pass\n")
+    with pytest.raises(ValueError, match="Config must subclass agents.text_scenario.TextWorldConfig"):
+        load(str(tmp_path / "triage.toml"))

@@ -69,7 +69,12 @@ def test_config_names_bad_keys():
 
 @pytest.mark.slow
 def test_catallax_run_procurement_reports_the_market_against_the_complete_agent(tmp_path):
-    sets = ["run.episodes=8", "market.batch=4", "procurement.heldout=4"]
+    """With the closers on a model of their own: SmolLM2 again, loaded a second time from its folder (the one real
+    model that ships), so one market mixes two engines and the summary counts each apart."""
+    from agents.backends import smollm2
+
+    folder = smollm2.model_folder()
+    sets = ["run.episodes=8", "market.batch=4", "procurement.heldout=4", f"procurement.roles.closer.model={folder}"]
     cmd = [sys.executable, "-m", "scenarios.cli.main", "run", "procurement", "--json", "--out", str(tmp_path),
            *[x for kv in sets for x in ("--set", kv)]]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -78,3 +83,7 @@ def test_catallax_run_procurement_reports_the_market_against_the_complete_agent(
     assert summary["scenario"] == "procurement" and summary["conservation_ok"] and summary["episodes"] == 8
     assert 0 <= summary["heldout_reward"] <= 1 and 0 <= summary["complete_agent_reward"] <= 1
     assert summary["actions"] > 0 and summary["llm_tokens"] > 0 and summary["backend"] == "hf"
+    usage = summary["llm_usage"]
+    assert set(usage) == {"hf:smollm2", f"hf:{folder}"} and all(u["prompt_tokens"] > 0 for u in usage.values())
+    assert summary["llm_tokens"] == sum(u["prompt_tokens"] + u["completion_tokens"] for u in usage.values())
+    assert summary["role_tokens"]["closer"] > 0 and summary["role_tokens"]["negotiator"] > 0

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from agents import parse
+from agents.text_adapter import TextBatch, TextBoard
 from scenarios import wordmath
 from scenarios.run.config import load
 
@@ -25,29 +26,31 @@ def test_problems_are_exact_deterministic_and_held_out_by_seed():
 
 
 def test_world_moves_text_to_expression_to_value_to_answer():
-    cfg = wordmath.Config(heldout=2)
-    board = wordmath.Board()
-    world = wordmath.WordmathWorld(cfg, board, seed=0, fixed=np.array([3, 4]))
+    board = TextBoard(wordmath.Wordmath())
+    world = TextBatch(board, seed=0, horizon=8, fixed=np.array([3, 4]))
     world.reset(2, np.random.default_rng(0))
     obs = world.observe()
     assert board.summaries(obs) == [wordmath.SUMMARIES[0]] * 2
-    problem = world.problems[0]
+    problem = world.states[0]["problem"]
+    assert problem == wordmath.problem(0, 3)
     payload, reason = board.parse("extractor", problem.expression, obs[0])
     assert payload == problem.expression and not reason
-    assert board.parse("extractor", "12345 + 99999", obs[0])[0] is None  # numbers not in the problem: illegal
+    assert board.parse("extractor", "12345 + 99999", obs[1])[0] is None  # numbers not in the problem: refused
     board.deliver([payload, None])
     reward, done = world.step(np.array([0, -1]), np.array([True, False]))
-    assert world.stage.tolist() == [1, 0] and not done.any()
+    assert [world.board.world.stage(s) for s in world.states] == [1, 0] and not done.any()
     obs = world.observe()
     assert board.illegal("extractor", obs[0]) and not board.illegal("extractor", obs[1])
     assert board.illegal("answerer", obs[0]) and not board.illegal("generalist", obs[0])
     assert board.tool("calculator", obs[1])[0] is None  # nothing to compute yet
     board.deliver([board.tool("calculator", obs[0])[0], None])
     world.step(np.array([1, -1]), np.array([True, False]))
-    assert world.value[0] == problem.answer and "Value: " in board.context(world.observe()[0], "answerer")
+    obs = world.observe()
+    assert world.states[0]["value"] == problem.answer and "Value: " in board.context(obs[0], "answerer")
     board.deliver([board.parse("answerer", f"The answer is {problem.answer}.", obs[0])[0], None])
     reward, done = world.step(np.array([2, -1]), np.array([True, False]))
     assert done.tolist() == [True, False] and reward.tolist() == [1.0, 0.0] and world.solved.tolist() == [True, False]
+    assert board.lesson(obs[0], "answerer") == (f"Problem: {problem.text}", f"The answer is {problem.answer}.")
 
 
 def test_config_names_bad_keys():

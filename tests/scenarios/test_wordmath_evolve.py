@@ -114,11 +114,12 @@ def planted_rollouts(rounds: int):
     from agents.llm_policy import LLMPolicy
     from agents.llm_skills import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
+    from agents.text_adapter import TextBatch, TextBoard
     from scenarios import wordmath as W
 
     cfg = W.Config(heldout=4, validation=4, horizon=3)
-    board = W.Board()
-    world = W.WordmathWorld(cfg, board, seed=3)
+    board = TextBoard(W.Wordmath())
+    world = TextBatch(board, seed=3, horizon=cfg.horizon)
     world.group = 4
     answerer = [line for _, lines in W.POOL["answerer"][:2] for line in lines]
     seeds = [("extractor", W.POOL["extractor"][0][1], -5.0), ("extractor", [], -5.0),

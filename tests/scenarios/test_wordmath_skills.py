@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
+from agents import text_scenario
 from agents.backends.base import Completion, Stats
 from agents.llm_policy import LLMPolicy
 from agents.prompts import REWRITE_SYSTEM
+from agents.text_adapter import TextBoard
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.checkpoint import decode
 from market.database import make_engine
@@ -61,12 +63,12 @@ class Scripted:
 
 @pytest.fixture
 def scripted(monkeypatch):
-    """wordmath.build on the scripted LLM."""
-    monkeypatch.setattr(wordmath, "shared_backend", lambda cfg: Scripted())
+    """wordmath's build (agents/text_scenario.py) on the scripted LLM."""
+    monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Scripted())
 
 
 def scripted_policy() -> LLMPolicy:
-    return LLMPolicy(Scripted(), wordmath.Board(), list(wordmath.ROLES), wordmath.POOL)
+    return LLMPolicy(Scripted(), TextBoard(wordmath.Wordmath()), list(wordmath.ROLES), wordmath.POOL)
 
 
 BIRTHS = ["run.episodes=32", "market.batch=4", "wordmath.heldout=2", "population.p_exploit=0.5",
@@ -96,7 +98,7 @@ def test_every_pool_line_is_one_valid_skill_named_by_its_role_and_kind():
 
 
 def test_agents_hold_library_skills_and_their_prompts_carry_their_lines(scripted):
-    model = MarketModel(*wordmath.build(wordmath.Config(heldout=2)), MarketConfig(batch=2),
+    model = MarketModel(*text_scenario.build(wordmath.Wordmath, wordmath.Config(heldout=2)), MarketConfig(batch=2),
                         PopulationConfig(initial_agents=6, births=False), seed=0)
     policy = model.policy
     for row in np.flatnonzero(policy.role >= 0).tolist():
@@ -107,7 +109,7 @@ def test_agents_hold_library_skills_and_their_prompts_carry_their_lines(scripted
 
 
 def test_a_checkpoint_from_before_the_library_loads_its_lines_as_skills(scripted):
-    model = MarketModel(*wordmath.build(wordmath.Config(heldout=2)), MarketConfig(batch=2),
+    model = MarketModel(*text_scenario.build(wordmath.Wordmath, wordmath.Config(heldout=2)), MarketConfig(batch=2),
                         PopulationConfig(initial_agents=6, births=False), seed=0)
     policy = model.policy
     state = policy.state_dict()
@@ -122,7 +124,7 @@ def test_a_checkpoint_from_before_the_library_loads_its_lines_as_skills(scripted
 def test_a_rewrite_is_an_add_edit_naming_its_birth_and_a_malformed_one_writes_nothing(tmp_path, scripted):
     url = f"sqlite:///{tmp_path / 'c.db'}"
     store = RunStore.create(url, "wordmath", 0, {}, run_id="births")
-    model = MarketModel(*wordmath.build(wordmath.Config(heldout=2)), MarketConfig(batch=2),
+    model = MarketModel(*text_scenario.build(wordmath.Wordmath, wordmath.Config(heldout=2)), MarketConfig(batch=2),
                         PopulationConfig(initial_agents=6, births=False, max_agents=12), seed=0)
     policy, pop = model.policy, model.population
     policy.attach(store, pop)
