@@ -25,7 +25,8 @@ def backend():
 
 
 @pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("focus", 1),
-                                           ("sero", 1), ("tppo", 3), ("agentopsd", 1), ("trial", 1), ("cepo", 1)])
+                                           ("sero", 1), ("tppo", 3), ("agentopsd", 1), ("trial", 1), ("cepo", 1),
+                                           ("h2sd", 1)])
 def test_updates_move_the_rewarded_completions_up(backend, name, updates):
     """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
     after one update of ``name`` (on a fresh adapter and critic) each rewarded completion gains on its sibling.
@@ -43,7 +44,7 @@ def test_updates_move_the_rewarded_completions_up(backend, name, updates):
                   "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")]),
                   "state": np.array([0, 0, 1, 1]),
                   "oracle": [ids("4"), ids("4"), ids(" green"), ids(" green")]}
-        if name in ("agentopsd", "trial", "cepo"):  # privileged per-token log-probs, right-aligned by the learner
+        if name in ("agentopsd", "trial", "cepo", "h2sd"):  # privileged per-token log-probs, right-aligned by the learner
             informed = [np.full(len(c), -1.0 - i) for i, (_, c) in enumerate(pairs)]
             fields["privileged"] = {k: informed for k in objective.needs}
         before = mean_logprob(grpo, pairs)

@@ -87,7 +87,8 @@ def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_a
 
     assert O.needs("agentopsd") == ("teacher_logp",) and O.needs("trial") == ("hindsight_logp",)
     assert set(O.needs("cepo")) == {"teacher_logp", "sibling_logp"}
-    for name, signal in [("agentopsd", "teacher_logp"), ("trial", "hindsight_logp"), ("cepo", "sibling_logp")]:
+    for name, signal in [("agentopsd", "teacher_logp"), ("trial", "hindsight_logp"), ("cepo", "sibling_logp"),
+                         ("h2sd", "teacher_logp")]:
         with pytest.raises(ConfigError, match=f"{name}.*{signal}"):  # relay's rule logits have no privileged pass
             load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={name}"])
     objective = O.for_agents(load("wordmath", ['agents.actions="grpo"', "agents.objective=agentopsd",
@@ -95,3 +96,16 @@ def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_a
     assert (objective.cfg.gamma, objective.cfg.lam) == (0.5, 0.5)
     with pytest.raises(ConfigError, match="cepo.eps_w"):
         load("wordmath", ['agents.actions="grpo"', "agents.objective=cepo", "agents.objective_settings.cepo.eps_w=2"])
+
+
+def test_h2sd_scales_successes_by_the_teacher_and_pulls_failures_towards_it():
+    # rows 0, 1 succeed (the teacher finds row 0's token e^2 likelier than row 1's); rows 2, 3 fail: the hinted
+    # teacher likes row 2's token more than the agent did (+1), row 3's less (-3)
+    b = batch([1.0, 1.0, -1.0, -1.0], [0, 1, 2, 3], teacher_logp=[[0.0], [-2.0], [0.0], [-4.0]])
+    value, g, _ = grad("h2sd", b)
+    w = [1 / ((1 + math.exp(-2)) / 2), math.exp(-2) / ((1 + math.exp(-2)) / 2)]
+    # successes: -A w / 4 (the surrogate's mean runs over all 4 steps, failures weighted 0); failures: the
+    # reverse-KL estimate's gradient (log pi - log q) / 2 per failed step
+    assert g[:, 0].tolist() == pytest.approx([-w[0] / 4, -w[1] / 4, (-1 - 0) / 2, (-1 + 4) / 2])
+    assert g[0, 0] < g[1, 0] < 0  # the success the teacher endorses rises more
+    assert g[2, 0] < 0 < g[3, 0]  # the failure's token the teacher likes rises; the one it disowns falls
