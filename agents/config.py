@@ -107,12 +107,13 @@ class AgentsConfig:
     had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
     sharpened policy and the update treats them as the policy's own (the usual approximation)."""
     objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd", "trial",
-                       "cepo", "h2sd"] = "grpo"
+                       "cepo", "h2sd", "stop_segment", "rredcot"] = "grpo"
     """The policy update of learned action logits (agents/objectives; docs: concepts/credit-methods.md): grpo (the
     clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
     they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
-    objective recsys takes; agentopsd, trial, cepo and h2sd (LLM worlds) redistribute the advantage by privileged passes
-    (the same tokens rescored with the correct output, the outcome or a failed sibling's answer in context);
+    objective recsys takes; agentopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the advantage
+    by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
+    answer in context; the gold answer scored before and after each reply);
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from agents.critic import TokenCritic, wanted
 from agents.learner import Learner, autocast, k3, penalised
-from agents.objectives.batch import PolicyBatch, step_mean
+from agents.objectives.batch import BELIEF, PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
 
 
@@ -180,6 +180,9 @@ class HFGRPO:
             signals.update(oracle_logp=leaves["oracle"][1], oracle_mask=oracle_mask,
                            oracle_weight=step_mean(oracle_logp, oracle_mask).exp())
         for name, rows in fields.get("privileged", {}).items():  # per-token arrays, right-aligned as the completions
+            if name in BELIEF:  # one number per step
+                signals[name] = tensor(rows, torch.float32)
+                continue
             signals[name] = torch.zeros_like(old)
             for i, row in enumerate(rows):
                 if len(row):

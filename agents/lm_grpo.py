@@ -131,15 +131,16 @@ class CompletionLearner(RoundLearner):
                   "episode": worlds, "effect": effect_ids(effects), "state": effect_ids([e[:2] for e in effects])}
         privileged = set(objective.needs) & set(PRIVILEGED) if objective is not None else set()
         lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)] \
-            if oracle or privileged - {"hindsight_logp"} else None  # the correct output at each state
+            if oracle or privileged & {"teacher_logp", "sibling_logp"} else None  # the correct output at each state
         if oracle:
             fields["oracle"] = [c for _, c in self.grpo.encode(messages, lessons)]
         if privileged:  # batch C: the same completions rescored with what the agent did not see
             roles = [role for role, _, _ in effects]
             failed = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None
-            wanted = contexts(privileged, prompts, worlds, roles, trace.solved, cfg.group, lessons, failed)
-            fields["privileged"], spent = score(policy.backend, wanted, list(texts))
+            gold = [policy.task.question(obs)[1] for obs in seen] if privileged & {"belief_before", "belief_after"} else None
+            wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, cfg.group, lessons, failed, gold)
+            fields["privileged"], spent = score(policy.backend, wanted)
             self.counts["lm_privileged_tokens"] += spent
         stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
         self.policy.weights_changed()

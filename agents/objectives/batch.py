@@ -76,14 +76,19 @@ class PolicyBatch:
     sibling_logp: torch.Tensor | None = None
     """[M, L] under the step's prompt plus a failed sibling's answer in its group (cepo; with no failed
     sibling, the teacher's own: no contrast)."""
+    belief_before: torch.Tensor | None = None
+    """[M] the policy's belief in the gold final answer where the step began: the answer's mean per-token
+    log-probability after the step's prompt (stop_segment, rredcot)."""
+    belief_after: torch.Tensor | None = None
+    """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
 
     def __post_init__(self):
         M, L = self.logp.shape
-        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", *PRIVILEGED):
+        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", *PRIVILEGED[:3]):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
-        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target"):
+        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", *BELIEF):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
@@ -99,10 +104,11 @@ class PolicyBatch:
         return {f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
 
 
-PRIVILEGED = ("teacher_logp", "hindsight_logp", "sibling_logp")
-"""The signals a privileged pass gives (agents/hf_grpo.py scores them)."""
+BELIEF = ("belief_before", "belief_after")
+PRIVILEGED = ("teacher_logp", "hindsight_logp", "sibling_logp", *BELIEF)
+"""The signals a privileged pass gives (agents/privileged_pass.py asks for them, agents/hf_grpo.py lays them out)."""
 TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask",
-          *PRIVILEGED)
+          *PRIVILEGED[:3])
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)
 
 

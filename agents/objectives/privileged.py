@@ -1,4 +1,4 @@
-r"""Privileged log-ratio reweighting: the mechanism agentopsd, trial and cepo share (docs: concepts/credit-methods.md).
+r"""Privileged log-ratio reweighting and belief in the gold answer: the mechanisms batch C's objectives share.
 
 A privileged pass (agents/backends/base.py ``forced``) scores the tokens an agent sampled a second time, by the
 same policy, under a prompt holding what the agent did not see (the correct output at its state, the episode's
@@ -55,3 +55,9 @@ def turn_gap(informed: torch.Tensor, batch: PolicyBatch, mean: bool = False) -> 
     """[M] each step's gap summed over its tokens (``mean``: averaged)."""
     g = gap(informed, batch)
     return step_mean(g, batch.mask) if mean else g.sum(1)
+
+
+def belief_gain(batch: PolicyBatch) -> torch.Tensor:
+    """[M] how much each step's reply moved the policy's belief in the gold answer (stop_segment, rredcot):
+    belief_after - belief_before, stop-grad."""
+    return (batch.belief_after - batch.belief_before).detach().to(batch.advantage.dtype)

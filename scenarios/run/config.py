@@ -298,9 +298,9 @@ ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario declares ORACLE: its solver's continuation of each step, scored."""
 HINDSIGHT_SIGNALS = ("hindsight_logp",)
 """What the LoRA learner's privileged pass gives on any world: the completions rescored with the outcome in context."""
-TEACHER_SIGNALS = ("teacher_logp", "sibling_logp")
+TEACHER_SIGNALS = ("teacher_logp", "sibling_logp", "belief_before", "belief_after")
 """What it adds where the world knows the correct output at a state (ORACLE): rescored with it, and with a failed
-sibling's answer in its place."""
+sibling's answer in its place; the gold answer's likelihood before and after each reply."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:

@@ -88,7 +88,7 @@ def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_a
     assert O.needs("agentopsd") == ("teacher_logp",) and O.needs("trial") == ("hindsight_logp",)
     assert set(O.needs("cepo")) == {"teacher_logp", "sibling_logp"}
     for name, signal in [("agentopsd", "teacher_logp"), ("trial", "hindsight_logp"), ("cepo", "sibling_logp"),
-                         ("h2sd", "teacher_logp")]:
+                         ("h2sd", "teacher_logp"), ("stop_segment", "belief_after"), ("rredcot", "belief_before")]:
         with pytest.raises(ConfigError, match=f"{name}.*{signal}"):  # relay's rule logits have no privileged pass
             load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={name}"])
     objective = O.for_agents(load("wordmath", ['agents.actions="grpo"', "agents.objective=agentopsd",
@@ -109,3 +109,29 @@ def test_h2sd_scales_successes_by_the_teacher_and_pulls_failures_towards_it():
     assert g[:, 0].tolist() == pytest.approx([-w[0] / 4, -w[1] / 4, (-1 - 0) / 2, (-1 + 4) / 2])
     assert g[0, 0] < g[1, 0] < 0  # the success the teacher endorses rises more
     assert g[2, 0] < 0 < g[3, 0]  # the failure's token the teacher likes rises; the one it disowns falls
+
+
+def belief_batch(advantage, episode, before, after):
+    b = batch(advantage, episode, teacher_logp=[[0.0]] * len(advantage))
+    b.belief_before, b.belief_after = t(before), t(after)
+    return b
+
+
+def test_stop_segment_credits_commitments_toward_the_gold_answer_and_charges_redundant_rechecks():
+    # one group: a success whose steps move the belief by [+1, 0 (a re-check), +0.5], a failure's one step by -1;
+    # u = [1, -0.1, 0.5, -1], centred on the group's mean 0.1; A' = A + u - 0.1
+    b = belief_batch([1.0, 1.0, 1.0, -1.0], [0, 0, 0, 1], [-3.0, -2.0, -2.0, -2.0], [-2.0, -2.0, -1.5, -3.0])
+    _, g, _ = grad("stop_segment", b)
+    shaped = [1.9, 0.8, 1.4, -2.1]
+    assert g[:, 0].tolist() == pytest.approx([-a / 4 for a in shaped])
+    assert g[1, 0] > g[2, 0] > g[0, 0]  # the re-check gains least of the success; the first commitment most
+
+
+def test_rredcot_gives_a_failures_penalty_to_the_segment_that_lowered_the_belief():
+    # success: Delta [+1, 0, +0.5] -> w = 0.5 + 0.5 x [2, 0, 1]; failure: Delta [+0.2, -0.8] -> w = 0.5 + 0.5 x [0, 2]
+    b = belief_batch([1.0, 1.0, 1.0, -1.0, -1.0], [0, 0, 0, 1, 1], [-3.0, -2.0, -2.0, -2.0, -1.8],
+                     [-2.0, -2.0, -1.5, -1.8, -2.6])
+    _, g, _ = grad("rredcot", b)
+    w = [1.5, 0.5, 1.0, 0.5, 1.5]
+    assert g[:, 0].tolist() == pytest.approx([-a * x / 5 for a, x in zip([1, 1, 1, -1, -1], w)])
+    assert g[4, 0] > g[3, 0] > 0  # the failure's belief-lowering step is pushed down three times as hard
