@@ -19,8 +19,11 @@ failures too) or an oracle (sero's supervision needs no contrast).
 log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
 and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's and focus's
 ``value_logits`` (a linear critic on the LM's last hidden states, agents/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
-(wordmath: the problem's expression, its answer), scored under the adapted model); an objective reading a
-signal the LM learner does not give (candidate scores) is refused at load.
+(wordmath: the problem's expression, its answer), scored under the adapted model) and batch C's privileged
+passes (agents/privileged_pass.py: the same completions rescored by the engine with the correct output, the
+outcome or a failed sibling's reply in the prompt, and the gold answer's belief before and after each reply;
+their tokens are the learner's ``lm_privileged_tokens``, never an agent's); an objective reading a signal the
+LM learner does not give (candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
 skills; the weights are the population's common substrate, as the frozen model was. Per-role
