@@ -101,12 +101,16 @@ class AgentsConfig:
     at 1.0 solves almost nothing (no contrast in a group, no signal; at 0.5 wordmath's first rounds
     had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
     sharpened policy and the update treats them as the policy's own (the usual approximation)."""
-    objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg"] = "grpo"
+    objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd", "trial",
+                       "cepo", "h2sd", "stop_segment", "rredcot"] = "grpo"
     """The policy update of learned action logits (agents/objectives; docs: concepts/credit-methods.md): grpo (the
     clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
     they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
-    objective recsys takes; objectives that need signals the run lacks (a critic's token logits, an oracle,
-    executed effects, candidate scores) are refused at load, naming them."""
+    objective recsys takes; agentopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the advantage
+    by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
+    answer in context; the gold answer scored before and after each reply);
+    objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
+    scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)
     """N: learned actions on a world that can restart from an inner state (its scenario's SPEC.branches: blocks).
     A training round of market.batch = B worlds then plays M = B / (1 + N) rollouts in full and M x N more
@@ -118,7 +122,7 @@ class AgentsConfig:
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,
-    taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse. A run whose world
+    taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse, workrover_vtca. A run whose world
     lacks the estimator's signals is refused at load, naming them."""
     credit_settings: CreditSettings = Field(default_factory=CreditSettings)
     """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from agents.critic import TokenCritic, wanted
 from agents.learner import Learner, autocast, k3, penalised
-from agents.objectives.batch import PolicyBatch, step_mean
+from agents.objectives.batch import BELIEF, PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
 
 
@@ -163,7 +163,8 @@ class HFGRPO:
         Signals: ``effect`` and ``state`` ids from ``fields``; ``token_logits`` from the critic on each prefix through a token,
         ``value_logits`` on each prefix before one (the state it was sampled in); for sero, ``fields["oracle"]``
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
-        weighted by its per-token likelihood before this step (the frozen policy's, detached)."""
+        weighted by its per-token likelihood before this step (the frozen policy's, detached); ``fields["privileged"]``
+        maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py)."""
         critic = self.critic is not None and wanted(objective)
         old, mask, entropy, *hidden = self._scored(pairs, entropy=True, hidden=critic)
         leaves = {"completion": (pairs, old.clone().requires_grad_())}
@@ -178,6 +179,14 @@ class HFGRPO:
             leaves["oracle"] = oracle_pairs, oracle_logp.clone().requires_grad_()
             signals.update(oracle_logp=leaves["oracle"][1], oracle_mask=oracle_mask,
                            oracle_weight=step_mean(oracle_logp, oracle_mask).exp())
+        for name, rows in fields.get("privileged", {}).items():  # per-token arrays, right-aligned as the completions
+            if name in BELIEF:  # one number per step
+                signals[name] = tensor(rows, torch.float32)
+                continue
+            signals[name] = torch.zeros_like(old)
+            for i, row in enumerate(rows):
+                if len(row):
+                    signals[name][i, old.shape[1] - len(row):] = torch.as_tensor(row, dtype=old.dtype)
         logp = leaves["completion"][1]
         batch = PolicyBatch(logp=logp, old_logp=old, mask=mask, entropy=entropy,
                             advantage=tensor(advantage, torch.float32), outcome=tensor(fields["outcome"], torch.float32),

@@ -19,8 +19,11 @@ failures too) or an oracle (sero's supervision needs no contrast).
 log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
 and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's and focus's
 ``value_logits`` (a linear critic on the LM's last hidden states, agents/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
-(wordmath: the problem's expression, its answer), scored under the adapted model); an objective reading a
-signal the LM learner does not give (candidate scores) is refused at load.
+(wordmath: the problem's expression, its answer), scored under the adapted model) and batch C's privileged
+passes (agents/privileged_pass.py: the same completions rescored by the engine with the correct output, the
+outcome or a failed sibling's reply in the prompt, and the gold answer's belief before and after each reply;
+their tokens are the learner's ``lm_privileged_tokens``, never an agent's); an objective reading a signal the
+LM learner does not give (candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
 skills; the weights are the population's common substrate, as the frozen model was. Per-role
@@ -51,6 +54,8 @@ from agents.advantages import outcome_advantage
 from agents.credit.step_advantages import step_advantages
 from agents.hf_grpo import HFGRPO
 from agents.learner import RoundLearner, to_cpu
+from agents.objectives.batch import PRIVILEGED
+from agents.privileged_pass import contexts, failed_replies, score
 
 
 class CompletionLearner(RoundLearner):
@@ -73,7 +78,7 @@ class CompletionLearner(RoundLearner):
                                lora_rank=cfg.lora_rank, max_grad_norm=cfg.max_grad_norm,
                                critic=critic.wanted(objective))
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
-        self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0}
+        self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
 
     @contextlib.contextmanager
     def frozen(self):
@@ -127,9 +132,19 @@ class CompletionLearner(RoundLearner):
         worlds = np.array(worlds)
         fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // max(cfg.group, 1),
                   "episode": worlds, "effect": effect_ids(effects), "state": effect_ids([e[:2] for e in effects])}
+        privileged = set(objective.needs) & set(PRIVILEGED) if objective is not None else set()
+        lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)] \
+            if oracle or privileged & {"teacher_logp", "sibling_logp"} else None  # the correct output at each state
         if oracle:
-            lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)]  # at each state
             fields["oracle"] = [c for _, c in self.grpo.encode(messages, lessons)]
+        if privileged:  # batch C: the same completions rescored with what the agent did not see
+            roles = [role for role, _, _ in effects]
+            failed = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
+                if "sibling_logp" in privileged else None
+            gold = [policy.task.question(obs)[1] for obs in seen] if privileged & {"belief_before", "belief_after"} else None
+            wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, cfg.group, lessons, failed, gold)
+            fields["privileged"], spent = score(policy.backend, wanted)
+            self.counts["lm_privileged_tokens"] += spent
         stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
         self.policy.weights_changed()
         self.counts["policy_updates"] += 1

@@ -4,6 +4,7 @@
     python -m experiments.objectives_compare --readme       # the same run, its table as markdown
     python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl, focus+branches
     python -m experiments.objectives_compare --economy wordmath --workers 2 --readme   # LoRA on SmolLM2 (WORDMATH)
+    python -m experiments.objectives_compare --economy procurement --objectives grpo,agentopsd,trial,cepo --listed
 
 The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
 fees, births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own
@@ -86,9 +87,11 @@ class Setup:
     overrides: list[str] = field(default_factory=list)
     """Extra ``--set`` overrides, the same for every run."""
     economy: str = "blocks"
-    """``blocks`` (rule logits) or ``wordmath`` (LoRA on SmolLM2: WORDMATH)."""
+    """``blocks`` (rule logits), ``wordmath`` or ``procurement`` (LoRA on SmolLM2: WORDMATH, PROCUREMENT)."""
     batch: int | None = None
     """``market.batch``, episodes per round (None: the scenario's)."""
+    listed: bool = False
+    """Only the rows asked for (``objectives``), not a row per name."""
 
 
 WORDMATH = dict(seeds=3, episodes=32, batch=8, heldout_sizes=(), heldout_count=64)
@@ -97,6 +100,13 @@ steps up to 4 times; held-out = the frozen market's accuracy on wordmath's shipp
 grpo took about 15 s of one core here and steps only when a group's rollouts differ; tppo, pact, focus and sero train
 every completion of every round (a critic or an oracle has something to say about a group that scored alike), about
 2 minutes of one core a round (some 4,500 prompt and completion tokens, 8 GB resident)."""
+
+
+PROCUREMENT = dict(seeds=2, episodes=32, batch=8, heldout_sizes=(), heldout_count=32)
+"""``--economy procurement``: the same learner on the haggling world (scenarios/procurement.py), 4 rounds of 8;
+held-out = the frozen market's mean reward (share of the possible surplus won) on its 32 shipped held-out problems."""
+LM = ("wordmath", "procurement")
+"""The economies whose actions are an LM's completions: their rate is tokens, their rows add privileged tokens."""
 
 
 QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
@@ -111,8 +121,8 @@ def overrides(name: str, setup: Setup) -> list[str]:
         learner = [f"agents.objective={name}"]
     else:
         learner = [f"agents.tasks={name.removeprefix('tasks=')}", f"agents.group={TASK_GROUP}"]
-    if setup.economy == "wordmath":  # wordmath.toml's economy; its LoRA learner's group of 4 is the shipped one
-        size = [f"wordmath.heldout={setup.heldout_count}"]
+    if setup.economy in LM:  # the shipped economy; its LoRA learner's group of 4 is the shipped one
+        size = [f"{setup.economy}.heldout={setup.heldout_count}"]
     else:
         size = [f"blocks.heldout_sizes={list(setup.heldout_sizes)}", f"blocks.heldout_count={setup.heldout_count}"]
     batch = [f"market.batch={setup.batch}"] if setup.batch else []
@@ -147,13 +157,17 @@ def train(name: str, seed: int, setup: Setup) -> dict:
     report = model.policy.report()
     updates = report["policy_updates"]  # rounds whose update ran the objective (agents/learned.py, lm_grpo.py)
     seconds = time.perf_counter() - start
-    if setup.economy == "wordmath":  # the LM learns tokens: its rate is trained tokens per second
+    if setup.economy in LM:  # the LM learns tokens: its rate is trained tokens per second
+        from agents.text_scenario import outcomes
+
         policy = model.policy.unwrapped
         with policy.evaluating():
             episodes = model.run_episodes(world=model.world.heldout, batch=exp.scenario.heldout, settle=False)
-        return {"seed": seed, "heldout": float(np.mean([e["success"] for e in episodes])), "per_size": {},
-                "rounds": rounds, "updates": updates, "seconds": seconds,
-                "tokens_per_s": report["lm_train_tokens"] / seconds}
+        heldout = (float(np.mean([e["success"] for e in episodes])) if setup.economy == "wordmath"
+                   else outcomes(model.world.heldout)[1])  # procurement: the surplus share won
+        return {"seed": seed, "heldout": heldout, "per_size": {}, "rounds": rounds, "updates": updates,
+                "seconds": seconds, "tokens_per_s": report["lm_train_tokens"] / seconds,
+                "privileged_per_round": report["lm_privileged_tokens"] / rounds}
     heldout = blocks.evaluate(model, exp.scenario)
     return {"seed": seed, "heldout": float(np.mean(list(heldout.values()))), "per_size": heldout,
             "rounds": rounds, "updates": updates, "steps": steps, "seconds": seconds,
@@ -166,13 +180,13 @@ def unrun(name: str, setup: Setup) -> dict | None:
     if why is None and name in setup.objectives:
         return None
     status, why = ("refused", why) if why is not None else ("skipped", "not among the objectives asked for (--objectives)")
-    rate = "tokens_per_s" if setup.economy == "wordmath" else "steps_per_s"
+    rate = "tokens_per_s" if setup.economy in LM else "steps_per_s"
     return {"objective": name, "status": status, "why": why, "heldout": None, "sd": None, "updates": None, rate: None}
 
 
 def summary(name: str, runs: list[dict], setup: Setup) -> dict:
     """A row from its runs, one per seed."""
-    rate = "tokens_per_s" if setup.economy == "wordmath" else "steps_per_s"
+    rate = "tokens_per_s" if setup.economy in LM else "steps_per_s"
     heldout = np.array([r["heldout"] for r in runs])
     updates = sorted({r["updates"] for r in runs})
     return {"objective": name, "status": "ran", "why": None,
@@ -182,7 +196,9 @@ def summary(name: str, runs: list[dict], setup: Setup) -> dict:
             "updates": updates[0] if len(updates) == 1 else float(np.mean([r["updates"] for r in runs])),
             "rounds": runs[0]["rounds"],
             rate: float(np.mean([r[rate] for r in runs])), "unit": UNIT if rate == "steps_per_s" else TOKENS,
-            "train_seconds": float(sum(r["seconds"] for r in runs))}
+            "train_seconds": float(sum(r["seconds"] for r in runs)),
+            **({"privileged_per_round": float(np.mean([r["privileged_per_round"] for r in runs]))}
+               if setup.economy in LM else {})}
 
 
 def one_thread_train(job: tuple[str, int, Setup]) -> dict:
@@ -209,7 +225,8 @@ def compare(setup: Setup, workers: int = 1) -> list[dict]:
         finally:
             torch.set_num_threads(threads)
     by_name = {name: [run for (n, _, _), run in zip(jobs, runs) if n == name] for name in ROWS}
-    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in ROWS]
+    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in ROWS
+            if not setup.listed or name in setup.objectives]
 
 
 def short_reason(why: str) -> str:
@@ -221,11 +238,13 @@ def short_reason(why: str) -> str:
 def table(rows: list[dict], setup: Setup) -> str:
     sizes = [str(n) for n in setup.heldout_sizes]
     seeds = f"{setup.seeds} seed{'s' * (setup.seeds > 1)}"
-    wordmath = setup.economy == "wordmath"
+    wordmath = setup.economy in LM
     if wordmath:
-        head = (f"wordmath (shipped economy, agents.actions = grpo: LoRA on SmolLM2), {seeds} x {setup.episodes} "
-                f"episodes, market.batch = {setup.batch}; held-out accuracy of the frozen market on {setup.heldout_count} problems; tokens/s = "
-                "tokens the LoRA update trained on per second of training wall time (rollouts included)")
+        score = "accuracy" if setup.economy == "wordmath" else "reward (share of the possible surplus won)"
+        head = (f"{setup.economy} (shipped economy, agents.actions = grpo: LoRA on SmolLM2), {seeds} x {setup.episodes} "
+                f"episodes, market.batch = {setup.batch}; held-out {score} of the frozen market on {setup.heldout_count} problems; tokens/s = "
+                "tokens the LoRA update trained on per second of training wall time (rollouts included); privileged "
+                "tokens/round = prompt and completion tokens of the privileged passes per training round")
     else:
         head = (f"blocks (shipped economy, agents.actions = grpo), {seeds} x {setup.episodes} episodes; held-out "
                 f"success, mean over sizes {', '.join(sizes)} ({setup.heldout_count} instances each); steps/s = "
@@ -235,16 +254,16 @@ def table(rows: list[dict], setup: Setup) -> str:
     rate = "tokens_per_s" if wordmath else "steps_per_s"
     lines = [head, "",
              "| objective | held-out (mean ± sd) | per seed | " + "".join(f"n={n} | " for n in sizes)
-             + f"updates / rounds | {'tokens/s' if wordmath else 'steps/s'} |",
-             "|---|---|---|" + "---|" * len(sizes) + "---|---|"]
+             + f"updates / rounds | {'tokens/s' if wordmath else 'steps/s'} |" + (" privileged tokens/round |" if wordmath else ""),
+             "|---|---|---|" + "---|" * len(sizes) + "---|---|" + ("---|" if wordmath else "")]
     for r in rows:
         if r["status"] == "ran":
             cells = [f"{r['heldout']:.3f} ± {r['sd']:.3f}", " ".join(f"{h:.2f}" for h in r["per_seed"])]
             cells += [f"{r['per_size'][n]:.2f}" for n in sizes]
             updates = r["updates"] if isinstance(r["updates"], int) else f"{r['updates']:.1f}"  # a mean over seeds
-            cells += [f"{updates} / {r['rounds']}", f"{r[rate]:.0f}"]
+            cells += [f"{updates} / {r['rounds']}", f"{r[rate]:.0f}"] + ([f"{r['privileged_per_round']:.0f}"] if wordmath else [])
         else:
-            cells = [short_reason(r["why"]) if r["status"] == "refused" else "skipped"] + ["-"] * (len(sizes) + 3)
+            cells = [short_reason(r["why"]) if r["status"] == "refused" else "skipped"] + ["-"] * (len(sizes) + 3 + wordmath)
         lines.append(f"| {r['objective']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -254,6 +273,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--seeds", type=int, default=None, help=f"default: {Setup.seeds} (wordmath: {WORDMATH['seeds']})")
     ap.add_argument("--episodes", type=int, default=None,
                     help=f"training episodes per run; default: {Setup.episodes} (wordmath: {WORDMATH['episodes']})")
+    ap.add_argument("--heldout", type=int, default=None, help="held-out problems (wordmath, procurement; default: the preset's)")
     ap.add_argument("--workers", type=int, default=1,
                     help="runs at a time, each a spawned process on one torch thread (2 halves the wall time on 2 cores)")
     ap.add_argument("--objectives", default=None,
@@ -262,8 +282,9 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override for every run (as catallax run --set)")
     ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl, focus+branches")
-    ap.add_argument("--economy", choices=("blocks", "wordmath"), default="blocks",
-                    help="blocks: rule logits (default); wordmath: LoRA on SmolLM2, small (WORDMATH)")
+    ap.add_argument("--economy", choices=("blocks", *LM), default="blocks",
+                    help="blocks: rule logits (default); wordmath, procurement: LoRA on SmolLM2, small (WORDMATH, PROCUREMENT)")
+    ap.add_argument("--listed", action="store_true", help="rows only for the names asked for (--objectives)")
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')
     ap.add_argument("--readme", action="store_true", help="print the markdown table (the README's)")
     ap.add_argument("--out", default=None, help="also write the markdown table to this file")
@@ -273,14 +294,16 @@ def main(argv=None) -> list[dict]:
     unknown = sorted(set(chosen) - set(ROWS))
     if unknown:
         ap.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
-    if args.economy == "wordmath":
-        setup = Setup(**WORDMATH, objectives=chosen, overrides=args.overrides, economy="wordmath")
+    if args.economy in LM:
+        preset = WORDMATH if args.economy == "wordmath" else PROCUREMENT
+        setup = Setup(**preset, objectives=chosen, overrides=args.overrides, economy=args.economy)
     elif args.quick:
         setup = dataclasses.replace(QUICK, objectives=chosen, overrides=args.overrides)
     else:
         setup = Setup(objectives=chosen, overrides=args.overrides)
-    sized = {k: v for k, v in (("seeds", args.seeds), ("episodes", args.episodes)) if v is not None}
-    setup = dataclasses.replace(setup, **sized)
+    sized = {k: v for k, v in (("seeds", args.seeds), ("episodes", args.episodes), ("heldout_count", args.heldout))
+             if v is not None}
+    setup = dataclasses.replace(setup, **sized, listed=args.listed)
     start = time.perf_counter()
     rows = compare(setup, args.workers)
     seconds = time.perf_counter() - start
@@ -296,7 +319,7 @@ def main(argv=None) -> list[dict]:
     if args.json:
         print(json.dumps({"rows": rows, "seconds": round(seconds, 1), "seeds": setup.seeds,
                           "episodes": setup.episodes, "economy": setup.economy,
-                          "unit": TOKENS if setup.economy == "wordmath" else UNIT}))
+                          "unit": TOKENS if setup.economy in LM else UNIT}))
     return rows
 
 

@@ -11,6 +11,13 @@ market never loops over agents calling a model). Two operations:
   prompt, log P(yes) - log P(no) of the assistant's first token (the spellings
   ``yes``/``Yes``/`` yes``/`` Yes`` pooled, likewise for no); NaN where it failed.
 
+A learner may also ask for the **privileged pass** (``forced``): the per-token log-probabilities
+of completions the agents already wrote, teacher-forced under *another* prompt (one holding what the
+agent did not see: the correct output, a failed sibling's answer, later feedback). It is the learner's
+work, not an agent's action, so its tokens go to ``Stats.privileged_tokens`` alone: neither the
+counters a round stores (``prompt_tokens``, ``completion_tokens``: the round's usage rows) nor the
+tokens an agent is charged (agents/llm_calls.py charges what ``generate`` and ``score`` return).
+
 A prompt has a frozen part (``system``: role and hard constraints, never edited)
 and a trainable part (``skills``: what births rewrite), then the observation.
 """
@@ -97,6 +104,10 @@ class Stats:
     """Prompt tokens actually run through the model at prefill."""
     prefix_tokens_saved: int = 0
     """Prompt tokens not prefilled because their KV came from the prefix cache (or a shared prefix)."""
+    privileged_tokens: int = 0
+    """Prompt and completion tokens of privileged passes (``forced``): the learner's, in no agent's bill."""
+    privileged_s: float = 0.0
+    """Time in privileged passes, kept out of ``seconds`` (the agents' engine time a round stores)."""
     _t0: float = field(default=0.0, repr=False)
 
     def start(self) -> None:
@@ -119,8 +130,18 @@ class Backend(Protocol):
         could not say (a failed request): "no opinion", never cached, never a wake-up. Sets
         ``scored_tokens``: [n] the prompt tokens each prompt took (what the scoring cost)."""
 
+    def forced(self, prompts: list[Prompt], completions: list[str]) -> list[np.ndarray]:
+        """The privileged pass: for each prompt, the log-probability [len] of each token of ``completions[i]``
+        (tokenised alone, as the learner tokenises it) teacher-forced after ``prompts[i]``'s chat template,
+        in one batched pass; counted in ``stats.privileged_tokens`` and ``privileged_s`` only. An engine that cannot return
+        prompt log-probabilities raises :class:`NoPrivilegedPass`."""
+
     def close(self) -> None:
         """Release the engine (processes, memory)."""
+
+
+class NoPrivilegedPass(ValueError):
+    """This engine cannot teacher-force a completion (a chat server returns no prompt log-probabilities)."""
 
 
 @config_dataclass(config=STRICT)

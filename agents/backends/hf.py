@@ -320,6 +320,29 @@ class HFBackend:
         self.stats.stop()
         return result
 
+    # --------------------------------------------------------------- forced (the privileged pass)
+    @torch.inference_mode()
+    def forced(self, prompts: list[Prompt], completions: list[str]) -> list[np.ndarray]:
+        """Per-token log-probabilities of each completion after its prompt (base.py): prompt and completion
+        ids left-padded so every completion ends at the right edge, one forward per ``max_batch`` rows with the
+        LM head over the last L + 1 positions only, as the learner scores its own completions (agents/hf_grpo.py)."""
+        t0 = time.perf_counter()
+        heads = self.tokenizer([self._template(p.messages(), generation=True) for p in prompts],
+                               add_special_tokens=False)["input_ids"]
+        tails = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in completions]
+        out = []
+        for i in range(0, len(prompts), self.cfg.max_batch):
+            rows = [h + t for h, t in zip(heads[i:i + self.cfg.max_batch], tails[i:i + self.cfg.max_batch])]
+            L = max(max(len(t) for t in tails[i:i + self.cfg.max_batch]), 1)
+            ids, mask = self._pad(rows)
+            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                                use_cache=False, logits_to_keep=L + 1).logits[:, :-1].float()
+            logp = torch.log_softmax(logits, -1).gather(2, ids[:, -L:, None])[..., 0].cpu().numpy()
+            out += [logp[j, L - len(t):] for j, t in enumerate(tails[i:i + self.cfg.max_batch])]
+        self.stats.privileged_tokens += sum(len(h) + len(t) for h, t in zip(heads, tails))
+        self.stats.privileged_s += time.perf_counter() - t0
+        return out
+
     # --------------------------------------------------------------- choose (constrained decoding)
     @torch.inference_mode()
     def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from agents.backends.base import NO, YES, BackendConfig, Completion, Prompt, Stats
+from agents.backends.base import NO, YES, BackendConfig, Completion, NoPrivilegedPass, Prompt, Stats
 
 TOP_LOGPROBS = 20
 BACKOFF = (0.1, 5.0)
@@ -167,6 +167,10 @@ class OpenAIBackend:
         self.stats.prompts += len(prompts)
         self.stats.stop()
         return picks
+
+    def forced(self, prompts: list[Prompt], completions: list[str]) -> list[np.ndarray]:
+        raise NoPrivilegedPass("backend 'openai': a chat server returns no prompt log-probabilities, so it cannot run "
+                               "the privileged pass (use llm.backend = \"hf\" or \"vllm\")")
 
     def close(self) -> None:
         pass

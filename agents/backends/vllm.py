@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -100,6 +101,24 @@ class VLLMBackend:
         self.stats.scored += len(prompts)
         self.stats.stop()
         return result
+
+    def forced(self, prompts: list[Prompt], completions: list[str]) -> list[np.ndarray]:
+        """Per-token log-probabilities of each completion after its prompt (base.py): the engine prefills prompt
+        and completion ids together and reports each prompt position's log-probability (``prompt_logprobs``),
+        at temperature 1 so the processed values are the model's own; one token is generated and dropped."""
+        from vllm.inputs import TokensPrompt
+
+        t0 = time.perf_counter()
+        heads = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in self._texts(prompts)]
+        tails = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in completions]
+        params = self._params(temperature=1.0, max_tokens=1, prompt_logprobs=0)
+        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=h + t) for h, t in zip(heads, tails)], params,
+                                    use_tqdm=False)
+        out = [np.array([out.prompt_logprobs[len(h) + k][token].logprob for k, token in enumerate(t)], dtype=np.float32)
+               for out, h, t in zip(outputs, heads, tails)]
+        self.stats.privileged_tokens += sum(len(h) + len(t) for h, t in zip(heads, tails))
+        self.stats.privileged_s += time.perf_counter() - t0
+        return out
 
     def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
         """For each prompt, the index of the option the engine writes under guided decoding (``choice``); -1 where

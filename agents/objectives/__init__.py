@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from agents.named import Registry
 from agents.objectives.batch import SIGNALS, MissingSignals, PolicyBatch
 
-REGISTRY = Registry("agents.objectives", "objective", support=("batch",), first="grpo")
+REGISTRY = Registry("agents.objectives", "objective", support=("batch", "privileged"), first="grpo")
 NAMES = REGISTRY.names
 module, needs = REGISTRY.module, REGISTRY.needs
 

@@ -67,14 +67,28 @@ class PolicyBatch:
     """[M] int: index of the held-out item among the candidates, -1 where it is not among them (ca_pg)."""
     list_len: int | None = None
     """L: the length of the recommended list (ca_pg)."""
+    # privileged passes (agents/backends/base.py ``forced``): the same sampled tokens, scored by the current policy
+    # (detached) under a prompt holding what the acting agent did not see; an episode's steps are in time order
+    teacher_logp: torch.Tensor | None = None
+    """[M, L] under the step's prompt plus the correct output at its state (agentopsd, cepo)."""
+    hindsight_logp: torch.Tensor | None = None
+    """[M, L] under the step's prompt plus the episode's outcome, the feedback that came later (trial)."""
+    sibling_logp: torch.Tensor | None = None
+    """[M, L] under the step's prompt plus a failed sibling's answer in its group (cepo; with no failed
+    sibling, the teacher's own: no contrast)."""
+    belief_before: torch.Tensor | None = None
+    """[M] the policy's belief in the gold final answer where the step began: the answer's mean per-token
+    log-probability after the step's prompt (stop_segment, rredcot)."""
+    belief_after: torch.Tensor | None = None
+    """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
 
     def __post_init__(self):
         M, L = self.logp.shape
-        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits"):
+        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", *PRIVILEGED[:3]):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
-        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target"):
+        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", *BELIEF):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
@@ -90,7 +104,11 @@ class PolicyBatch:
         return {f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
 
 
-TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask")
+BELIEF = ("belief_before", "belief_after")
+PRIVILEGED = ("teacher_logp", "hindsight_logp", "sibling_logp", *BELIEF)
+"""The signals a privileged pass gives (agents/privileged_pass.py asks for them, agents/hf_grpo.py lays them out)."""
+TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask",
+          *PRIVILEGED[:3])
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)
 
 

@@ -74,6 +74,11 @@ summary, parsed action), state ids (role, state summary) and a token critic's lo
 model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
+HINDSIGHT_SIGNALS = ("hindsight_logp",)
+"""What the LoRA learner's privileged pass gives on any world: the completions rescored with the outcome in context."""
+TEACHER_SIGNALS = ("teacher_logp", "sibling_logp", "belief_before", "belief_after")
+"""What it adds where the world knows the correct output at a state (its SPEC's oracle): rescored with it, and with
+a failed sibling's answer in its place; the gold answer's likelihood before and after each reply."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
@@ -98,6 +103,8 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
     signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.spec.learned_actions == "lm" else (RULE_LOGIT_SIGNALS, "rule-logit policies")
     signals += ORACLE_SIGNALS if scenario.spec.oracle else ()
+    if scenario.spec.learned_actions == "lm":
+        signals += HINDSIGHT_SIGNALS + (TEACHER_SIGNALS if scenario.spec.oracle else ())
     try:
         check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
     except MissingSignals as err:

@@ -53,3 +53,15 @@ def test_score_matches_hf_and_sampling_is_seeded(engine):
     p = lambda seed: ask("Invent a name for a cat.", max_tokens=8, temperature=1.0, seed=seed)
     a, b = engine.generate([p(3), p(3)])
     assert a.text == b.text
+
+
+def test_privileged_pass_equals_a_plain_transformers_forward_pass(engine):
+    """``forced`` through vLLM's prompt_logprobs gives the per-token log-probabilities plain transformers gives."""
+    from tests.agents.test_privileged_pass import COMPLETIONS, PROMPTS, plain
+
+    hf = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=8))
+    before = engine.stats.prompt_tokens
+    for row, p, c in zip(engine.forced(PROMPTS, COMPLETIONS), PROMPTS, COMPLETIONS):
+        want = plain(hf, p, c)
+        assert row.shape == want.shape and np.allclose(row, want, atol=2e-3)
+    assert engine.stats.prompt_tokens == before and engine.stats.privileged_tokens > 0

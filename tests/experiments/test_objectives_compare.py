@@ -8,6 +8,8 @@ from agents.objectives import NAMES, needs
 from experiments import objectives_compare
 from scenarios.run.rules import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
 
+BATCH_C = ("agentopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot")
+
 
 def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(capsys):
     returned = objectives_compare.main(["--quick", "--json"])
@@ -21,7 +23,7 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
         assert 0 <= r["heldout"] <= 1 and r["sd"] == 0.0 and r["per_seed"] == [round(r["heldout"], 4)]
         assert r["rounds"] == -(-160 // batch) and 0 < r["updates"] <= r["rounds"] and r["steps_per_s"] > 0
     refused = [r for r in rows if r["status"] == "refused"]
-    assert {r["objective"] for r in refused} == {"empo", "ca_pg"}
+    assert {r["objective"] for r in refused} == {"empo", "ca_pg", *BATCH_C}  # batch C: no privileged pass on rule logits
     for r in refused:
         missing = set(needs(r["objective"])) - set(RULE_LOGIT_SIGNALS) - set(ORACLE_SIGNALS)
         assert missing and all(signal in r["why"] for signal in missing), r["why"]
@@ -53,3 +55,16 @@ def test_workers_give_the_serial_numbers(capsys):
     assert len(serial["grpo"]["per_seed"]) == 2
     for key in ("per_seed", "per_size", "updates", "rounds"):
         assert parallel["grpo"][key] == serial["grpo"][key]
+
+
+def test_an_lm_economys_listed_table_has_the_asked_rows_and_the_privileged_cost():
+    setup = objectives_compare.Setup(**objectives_compare.PROCUREMENT, objectives=("grpo", "trial"), economy="procurement",
+                                     listed=True)
+    ran = {"status": "ran", "heldout": 0.5, "sd": 0.0, "per_seed": [0.5], "per_size": {}, "updates": 2, "rounds": 4,
+           "tokens_per_s": 40.0}
+    rows = [{"objective": "grpo", **ran, "privileged_per_round": 0.0},
+            {"objective": "trial", **ran, "privileged_per_round": 812.4}]
+    text = objectives_compare.table(rows, setup)
+    assert "procurement" in text and "reward (share of the possible surplus won)" in text
+    assert text.splitlines()[-1] == "| trial | 0.500 ± 0.000 | 0.50 | 2 / 4 | 40 | 812 |"
+    assert objectives_compare.overrides("trial", setup)[-1] == "procurement.heldout=32"

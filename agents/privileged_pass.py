@@ -1,0 +1,85 @@
+"""The LM learner's privileged passes: the round's completions rescored under prompts holding what the agent did not see.
+
+Batch C's objectives (agents/objectives/privileged.py) read the same sampled tokens teacher-forced by the
+current policy under a second prompt (the backend's ``forced``, agents/backends/base.py): the step's own prompt
+with one more paragraph at the end of what the agent reads. Three contexts, one signal each:
+
+* ``teacher_logp``: a reference reply for the step, the correct output at its state (the world's ``correct``);
+* ``sibling_logp``: the same paragraph holding a failed sibling's reply instead (another rollout of the same
+  problem that failed; its last reply of the same role), so the two differ in the answer alone; a step whose
+  group has no failed sibling gets the teacher's (no contrast);
+* ``hindsight_logp``: the episode's outcome, the feedback that came after the step;
+* ``belief_before``, ``belief_after``: not the reply but the gold final answer (the world's ``question``) is
+  scored, after the step's prompt and after the prompt with the step's reply in it: the policy's belief in the
+  answer where the step began and once it committed to its reply (the mean per-token log-probability).
+
+Only what the objective reads is scored. The pass is the learner's cost: the engine counts it in
+``Stats.privileged_tokens`` (not the agents' tokens, not the round's usage) and the learner in its own
+``lm_privileged_tokens``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from agents.backends.base import Prompt
+
+REFERENCE = "\n\n(A reference reply for this step: {answer})"
+HINDSIGHT = "\n\n(Feedback after the episode: it {verdict}.)"
+REPLIED = "\n\n(Reply so far: {reply})"
+
+
+def told(prompt: Prompt, paragraph: str) -> Prompt:
+    """``prompt`` with ``paragraph`` appended to what its agent reads (the frozen part and skills unchanged)."""
+    return dataclasses.replace(prompt, user=prompt.user + paragraph)
+
+
+def failed_replies(steps, role_of, solved: np.ndarray) -> dict[tuple[int, str], str]:
+    """(world, role) -> the last reply of that role in each failed world (``steps``: the round's generations;
+    ``role_of(row)``: the acting row's role name)."""
+    out = {}
+    for generations in steps:
+        for b, row, _, done, _ in generations:
+            if not solved[b]:
+                out[(b, role_of(row))] = done.text
+    return out
+
+
+def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: int, lessons=None, failed=None,
+             gold=None) -> dict:
+    """signal -> the (privileged prompt, completion to score) of each step (``texts[i]``: its reply; ``worlds[i]``,
+    ``roles[i]``: where and as whom it acted; ``lessons[i]``: the correct output at its state; ``failed``:
+    :func:`failed_replies`; ``gold[i]``: the problem's correct final answer)."""
+    out = {}
+    if "hindsight_logp" in needs:
+        out["hindsight_logp"] = [told(p, HINDSIGHT.format(verdict="succeeded" if solved[b] else "failed"))
+                                 for p, b in zip(prompts, worlds)]
+    if "teacher_logp" in needs or "sibling_logp" in needs:
+        out["teacher_logp"] = [told(p, REFERENCE.format(answer=c)) for p, c in zip(prompts, lessons)]
+    if "sibling_logp" in needs:
+        G = max(group, 1)
+        siblings = []
+        for p, b, role, teacher in zip(prompts, worlds, roles, out["teacher_logp"]):
+            wrong = next((failed[(s, role)] for s in range(b // G * G, b // G * G + G) if s != b and (s, role) in failed), None)
+            siblings.append(teacher if wrong is None else told(p, REFERENCE.format(answer=wrong)))
+        out["sibling_logp"] = siblings
+    out = {k: list(zip(v, texts)) for k, v in out.items() if k in needs}
+    if "belief_before" in needs or "belief_after" in needs:
+        out["belief_before"] = list(zip(prompts, gold))
+        out["belief_after"] = [(told(p, REPLIED.format(reply=t)), g) for p, t, g in zip(prompts, texts, gold)]
+    return {k: v for k, v in out.items() if k in needs}
+
+
+def score(backend, wanted: dict) -> tuple[dict, int]:
+    """(signal -> [n] per-token log-probability arrays of its completions under its prompts, for a belief the
+    [n] means; privileged tokens spent): one batched ``forced`` call for all signals, identical pairs scored once."""
+    before = backend.stats.privileged_tokens
+    unique = list(dict.fromkeys(pair for pairs in wanted.values() for pair in pairs))
+    scored = dict(zip(unique, backend.forced([p for p, _ in unique], [c for _, c in unique]))) if unique else {}
+    out = {}
+    for name, pairs in wanted.items():
+        rows = [scored[pair] for pair in pairs]
+        out[name] = np.array([float(r.mean()) if len(r) else 0.0 for r in rows]) if name.startswith("belief") else rows
+    return out, backend.stats.privileged_tokens - before

@@ -1,0 +1,137 @@
+"""Batch C's privileged-pass objectives on hand-worked batches: a planted faulty turn or token whose credit
+the method must move the right way (grpo, the reference, spreads it evenly), and the config's refusals."""
+
+import math
+
+import pytest
+import torch
+
+from agents import objectives as O
+from agents.objectives.batch import PolicyBatch
+
+
+def t(x, dtype=torch.float64):
+    return torch.tensor(x, dtype=dtype)
+
+
+def batch(advantage, episode, mask=None, **informed):
+    """Student log-probs all -1 (with grad), on-policy; ``informed``: [M, L] privileged log-probs."""
+    first = t(next(iter(informed.values())))
+    logp = torch.full_like(first, -1.0).requires_grad_()
+    M = logp.shape[0]
+    return PolicyBatch(logp=logp, old_logp=logp.detach(), advantage=t(advantage), outcome=(t(advantage) > 0).double(),
+                       mask=torch.ones_like(logp, dtype=torch.bool) if mask is None else t(mask, torch.bool),
+                       group=torch.zeros(M, dtype=torch.long), episode=torch.tensor(episode), entropy=torch.ones_like(logp),
+                       **{k: t(v) for k, v in informed.items()})
+
+
+def grad(name, b, **settings):
+    value, stats = O.make(name, **settings)(b)
+    value.backward()
+    return float(value.detach()), b.logp.grad, stats
+
+
+def test_agentopsd_gives_the_turn_that_moves_the_teachers_belief_most_of_a_failures_blame():
+    # one failed episode of three one-token turns; the teacher (correct answer in context) finds turn 2's token
+    # e^4 times less likely than the agent did: g = [0, -4, 0], d = [0, 1/4 x 4, 0], w = 0.5 + 0.5 x [0, 3, 0]
+    b = batch([-1.0] * 3, [0, 0, 0], teacher_logp=[[-1.0], [-5.0], [-1.0]])
+    value, g, stats = grad("agentopsd", b)
+    assert value == pytest.approx(-(-0.5 - 2.0 - 0.5) / 3)
+    assert g[:, 0].tolist() == pytest.approx([0.5 / 3, 2 / 3, 0.5 / 3])  # descent lowers turn 2 four times as much
+    # grpo on the same batch blames every turn alike
+    assert grad("grpo", batch([-1.0] * 3, [0, 0, 0], teacher_logp=[[-1.0]] * 3))[1][:, 0].tolist() == pytest.approx([1 / 3] * 3)
+
+
+def test_agentopsd_gate_discounts_evidence_once_the_belief_is_settled():
+    # turn 1's gap -10 settles the belief (B ~ 4.5e-5); turn 2's -4 then barely moves it: d_2 = B(1 - B) 4 ~ 0
+    b = batch([-1.0, -1.0], [0, 0], teacher_logp=[[-11.0], [-5.0]])
+    _, g, _ = grad("agentopsd", b, lam=1.0)
+    prior = 1 / (1 + math.exp(10))
+    d = [0.25 * 10, prior * (1 - prior) * 4]
+    assert g[:, 0].tolist() == pytest.approx([d[0] / sum(d), d[1] / sum(d)], rel=1e-6)
+    assert g[0, 0] > 100 * g[1, 0]
+
+
+def test_trial_redistributes_by_the_signed_hindsight_gap_with_token_weighted_mean_one():
+    # episode 0 succeeded: turn 1 (1 token) is likelier in hindsight (s = +2), turn 2 (2 tokens) unmoved;
+    # episode 1 failed: its turn 1 is disowned (s = -1). u = exp(sign(A) s - max), w = u x sum n / sum n u
+    mask = [[True, False], [True, True], [True, False], [True, True]]
+    b = batch([1.0, 1.0, -1.0, -1.0], [0, 0, 1, 1], mask,
+              hindsight_logp=[[1.0, 0.0], [-1.0, -1.0], [-2.0, 0.0], [-1.0, -1.0]])
+    _, g, stats = grad("trial", b)
+    z = [2.0, 0.0, 1.0, 0.0]
+    u = [math.exp(v - 2.0) for v in z]
+    w = [u[0] * 3 / (u[0] + 2 * u[1]), u[1] * 3 / (u[0] + 2 * u[1]), u[2] * 3 / (u[2] + 2 * u[3]), u[3] * 3 / (u[2] + 2 * u[3])]
+    assert w[0] + 2 * w[1] == pytest.approx(3) and w[0] > 1 > w[1] and w[2] > 1 > w[3]
+    # step gradient of -mean_m A_m w_m rho_m, rho from the step's mean log-ratio: split over its tokens
+    step = [-a * wi / 4 for a, wi in zip([1.0, 1.0, -1.0, -1.0], w)]
+    assert g[:, 0].tolist() == pytest.approx([step[0], step[1] / 2, step[2], step[3] / 2])
+    assert g[2, 0] > g[3, 0] > 0  # the failure's disowned turn is pushed down hardest
+
+
+def test_cepo_tokens_that_follow_the_wrong_answer_lose_most_in_a_failure_and_the_right_one_gain_in_a_success():
+    # c = teacher - sibling = [+2, 0, -2] in both rows; lambda 0.5, eps_w 0.5
+    b = batch([1.0, -1.0], [0, 1], teacher_logp=[[0.0, -1.0, -3.0]] * 2, sibling_logp=[[-2.0, -1.0, -1.0]] * 2)
+    value, g, _ = grad("cepo", b)
+    A = [[1.5, 1.0, 0.5], [-0.5, -1.0, -1.5]]
+    assert value == pytest.approx(0.0)
+    assert g.flatten().tolist() == pytest.approx([-a / 6 for row in A for a in row])
+    # with eps_w small the weights stay near 1: the outcome's direction always wins
+    _, g, _ = grad("cepo", batch([1.0, -1.0], [0, 1], teacher_logp=[[0.0, -1.0, -3.0]] * 2,
+                                  sibling_logp=[[-2.0, -1.0, -1.0]] * 2), eps_w=0.1)
+    assert bool((g[0] < 0).all()) and bool((g[1] > 0).all())
+
+
+def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_at_load():
+    from scenarios.run.config import ConfigError, load
+
+    assert O.needs("agentopsd") == ("teacher_logp",) and O.needs("trial") == ("hindsight_logp",)
+    assert set(O.needs("cepo")) == {"teacher_logp", "sibling_logp"}
+    for name, signal in [("agentopsd", "teacher_logp"), ("trial", "hindsight_logp"), ("cepo", "sibling_logp"),
+                         ("h2sd", "teacher_logp"), ("stop_segment", "belief_after"), ("rredcot", "belief_before")]:
+        with pytest.raises(ConfigError, match=f"{name}.*{signal}"):  # relay's rule logits have no privileged pass
+            load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={name}"])
+    objective = O.for_agents(load("wordmath", ['agents.actions="grpo"', "agents.objective=agentopsd",
+                                               "agents.objective_settings.agentopsd.gamma=0.5"]).agents)
+    assert (objective.cfg.gamma, objective.cfg.lam) == (0.5, 0.5)
+    with pytest.raises(ConfigError, match="cepo.eps_w"):
+        load("wordmath", ['agents.actions="grpo"', "agents.objective=cepo", "agents.objective_settings.cepo.eps_w=2"])
+
+
+def test_h2sd_scales_successes_by_the_teacher_and_pulls_failures_towards_it():
+    # rows 0, 1 succeed (the teacher finds row 0's token e^2 likelier than row 1's); rows 2, 3 fail: the hinted
+    # teacher likes row 2's token more than the agent did (+1), row 3's less (-3)
+    b = batch([1.0, 1.0, -1.0, -1.0], [0, 1, 2, 3], teacher_logp=[[0.0], [-2.0], [0.0], [-4.0]])
+    value, g, _ = grad("h2sd", b)
+    w = [1 / ((1 + math.exp(-2)) / 2), math.exp(-2) / ((1 + math.exp(-2)) / 2)]
+    # successes: -A w / 4 (the surrogate's mean runs over all 4 steps, failures weighted 0); failures: the
+    # reverse-KL estimate's gradient (log pi - log q) / 2 per failed step
+    assert g[:, 0].tolist() == pytest.approx([-w[0] / 4, -w[1] / 4, (-1 - 0) / 2, (-1 + 4) / 2])
+    assert g[0, 0] < g[1, 0] < 0  # the success the teacher endorses rises more
+    assert g[2, 0] < 0 < g[3, 0]  # the failure's token the teacher likes rises; the one it disowns falls
+
+
+def belief_batch(advantage, episode, before, after):
+    b = batch(advantage, episode, teacher_logp=[[0.0]] * len(advantage))
+    b.belief_before, b.belief_after = t(before), t(after)
+    return b
+
+
+def test_stop_segment_credits_commitments_toward_the_gold_answer_and_charges_redundant_rechecks():
+    # one group: a success whose steps move the belief by [+1, 0 (a re-check), +0.5], a failure's one step by -1;
+    # u = [1, -0.1, 0.5, -1], centred on the group's mean 0.1; A' = A + u - 0.1
+    b = belief_batch([1.0, 1.0, 1.0, -1.0], [0, 0, 0, 1], [-3.0, -2.0, -2.0, -2.0], [-2.0, -2.0, -1.5, -3.0])
+    _, g, _ = grad("stop_segment", b)
+    shaped = [1.9, 0.8, 1.4, -2.1]
+    assert g[:, 0].tolist() == pytest.approx([-a / 4 for a in shaped])
+    assert g[1, 0] > g[2, 0] > g[0, 0]  # the re-check gains least of the success; the first commitment most
+
+
+def test_rredcot_gives_a_failures_penalty_to_the_segment_that_lowered_the_belief():
+    # success: Delta [+1, 0, +0.5] -> w = 0.5 + 0.5 x [2, 0, 1]; failure: Delta [+0.2, -0.8] -> w = 0.5 + 0.5 x [0, 2]
+    b = belief_batch([1.0, 1.0, 1.0, -1.0, -1.0], [0, 0, 0, 1, 1], [-3.0, -2.0, -2.0, -2.0, -1.8],
+                     [-2.0, -2.0, -1.5, -1.8, -2.6])
+    _, g, _ = grad("rredcot", b)
+    w = [1.5, 0.5, 1.0, 0.5, 1.5]
+    assert g[:, 0].tolist() == pytest.approx([-a * x / 5 for a, x in zip([1, 1, 1, -1, -1], w)])
+    assert g[4, 0] > g[3, 0] > 0  # the failure's belief-lowering step is pushed down three times as hard

@@ -1,0 +1,48 @@
+"""The privileged pass (agents/backends/base.py ``forced``): teacher-forced log-probabilities of given completions under
+another prompt, batched, on the real embedded SmolLM2; and who pays for it (the learner, never the agents)."""
+
+import numpy as np
+import pytest
+import torch
+
+from agents.backends import BackendConfig, Prompt
+from agents.backends.base import NoPrivilegedPass
+from agents.backends.factory import make_backend, shared_backend
+
+PROMPTS = [Prompt("You are a terse assistant.", "", "What is 2 + 3?"),
+           Prompt("You are a terse assistant.", "", "What is 2 + 3? (The correct reply here is: 5)"),
+           Prompt("You answer in one word.", "example: Rhyme with sun. => fun", "Rhyme with cat.")]
+COMPLETIONS = ["5", "The answer is 5.", "hat"]
+
+
+def plain(backend, prompt: Prompt, completion: str) -> np.ndarray:
+    """One row, no padding, no batching: transformers' own forward pass over prompt + completion."""
+    tok = backend.tokenizer
+    head = tok(tok.apply_chat_template(prompt.messages(), tokenize=False, add_generation_prompt=True),
+               add_special_tokens=False)["input_ids"]
+    tail = tok(completion, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logits = backend.model(input_ids=torch.tensor([head + tail])).logits[0].float()
+    every = torch.log_softmax(logits, -1)
+    return np.array([float(every[len(head) + k - 1, t]) for k, t in enumerate(tail)])
+
+
+def test_hf_privileged_pass_equals_a_plain_forward_pass_and_is_the_learners_cost():
+    hf = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=2))  # 3 rows: two batches, padded
+    before = (hf.stats.prompt_tokens, hf.stats.completion_tokens, hf.stats.seconds, hf.stats.privileged_tokens)
+    got = hf.forced(PROMPTS, COMPLETIONS)
+    for row, p, c in zip(got, PROMPTS, COMPLETIONS):
+        want = plain(hf, p, c)
+        assert row.shape == want.shape and np.allclose(row, want, atol=1e-4)
+    # the agents' counters (charged to them, stored as the round's usage) did not move; the learner's did
+    assert (hf.stats.prompt_tokens, hf.stats.completion_tokens, hf.stats.seconds) == before[:3]
+    assert hf.stats.privileged_tokens - before[3] > sum(len(c) for c in COMPLETIONS)
+    # the hint moves the answer's likelihood: the pass reads the prompt it is given
+    assert not np.allclose(hf.forced(PROMPTS[:1], ["5"])[0], hf.forced(PROMPTS[1:2], ["5"])[0])
+
+
+def test_a_chat_server_refuses_the_privileged_pass_in_one_line():
+    client = make_backend(BackendConfig(backend="openai", model="any"))  # a named model: no request is made
+    with pytest.raises(NoPrivilegedPass, match="openai.*privileged pass") as err:
+        client.forced(PROMPTS[:1], ["5"])
+    assert "\n" not in str(err.value)
