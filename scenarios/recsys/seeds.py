@@ -60,7 +60,7 @@ HARMFUL_ANY_DATA = (  # {feature}: that feature's median over the users
     ("rerank-short-list", "rerank", "Mainstream users decide fast: show them a short list.",
      "mainstream >= {mainstream} -> truncate(n=5)"),
     ("rank-surprise", "rank", "Trend-followers like surprises: shake their ranking up.",
-     "novelty >= {novelty} -> noise(weight=3)"),
+     "novelty >= {novelty} -> noise(weight=6)"),
     ("rerank-pin-consumed", "rerank", "Remind heavy users of what they watched last.",
      "history >= {history} -> pin_consumed(n=2)"),
 )
@@ -81,7 +81,7 @@ def harmful(harm: str, features, easy=None) -> tuple:
     the hard side, a skill is blamed by presence credit too, and the comparison would show nothing)."""
     if harm == "business":
         return HARMFUL
-    median = {f: max(1, int(round(float(np.median(features[:, j]))))) for j, f in enumerate(rules.FEATURES)}
+    median = {f: _halving(features[:, j]) for j, f in enumerate(rules.FEATURES)}
     out = []
     for name, role, description, rule in HARMFUL_ANY_DATA:
         if easy is not None:
@@ -92,6 +92,16 @@ def harmful(harm: str, features, easy=None) -> tuple:
                 rule = rule.replace(">=", "<", 1)
         out.append((name, role, description, rule.format(**median)))
     return tuple(out)
+
+
+def _halving(values) -> int:
+    """The threshold t >= 1 at which ``values >= t`` holds for the share of users nearest one half: the median where
+    the feature spreads, and not a cut that meets almost no one where most users share one value (a feature 0 for
+    most users has median 0, and ``>= 1`` would meet only the rest)."""
+    values = np.asarray(values)
+    cuts = np.unique(np.maximum(values, 1))
+    share = (values[None, :] >= cuts[:, None]).mean(1)
+    return int(cuts[int(np.argmin(np.abs(share - 0.5)))])
 
 
 def easiness(world, users) -> tuple:
@@ -113,7 +123,7 @@ def best_baseline(name: str) -> tuple:
              f"always -> {name}(weight=1)"))
 
 
-SHARES = (0.5, 0.7, 0.85, 0.95)
+SHARES = (0.5, 0.7, 0.85, 0.95, 0.99)
 """The baseline's shares of its role's summed weight that ``initial+best_baseline`` chooses from on the validation
 users, beside the weights as written (:func:`combined`: about 0.3, one term among the initial ones)."""
 

@@ -133,7 +133,7 @@ def test_the_any_data_harm_hurts_by_construction_for_its_segment_whatever_else_i
                 assert 0.2 < fires.mean() < 0.8  # a median cut: about half of the requests
                 before, after = w.pipeline.run(without, users).ndcg, w.pipeline.run(lib, users).ndcg
                 assert (after[~fires] == before[~fires]).all(), (name, others)
-                assert after[fires].mean() < before[fires].mean() - 0.01, (name, others)
+                assert after[fires].mean() < before[fires].mean(), (name, others)
     pinned = w.pipeline.run(Compiled.of(base + [SimpleNamespace(name="p", role="rerank",
                                                                 rule="always -> pin_consumed(n=2)")]), users)
     history = w.data.history_matrix(users)
