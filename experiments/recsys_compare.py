@@ -187,7 +187,8 @@ def main(argv=None) -> int:
     if args.zoo > len(pool):
         raise SystemExit(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
     partial = args.rows.with_name(f"{args.rows.stem}_zoo_partial.jsonl") if args.rows else None
-    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo], scratch, run, args.harm, db, args.overrides, partial)
+    quick = [o for o in QUICK if not o.startswith("recsys.world.")] if args.quick else []
+    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo], scratch, run, args.harm, db, quick + args.overrides, partial)
     tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
     if zoo_rows:
         tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows)}
@@ -195,7 +196,9 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
-        args.out.with_suffix(".json").write_text(json.dumps({"worlds": worlds, "zoo": zoo_rows}, indent=1) + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps(worlds, indent=1) + "\n")
+        if zoo_rows:
+            args.out.with_name(f"{args.out.stem}-zoo.json").write_text(json.dumps(zoo_rows, indent=1) + "\n")
     if args.rows:
         results.write_tables(args.rows, tables, "experiments.recsys_compare", argv)
         if partial is not None:
