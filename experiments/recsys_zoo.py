@@ -84,3 +84,24 @@ def worlds_table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(WORLD_COLUMNS) + " |", "|" + "---|" * len(WORLD_COLUMNS)]
     lines += ["| " + " | ".join(str(r[c]) for c in WORLD_COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """Tabulate the rows a ``--zoo`` run kept so far (its ``*_zoo_partial.jsonl``: a run stopped at a deadline)."""
+    import argparse
+
+    from experiments import rows as results
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("partial", type=Path, help="the rows file a --zoo run rewrites after every world")
+    p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
+    args = p.parse_args(argv)
+    rows = [json.loads(line) for line in args.partial.read_text().splitlines() if line.strip()]
+    tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows)}
+    print("\n\n".join(tables.values()))
+    results.write_tables(args.rows, tables, "experiments.recsys_zoo", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
