@@ -1,7 +1,7 @@
 """The recsys comparison over worlds and seeds: GRSE, presence credit, random edits and the baselines.
 
     python -m experiments.recsys_compare [--worlds default,sparse,ml-100k,movielens:PATH] [--seeds 5] [--quick]
-                                         [--harm any_data] [--set KEY=VALUE ...] [--out tables.md] [--db URL]
+                                         [--zoo N] [--harm any_data] [--set KEY=VALUE ...] [--out tables.md] [--db URL]
 
 Why several worlds: a gain measured in the world the pipeline was built in says little (issue 22). The worlds
 are the synthetic generator's named shapes (scenarios/recsys/synthetic.py ``SHAPES``: sparse/dense, strong/weak
@@ -15,7 +15,10 @@ a seed share the world, the questions, the rollout seeds, the validation gate an
 Scores are on the test users, which no arm ever saw. Per world the table gives each arm's mean and standard
 deviation over seeds of NDCG@10, Recall@50 (the pipeline's: its 50 best candidates; a baseline's: its top 50)
 and coverage; the paired difference per seed of GRSE minus the strongest tuned baseline, chosen on validation
-in that seed; and how often each credit pruned all planted harmful skills. ``--quick`` runs the suite at test
+in that seed; and how often each credit pruned all planted harmful skills. ``--zoo N`` also runs the first N
+evaluation worlds of the zoo (scenarios/recsys/zoo.py, seeds fixed before measuring; ``--zoo-dev`` the development
+ones instead), one run each, and gives their distribution (experiments/recsys_zoo.py); ``--worlds ''`` runs the
+zoo alone. ``--quick`` runs the suite at test
 size (the tests' world, 3 iterations) to check that it works, not to measure.
 """
 
@@ -32,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import rows as results
+from experiments import recsys_zoo, rows as results
+from scenarios.recsys import zoo
 from scenarios.recsys.synthetic import SHAPES
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
@@ -160,6 +164,8 @@ def main(argv=None) -> int:
                    help="the planted harmful skills (recsys.harm): any_data hurts on every world")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="applied to every world, after the world's own keys")
+    p.add_argument("--zoo", type=int, default=0, metavar="N", help="also run the first N zoo evaluation worlds")
+    p.add_argument("--zoo-dev", action="store_true", help="--zoo runs the development worlds instead")
     p.add_argument("--db", help="results database (default: a temporary SQLite file)")
     p.add_argument("--out", type=Path, help="also write the tables here, and the run summaries beside it (.json)")
     p.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
@@ -177,14 +183,26 @@ def main(argv=None) -> int:
             worlds[name][seed] = run(seed, overrides[name] + args.overrides, args.harm, db)
             print(f"{name} seed {seed}: {time.time() - start:.0f} s, run {worlds[name][seed]['run_id']}",
                   file=sys.stderr)
-    text = "\n\n".join([*(table(name, r) for name, r in worlds.items()), overview(worlds)])
+    pool = zoo.DEV_SEEDS if args.zoo_dev else zoo.EVAL_SEEDS
+    if args.zoo > len(pool):
+        raise SystemExit(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
+    partial = args.rows.with_name(f"{args.rows.stem}_zoo_partial.jsonl") if args.rows else None
+    quick = [o for o in QUICK if not o.startswith("recsys.world.")] if args.quick else []
+    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo], scratch, run, args.harm, db, quick + args.overrides, partial)
+    tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
+    if zoo_rows:
+        tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows)}
+    text = "\n\n".join(tables.values())
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
         args.out.with_suffix(".json").write_text(json.dumps(worlds, indent=1) + "\n")
+        if zoo_rows:
+            args.out.with_name(f"{args.out.stem}-zoo.json").write_text(json.dumps(zoo_rows, indent=1) + "\n")
     if args.rows:
-        results.write_tables(args.rows, {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}},
-                             "experiments.recsys_compare", argv)
+        results.write_tables(args.rows, tables, "experiments.recsys_compare", argv)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     return 0
 
 

@@ -14,8 +14,11 @@ out of a single arm's summary. Without genre data, ``inactive`` lists the genre-
 
 from __future__ import annotations
 
+import numpy as np
+
 from scenarios.recsys import baselines, ops, seeds
 from scenarios.recsys.data import TEST
+from scenarios.recsys.pipeline import Compiled
 from scenarios.recsys.ranking import coverage, ndcg, recall
 from skills import SkillLibrary
 
@@ -27,6 +30,20 @@ def pruned(library: SkillLibrary, names: list[str]) -> list[str]:
         if v.status != "rejected":
             last[v.name] = v.status
     return [n for n in names if last.get(n) == "pruned"]
+
+
+def paired_se(model, k: int) -> dict[str, float]:
+    """Per arm: the standard error of its test users' NDCG@k minus the best tuned baseline's, paired by user (the
+    noise of the test users the comparison's floor reads: experiments/recsys_compare.py)."""
+    world = model.world_data
+    users = world.data.users(TEST)
+    best = ndcg(baselines.recommend(world.signals.tuned.best, world.data, world.signals, users, k),
+                world.data.targets[users], k)
+    out = {}
+    for name in model.arm_names:
+        d = world.pipeline.run(Compiled.of(model.arms[name].library.current()), users).ndcg - best
+        out[name] = round(float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0, 6)
+    return out
 
 
 def baseline_scores(world, k: int) -> dict[str, dict]:
@@ -79,6 +96,9 @@ def summary(model, cfg) -> dict:
                               "edits_accepted": model.counts[name]["accepted"],
                               "edits_rejected": model.counts[name]["rejected"],
                               "edit_loop": model.arms[name].report()} for name in model.arm_names}
+        if cfg.mode == "team":  # market mode's final team is not its library's current skills
+            for name, se in paired_se(model, k).items():
+                out["arms"][name][f"ndcg{k}_se_vs_best"] = se
     learned = model.world_data.pipeline.learned
     if learned is not None:  # agents.objective trained the recall's learned source: the same final library without it
         with learned.untrained():

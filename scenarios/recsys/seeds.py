@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from scenarios.recsys import rules
+from scenarios.recsys.data import VALIDATION
 from skills import import_library
 
 INITIAL = (  # name, role, description, rule
@@ -59,7 +60,7 @@ HARMFUL_ANY_DATA = (  # {feature}: that feature's median over the users
     ("rerank-short-list", "rerank", "Mainstream users decide fast: show them a short list.",
      "mainstream >= {mainstream} -> truncate(n=5)"),
     ("rank-surprise", "rank", "Trend-followers like surprises: shake their ranking up.",
-     "novelty >= {novelty} -> noise(weight=3)"),
+     "novelty >= {novelty} -> noise(weight=6)"),
     ("rerank-pin-consumed", "rerank", "Remind heavy users of what they watched last.",
      "history >= {history} -> pin_consumed(n=2)"),
 )
@@ -71,12 +72,46 @@ the top undid the pins and the inverted fit, and on sparse worlds the inverted f
 refused their prunes one at a time."""
 
 
-def harmful(harm: str, features) -> tuple:
-    """The planted harmful skills of ``recsys.harm``; ``features``: [U, F] request features (rules.FEATURES)."""
+def harmful(harm: str, features, easy=None) -> tuple:
+    """The planted harmful skills of ``recsys.harm``; ``features``: [U, F] request features (rules.FEATURES).
+
+    ``easy``: (users, score) of some users, higher where a request is easier: each any_data skill then fires on
+    the side of its feature's median whose users score higher (``>=`` or ``<``), so that it rides along with
+    success on every world (a heavy user is the easy one in one world and the hard one in another; planted on
+    the hard side, a skill is blamed by presence credit too, and the comparison would show nothing)."""
     if harm == "business":
         return HARMFUL
-    median = {f: max(1, int(round(float(np.median(features[:, j]))))) for j, f in enumerate(rules.FEATURES)}
-    return tuple((name, role, description, rule.format(**median)) for name, role, description, rule in HARMFUL_ANY_DATA)
+    median = {f: _halving(features[:, j]) for j, f in enumerate(rules.FEATURES)}
+    out = []
+    for name, role, description, rule in HARMFUL_ANY_DATA:
+        if easy is not None:
+            feature = rule.split()[0]
+            users, score = easy
+            above = features[users, rules.FEATURES.index(feature)] >= median[feature]
+            if 0 < above.sum() < above.size and score[above].mean() < score[~above].mean():
+                rule = rule.replace(">=", "<", 1)
+        out.append((name, role, description, rule.format(**median)))
+    return tuple(out)
+
+
+def _halving(values) -> int:
+    """The threshold t >= 1 at which ``values >= t`` holds for the share of users nearest one half: the median where
+    the feature spreads, and not a cut that meets almost no one where most users share one value (a feature 0 for
+    most users has median 0, and ``>= 1`` would meet only the rest)."""
+    values = np.asarray(values)
+    cuts = np.unique(np.maximum(values, 1))
+    share = (values[None, :] >= cuts[:, None]).mean(1)
+    return int(cuts[int(np.argmin(np.abs(share - 0.5)))])
+
+
+def easiness(world, users) -> tuple:
+    """(users, each one's NDCG@k under the best tuned baseline): how easy each request is (:func:`harmful`)."""
+    from scenarios.recsys.baselines import recommend
+    from scenarios.recsys.ranking import ndcg
+
+    data, k = world.data, world.pipeline.cfg.k
+    recs = recommend(world.signals.tuned.best, data, world.signals, users, k)
+    return users, ndcg(recs, data.targets[users], k)
 
 
 def best_baseline(name: str) -> tuple:
@@ -88,10 +123,62 @@ def best_baseline(name: str) -> tuple:
              f"always -> {name}(weight=1)"))
 
 
-def start(name: str, best: str) -> tuple:
-    """The library ``recsys.start = name`` names; ``best``: the tuned baseline best on validation."""
-    return {"initial": INITIAL, "best_baseline": best_baseline(best),
-            "initial+best_baseline": INITIAL + best_baseline(best)}[name]
+SHARES = (0.5, 0.7, 0.85, 0.95, 0.99)
+"""The baseline's shares of its role's summed weight that ``initial+best_baseline`` chooses from on the validation
+users, beside the weights as written (:func:`combined`: about 0.3, one term among the initial ones)."""
+
+
+def combined(best: str, pipeline, users) -> tuple:
+    """The initial skills beside the best baseline's, the baseline holding the share of each role's weight (recall:
+    of the sources, rank: of the terms) that scores best on ``users`` (validation; on ties the weights as written,
+    then the smaller share).
+
+    Why: summed beside the hand-made terms on equal weights, a strong baseline is diluted (a rank that sums the
+    z-scores of eight terms lets the seven weak ones outvote it), so the start could sit far below the baseline it
+    contains, and edits that double or halve one weight at a time must climb back first. The role's total weight is
+    kept, so a planted skill weighs as much against the library whatever share is chosen. The initial rerank steps
+    are kept or left out the same way (a diversity cap of 2 per genre costs much where the genres are many and
+    narrow), so that the start is never below the baseline alone on validation by more than a 5% share of the
+    hand-made terms."""
+    from scenarios.recsys.pipeline import Compiled
+
+    mine = {s[0] for s in best_baseline(best)}
+    options = []
+    for skills in (INITIAL + best_baseline(best), tuple(s for s in INITIAL if s[1] != "rerank") + best_baseline(best)):
+        options += [skills, *(tuple(_share(s, mine, share, skills) for s in skills) for share in SHARES)]
+    scores = [pipeline.evaluate(Compiled.of([_Written(*s) for s in o]), users).mean() for o in options]
+    return options[int(np.argmax(scores))]
+
+
+class _Written:
+    """A start skill as Compiled.of reads it (name, role, rule), before it is in a library."""
+
+    def __init__(self, name, role, description, rule):
+        self.name, self.role, self.rule, self.body = name, role, rule, ""
+
+
+def _share(skill: tuple, baseline: set[str], share: float, skills: tuple) -> tuple:
+    """``skill`` with its weights scaled so that the baseline's skills hold ``share`` of their role's total."""
+    name, role, description, rule = skill
+    if role not in ("recall", "rank"):  # rerank's steps run in order and carry no weight
+        return skill
+    total = {n: sum(c.param("weight") for c in rules.parse(r, ro)) for n, ro, _, r in skills if ro == role}
+    mine = sum(w for n, w in total.items() if n in baseline)
+    rest = sum(total.values()) - mine
+    if rest <= 0 or mine <= 0:
+        return skill
+    scale = share * (mine + rest) / mine if name in baseline else (1 - share) * (mine + rest) / rest
+    clauses = [rules.Clause(c.condition, c.operator, tuple((k, round(v * scale, 4) if k == "weight" else v)
+                                                           for k, v in c.params)) for c in rules.parse(rule, role)]
+    return name, role, description, rules.render(clauses)
+
+
+def start(name: str, best: str, pipeline=None, users=None) -> tuple:
+    """The library ``recsys.start = name`` names; ``best``: the tuned baseline best on validation; ``pipeline`` and
+    the validation ``users`` choose the baseline's share of ``initial+best_baseline`` (:func:`combined`)."""
+    if name == "initial+best_baseline":
+        return combined(best, pipeline, users)
+    return {"initial": INITIAL, "best_baseline": best_baseline(best)}[name]
 
 
 def planted(k: int, harm: str = "business") -> list[str]:
@@ -109,11 +196,12 @@ def write_start(library, cfg, world, trained: tuple = ()) -> None:
     ``recsys.seed_library`` folder stands for the initial skills, then ``trained`` (the learned recall's skill) and
     the planted harmful skills. A skill the folder already holds (an exported run's best baseline or planted
     skill) is not added twice."""
-    harm = harmful(cfg.harm, world.pipeline.features)
+    harm = harmful(cfg.harm, world.pipeline.features, easiness(world, world.data.users(VALIDATION)))
     if cfg.seed_library:
         import_library(library, cfg.seed_library)
         held = {s.name for s in library.versions()}  # a skill the exported run pruned stays pruned
         baseline = best_baseline(world.signals.tuned.best) if cfg.start == "initial+best_baseline" else ()
         seed(library, 0, tuple(s for s in baseline + trained + harm[: cfg.plant_harmful] if s[0] not in held))
     else:
-        seed(library, cfg.plant_harmful, start(cfg.start, world.signals.tuned.best) + trained, harm)
+        seed(library, cfg.plant_harmful, start(cfg.start, world.signals.tuned.best, world.pipeline,
+                                               world.data.users(VALIDATION)) + trained, harm)

@@ -78,3 +78,22 @@ def test_verdict_needs_four_of_five_seeds_where_presence_falls_short():
 def test_unknown_world_is_refused_before_anything_runs():
     with pytest.raises(SystemExit, match="unknown world 'mars'"):
         recsys_compare.main(["--quick", "--worlds", "default,mars"])
+
+
+@pytest.mark.slow
+def test_zoo_rows_and_their_distribution(tmp_path):
+    """One development zoo world at toy budget: its row is the run's summary, and the distribution counts it."""
+    rows = tmp_path / "zoo.jsonl"
+    assert recsys_compare.main(["--quick", "--worlds", "", "--zoo", "1", "--zoo-dev", "--db",
+                                f"sqlite:///{tmp_path / 'z.db'}", "--out", str(tmp_path / "z.md"),
+                                "--rows", str(rows)]) == 0
+    stats = {r["statistic"]: r["value"] for r in map(json.loads, rows.read_text().splitlines())}
+    (world,) = json.loads((tmp_path / "z-zoo.json").read_text())
+    assert world["world"] == recsys_compare.zoo.DEV_SEEDS[0] and world["planted"] == 3
+    assert world["gap"] == pytest.approx(world["grse"] - world["best tuned NDCG@10"], abs=2e-4) and world["se"] > 0
+    assert stats["worlds"] == "1"
+    assert stats["GRSE > best tuned"] == ("1 of 1 (100%)" if world["gap"] > 0 else "0 of 1 (0%)")
+    assert stats["all planted pruned: grse"].startswith("1 of 1" if world["pruned grse"] == 3 else "0 of 1")
+    lines = [json.loads(x) for x in (tmp_path / "zoo_zoo_worlds.jsonl").read_text().splitlines()]
+    assert [int(x["world"]) for x in lines] == [world["world"]]
+    assert not (tmp_path / "zoo_zoo_partial.jsonl").exists()

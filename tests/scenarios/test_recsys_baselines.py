@@ -119,10 +119,10 @@ def test_the_any_data_harm_hurts_by_construction_for_its_segment_whatever_else_i
     one edit at a time may rightly refuse each prune): every subset, for two starting libraries."""
     w = small_world()
     users = w.data.users(VALIDATION)
-    harmful = seeds.harmful("any_data", w.pipeline.features)
+    harmful = seeds.harmful("any_data", w.pipeline.features, seeds.easiness(w, users))
     assert "{" not in "".join(rule for *_, rule in harmful) and [n for n, *_ in harmful] == seeds.planted(3, "any_data")
     skill = {name: SimpleNamespace(name=name, role=role, rule=rule) for name, role, _, rule in harmful}
-    for start in (seeds.INITIAL, seeds.start("initial+best_baseline", w.signals.tuned.best)):
+    for start in (seeds.INITIAL, seeds.start("initial+best_baseline", w.signals.tuned.best, w.pipeline, users)):
         base = [SimpleNamespace(name=n, role=r, rule=rule) for n, r, _, rule in start]
         for name in skill:
             rest = [o for o in skill if o != name]
@@ -133,7 +133,7 @@ def test_the_any_data_harm_hurts_by_construction_for_its_segment_whatever_else_i
                 assert 0.2 < fires.mean() < 0.8  # a median cut: about half of the requests
                 before, after = w.pipeline.run(without, users).ndcg, w.pipeline.run(lib, users).ndcg
                 assert (after[~fires] == before[~fires]).all(), (name, others)
-                assert after[fires].mean() < before[fires].mean() - 0.01, (name, others)
+                assert after[fires].mean() < before[fires].mean(), (name, others)
     pinned = w.pipeline.run(Compiled.of(base + [SimpleNamespace(name="p", role="rerank",
                                                                 rule="always -> pin_consumed(n=2)")]), users)
     history = w.data.history_matrix(users)

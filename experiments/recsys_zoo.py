@@ -1,0 +1,107 @@
+"""The zoo part of the recsys comparison (``python -m experiments.recsys_compare --zoo N``): one run per zoo world
+(scenarios/recsys/zoo.py), one row per world, and the distribution over worlds.
+
+Why a distribution: a table of hand-picked worlds shows where a method works; the share of worlds nobody chose
+on which it holds is the claim (issue 54). Each world is written by its seed and run once, at that seed, with
+the config's defaults (``recsys.data = movielens`` on the written file, three planted harmful skills that hurt on
+any data, ``compare = true``). GRSE "holds" on a world where its final test NDCG@10 is at least the best tuned
+baseline's (chosen on validation) minus one standard error of the paired per-user difference on the test
+users, and is "above" where it is strictly higher.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scenarios.recsys import zoo
+
+
+def row(seed: int, summary: dict, seconds: float) -> dict:
+    """One world's row: what it was drawn as, and each arm against the best tuned baseline."""
+    r, arms = zoo.recipe(seed), summary["arms"]
+    best = summary["baselines"][summary["baseline_best"]]
+    grse = arms["grse"]
+    return {"world": seed, "layout": r.layout, "feedback": r.feedback, "genres": r.genres_written,
+            "users": r.world["users"], "items": r.world["items"], "mean history": round(r.world["mean_history"], 1),
+            "sequential": round(r.sequential, 2), "popular": round(r.popular, 2), "drift": round(r.world["drift"], 2),
+            "best tuned": summary["baseline_best"], "best tuned NDCG@10": round(best, 4),
+            "initial": round(summary["ndcg10_initial"], 4),
+            **{arm: round(arms[arm]["ndcg10_final"], 4) for arm in ("grse", "presence", "random")},
+            "gap": round(grse["ndcg10_final"] - best, 4), "se": grse["ndcg10_se_vs_best"],
+            **{f"pruned {arm}": summary[f"harmful_pruned_{arm}"] for arm in ("grse", "presence", "random")},
+            "planted": summary["harmful_planted"], "seconds": round(seconds)}
+
+
+def run_worlds(seeds, scratch: Path, run, harm: str, db: str, extra: list[str], out: Path | None) -> list[dict]:
+    """Run each world in order; with ``out``, the rows so far are rewritten there after every world (a run
+    cut short keeps what it measured)."""
+    rows = []
+    for seed in seeds:
+        start = time.time()
+        path = zoo.write(seed, scratch / f"zoo-{seed}")
+        summary = run(seed, ["recsys.data=movielens", f"recsys.path={path}", *extra], harm, db)
+        rows.append(row(seed, summary, time.time() - start))
+        print(f"zoo {seed}: {rows[-1]['seconds']} s, GRSE {rows[-1]['grse']} vs {rows[-1]['best tuned']} "
+              f"{rows[-1]['best tuned NDCG@10']}, pruned {rows[-1]['pruned grse']}/{rows[-1]['pruned presence']}",
+              file=sys.stderr)
+        if out is not None:
+            out.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    return rows
+
+
+def distribution(rows: list[dict]) -> str:
+    """The shares and quantiles over worlds, as a Markdown table (one row per statistic)."""
+    n = len(rows)
+    gap = np.array([r["gap"] for r in rows])
+    se = np.array([r["se"] for r in rows])
+    share = lambda flags: f"{int(np.sum(flags))} of {n} ({100 * np.mean(flags):.0f}%)"  # noqa: E731
+    q = np.quantile(gap, [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+    every = {arm: [r[f"pruned {arm}"] == r["planted"] for r in rows] for arm in ("grse", "presence", "random")}
+    lines = ["| statistic | value |", "|---|---|",
+             f"| worlds | {n} |",
+             f"| GRSE ≥ best tuned − 1 SE | {share(gap >= -se)} |",
+             f"| GRSE > best tuned | {share(gap > 0)} |",
+             f"| GRSE − best tuned NDCG@10: min / 10% / 25% / median / 75% / 90% / max | "
+             + " / ".join(f"{x:+.4f}" for x in q) + " |",
+             f"| GRSE − best tuned, mean ± sd | {gap.mean():+.4f} ± {gap.std(ddof=1) if n > 1 else 0.0:.4f} |",
+             *(f"| all planted pruned: {arm} | {share(every[arm])} |" for arm in ("grse", "presence", "random")),
+             f"| GRSE ≥ presence | {share([r['grse'] >= r['presence'] for r in rows])} |",
+             f"| GRSE ≥ random (matched) | {share([r['grse'] >= r['random'] for r in rows])} |"]
+    return "\n".join(lines)
+
+
+WORLD_COLUMNS = ("world", "layout", "feedback", "genres", "mean history", "sequential", "popular", "best tuned",
+                 "best tuned NDCG@10", "grse", "presence", "gap", "se", "pruned grse", "pruned presence")
+
+
+def worlds_table(rows: list[dict]) -> str:
+    """Every world's row (the distribution's material), as a Markdown table."""
+    lines = ["| " + " | ".join(WORLD_COLUMNS) + " |", "|" + "---|" * len(WORLD_COLUMNS)]
+    lines += ["| " + " | ".join(str(r[c]) for c in WORLD_COLUMNS) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """Tabulate the rows a ``--zoo`` run kept so far (its ``*_zoo_partial.jsonl``: a run stopped at a deadline)."""
+    import argparse
+
+    from experiments import rows as results
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("partial", type=Path, help="the rows file a --zoo run rewrites after every world")
+    p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
+    args = p.parse_args(argv)
+    rows = [json.loads(line) for line in args.partial.read_text().splitlines() if line.strip()]
+    tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows)}
+    print("\n\n".join(tables.values()))
+    results.write_tables(args.rows, tables, "experiments.recsys_zoo", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
