@@ -43,7 +43,7 @@ SIZE = ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.va
 KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
-        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed")
+        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted")
 ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
                      ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
         "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"]))}
@@ -109,6 +109,8 @@ def verdict_rows(n: int, seed: int, meta: dict) -> list[dict]:
     return rows
 
 
+FILES = {"verdicts": "runs", "grse": "wordmath", "planted": "planted"}
+"""Each run experiment's rows beside OUT (OUT itself holds the verdict cases' rows, ``--cases``)."""
 PLANTED = "tests/skills/planted_world.toml"
 """The planted-line world: a reader pool of two correct worked examples and one wrong (tests/skills/planted_world.py)."""
 
@@ -140,7 +142,6 @@ def planted_row(seed: int, overrides: list[str], db: str, meta: dict) -> dict:
     return {"experiment": "planted", "seed": seed, "heldout_initial": summary["heldout_accuracy_initial"],
             "heldout_final": summary["heldout_success"], "curated_agent": summary.get("curated_agent_success"),
             **fate, **{k: summary[k] for k in KEEP if k in summary and not k.startswith("heldout_accuracy")},
-            "heldout_worse_accepted": summary.get("heldout_worse_accepted"),
             "seconds": round(time.perf_counter() - start, 1), **meta}
 
 
@@ -200,10 +201,11 @@ def main(argv=None) -> None:
         db = f"sqlite:///{Path(tmp) / 'runs.db'}"
         for what in args.what.split(","):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
+                out = args.out if args.out != OUT else OUT.with_name(f"skill_evolution_{FILES[what]}.jsonl")
                 if what == "planted":
                     row = planted_row(seed, args.overrides, db, {**meta, "size": PLANTED})
                     print(json.dumps(row), flush=True)
-                    with open(args.out, "a") as f:
+                    with open(out, "a") as f:
                         f.write(json.dumps(row) + "\n")
                     continue
                 for arm, sets in ARMS[what]:
@@ -216,7 +218,7 @@ def main(argv=None) -> None:
                         given = row["diagnoses_llm"] + row["diagnoses_fallback"]
                         row["parse_rate"] = round(row["diagnoses_llm"] / given, 4) if given else None
                     print(json.dumps(row), flush=True)
-                    with open(args.out, "a") as f:
+                    with open(out, "a") as f:
                         f.write(json.dumps(row) + "\n")
 
 
