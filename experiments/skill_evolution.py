@@ -129,19 +129,23 @@ def fates(library, lines: dict[str, str]) -> dict[str, str]:
 
 def planted_row(seed: int, overrides: list[str], db: str, meta: dict) -> dict:
     """One seed of GRSE and the gate on the planted-line world: held-out success before the first edit pass and at
-    the end (the same problems), each correct line's and the planted line's fate, the edit counts, and how many
-    accepted edits lowered held-out success by more than one standard error of their paired differences."""
+    the end (the same problems), each correct line's and the planted line's fate, the edit counts and each gated
+    edit's verdict and validation scores, and how many accepted edits lowered held-out success by more than one
+    standard error of their paired differences."""
     from market.schema import make_engine
     from skills.library import SkillLibrary
     from tests.skills import planted_world as W
 
     start = time.perf_counter()
     summary = run_experiment(load(PLANTED, overrides, seed=seed), db, progress=False)
-    fate = fates(SkillLibrary(make_engine(db), summary["run_id"]),
-                 {W.CORRECT[0]: "correct_1", W.CORRECT[1]: "correct_2", W.WRONG: "planted"})
+    library = SkillLibrary(make_engine(db), summary["run_id"])
+    fate = fates(library, {W.CORRECT[0]: "correct_1", W.CORRECT[1]: "correct_2", W.WRONG: "planted"})
+    gated = [f"{e.operator} {e.target}: {e.gate} {e.score_before:.3f} -> {e.score_after:.3f}"
+             for _, e in sorted(library.edits().items()) if e.gate != "ungated"]
     return {"experiment": "planted", "seed": seed, "heldout_initial": summary["heldout_accuracy_initial"],
             "heldout_final": summary["heldout_success"], "curated_agent": summary.get("curated_agent_success"),
             **fate, **{k: summary[k] for k in KEEP if k in summary and not k.startswith("heldout_accuracy")},
+            "gated": gated,
             "seconds": round(time.perf_counter() - start, 1), **meta}
 
 
