@@ -42,6 +42,17 @@ def test_the_planted_line_is_wrong_and_the_correct_ones_right():
     assert len({p["order"] for p in problems}) > 40
 
 
+def test_a_lines_fate_is_kept_revised_or_pruned(library):
+    from experiments.skill_evolution import fates
+    from skills import Edit
+
+    for name, body in (("a", "Line a."), ("b", "Line b."), ("c", "Line c.")):
+        library.add(name, body, body, role="reader")
+    library.apply([Edit("revise", "b", body="Line b, better.")])
+    library.apply([Edit("prune", "c")])
+    assert fates(library, {"Line a.": "a", "Line b.": "b", "Line c.": "c"}) == {"a": "kept", "b": "revised", "c": "pruned"}
+
+
 @pytest.mark.slow
 def test_grse_and_the_gate_prune_the_planted_line_and_keep_the_correct_ones():
     from experiments.skill_evolution import PLANTED, fates
