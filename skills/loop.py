@@ -137,10 +137,10 @@ class EditLoop:
         row = {"edit": f"{d.action} {d.target}", "rule": result.rule, "p": round(result.p, 4),
                "validation_gain": result.delta}
         if self.world.heldout is not None:  # a float, or per-problem scores: then paired, with their standard error
-            d = np.asarray(self.world.heldout(after), dtype=float) - np.asarray(self.world.heldout(before), dtype=float)
-            row["heldout_gain"] = float(d.mean())
-            if d.size > 1:
-                row["heldout_se"] = float(d.std(ddof=1) / np.sqrt(d.size))
+            diff = np.asarray(self.world.heldout(after), dtype=float) - np.asarray(self.world.heldout(before), dtype=float)
+            row["heldout_gain"] = float(diff.mean())
+            if diff.size > 1:
+                row["heldout_se"] = float(diff.std(ddof=1) / np.sqrt(diff.size))
         self.gains.append(row)
 
     # --- the summary and checkpoints -----------------------------------------------------------
@@ -151,7 +151,7 @@ class EditLoop:
         out["validation_gain_accepted"] = round(float(sum(g["validation_gain"] for g in self.gains)), 6)
         if self.world.heldout is not None:
             out["heldout_gain_accepted"] = round(float(sum(g["heldout_gain"] for g in self.gains)), 6)
-            out["heldout_worse_accepted"] = sum(g["heldout_gain"] < -g.get("heldout_se", 0.0) for g in self.gains)
+            out["heldout_worse_accepted"] = sum(g["heldout_gain"] < -g["heldout_se"] for g in self.gains if "heldout_se" in g)
         return out
 
     def state_dict(self, encode: Callable[[Rollout], tuple] | None = None) -> dict:
