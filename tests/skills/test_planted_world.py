@@ -4,7 +4,9 @@ among correct ones (tests/skills/planted_world.py, written on the public text-wo
 The issue's acceptance, for one seed at the smallest size that still has an edit pass the gate can judge:
 every accepted edit leaves held-out success no lower than one standard error of its paired differences, the
 correct lines survive, the planted one is pruned or revised. Five seeds at the world's own size:
-``python -m experiments.skill_evolution --what planted --seeds 5`` (docs/results/skill_evolution.md).
+``python -m experiments.skill_evolution --what planted --seeds 5`` (docs/results/skill_evolution.md): held-out
+success 0.75 -> 1.00 in all five, the planted line pruned or revised in four, the correct lines kept in four (in
+seed 3 a correct line the planted one interacts with was pruned instead, a real improvement the gate let through).
 """
 
 import numpy as np
