@@ -290,11 +290,11 @@ class SkillEvolver:
             self._scores[key] = self._accuracy(model, model.world.validation, holdings, per_problem=True)
         return self._scores[key]
 
-    def _heldout(self, model, holdings) -> float:
-        """Held-out accuracy of the frozen market with the rows holding ``holdings`` (an accepted edit's gain)."""
+    def _heldout(self, model, holdings) -> np.ndarray:
+        """[n] held-out success of the frozen market with the rows holding ``holdings`` (an accepted edit's paired gain)."""
         key = ("heldout", tuple(holdings[0]), tuple(sorted(holdings[1].items())))
         if key not in self._scores:
-            self._scores[key] = self._accuracy(model, model.world.heldout, holdings)
+            self._scores[key] = self._accuracy(model, model.world.heldout, holdings, per_problem=True)
         return self._scores[key]
 
     def _accuracy(self, model, world, holdings=None, per_problem=False):
@@ -317,7 +317,7 @@ class SkillEvolver:
         loop = self.loop.report()
         out = {f"skill_{k}": loop.get(k, 0) for k in ("edits_proposed", "edits_accepted", "edits_rejected")}
         out |= {k: int(self.counts[k]) for k in ("edit_passes", "skill_rewrites_malformed")}
-        out |= {k: v for k, v in loop.items() if k.startswith("edits_refused") or k.endswith("gain_accepted")}
+        out |= {k: v for k, v in loop.items() if k.startswith("edits_refused") or k.endswith(("gain_accepted", "worse_accepted"))}
         out |= {f"births_{k}": int(v) for k, v in sorted(self.policy.catalogue.checks.items())}
         if self.cfg.credit != "random":
             by, fallback = loop.get("diagnoses_by_diagnoser", 0), loop.get("diagnoses_by_fallback", 0)

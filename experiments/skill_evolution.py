@@ -1,7 +1,7 @@
 """Skill evolution you can trust, measured: LLM verdict parse rates (free vs constrained decoding) and holland vs
 holland + GRSE on wordmath, paired seeds; rows to benchmarks/results/skill_evolution.jsonl.
 
-    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse] [--set KEY=VALUE ...]
+    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse,planted] [--set KEY=VALUE ...]
     python -m experiments.skill_evolution --recsys SUMMARIES.json --recsys-command "..."
 
 ``--recsys`` reads the run summaries experiments/recsys_compare.py wrote beside its ``--out`` tables and writes one
@@ -16,7 +16,10 @@ fits the shared two-core machine; ``--set`` changes it), with the run's summary 
   same seed; the parse rate is the model's usable verdicts over all it gave (the rest: the rule fallback);
 * ``grse``: ``skills.credit`` none (holland alone: births only) then grse (the gated edit passes) on the same seed;
   held-out accuracy before training and at the end, edits proposed / accepted / rejected, the accepted edits'
-  validation gain against their held-out gain, seconds per pass.
+  validation gain against their held-out gain, seconds per pass (the grse arm diagnoses with the LLM: its verdicts
+  give the parse rate of a real run);
+* ``planted``: GRSE and the gate on the planted-line world (tests/skills/planted_world.toml, its own size):
+  the correct lines' and the planted line's fate, held-out success before and after the edit passes.
 """
 
 from __future__ import annotations
@@ -40,10 +43,10 @@ SIZE = ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.va
 KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
-        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed")
+        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted")
 ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
                      ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
-        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse"]))}
+        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"]))}
 
 
 PATTERNS = (  # (blamed skill, steps: (role, status, output)) of a wordmath rollout; {e}: the right expression
@@ -106,6 +109,46 @@ def verdict_rows(n: int, seed: int, meta: dict) -> list[dict]:
     return rows
 
 
+FILES = {"verdicts": "runs", "grse": "wordmath", "planted": "planted"}
+"""Each run experiment's rows beside OUT (OUT itself holds the verdict cases' rows, ``--cases``)."""
+PLANTED = "tests/skills/planted_world.toml"
+"""The planted-line world: a reader pool of two correct worked examples and one wrong (tests/skills/planted_world.py)."""
+
+
+def fates(library, lines: dict[str, str]) -> dict[str, str]:
+    """What became of each initial ``lines[body] = label`` line: kept (current, unchanged), revised (its name current
+    with another body) or pruned."""
+    first = {v.body: v.name for v in sorted(library.versions(), key=lambda v: v.id) if v.parent_id is None}
+    current = {s.name: s.body for s in library.current()}
+    out = {}
+    for body, label in lines.items():
+        name = first.get(body)
+        out[label] = "kept" if current.get(name) == body else "revised" if name in current else "pruned"
+    return out
+
+
+def planted_row(seed: int, overrides: list[str], db: str, meta: dict) -> dict:
+    """One seed of GRSE and the gate on the planted-line world: held-out success before the first edit pass and at
+    the end (the same problems), each correct line's and the planted line's fate, the edit counts and each gated
+    edit's verdict and validation scores, and how many accepted edits lowered held-out success by more than one
+    standard error of their paired differences."""
+    from market.schema import make_engine
+    from skills.library import SkillLibrary
+    from tests.skills import planted_world as W
+
+    start = time.perf_counter()
+    summary = run_experiment(load(PLANTED, overrides, seed=seed), db, progress=False)
+    library = SkillLibrary(make_engine(db), summary["run_id"])
+    fate = fates(library, {W.CORRECT[0]: "correct_1", W.CORRECT[1]: "correct_2", W.WRONG: "planted"})
+    gated = [f"{e.operator} {e.target}: {e.gate} {e.score_before:.3f} -> {e.score_after:.3f}"
+             for _, e in sorted(library.edits().items()) if e.gate != "ungated"]
+    return {"experiment": "planted", "seed": seed, "heldout_initial": summary["heldout_accuracy_initial"],
+            "heldout_final": summary["heldout_success"], "curated_agent": summary.get("curated_agent_success"),
+            **fate, **{k: summary[k] for k in KEEP if k in summary and not k.startswith("heldout_accuracy")},
+            "gated": gated,
+            "seconds": round(time.perf_counter() - start, 1), **meta}
+
+
 def recsys_rows(path: Path, command: str, meta: dict) -> list[dict]:
     tuned = ("ease", "itemknn_tuned", "puresvd_tuned", "trending", "next")
     rows = []
@@ -162,6 +205,13 @@ def main(argv=None) -> None:
         db = f"sqlite:///{Path(tmp) / 'runs.db'}"
         for what in args.what.split(","):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
+                out = args.out if args.out != OUT else OUT.with_name(f"skill_evolution_{FILES[what]}.jsonl")
+                if what == "planted":
+                    row = planted_row(seed, args.overrides, db, {**meta, "size": PLANTED})
+                    print(json.dumps(row), flush=True)
+                    with open(out, "a") as f:
+                        f.write(json.dumps(row) + "\n")
+                    continue
                 for arm, sets in ARMS[what]:
                     start = time.perf_counter()
                     summary = run_experiment(load("wordmath", [*SIZE, *sets, *args.overrides], seed=seed), db,
@@ -172,7 +222,7 @@ def main(argv=None) -> None:
                         given = row["diagnoses_llm"] + row["diagnoses_fallback"]
                         row["parse_rate"] = round(row["diagnoses_llm"] / given, 4) if given else None
                     print(json.dumps(row), flush=True)
-                    with open(args.out, "a") as f:
+                    with open(out, "a") as f:
                         f.write(json.dumps(row) + "\n")
 
 

@@ -46,7 +46,9 @@ class World:
     seeds: np.ndarray  # [n] their seeds
     write: Callable[[Diagnosis, Trace, np.random.Generator], Edit | None]
     draw: Callable[[np.random.Generator, int], list[tuple[Diagnosis, Trace | None]]] | None = None
-    heldout: Callable[[list[Skill]], float] | None = None
+    heldout: Callable[[list[Skill]], float | np.ndarray] | None = None
+    """A library's held-out score, or its [n] per-problem scores (then an accepted edit's held-out gain is paired
+    and carries its standard error: ``heldout_worse_accepted`` counts those more than one standard error worse)."""
     gated: Callable[[Diagnosis, GateResult, list[Skill]], None] | None = None
     """Called after each gated edit with the candidate library (an accepted one's holders change, say)."""
 
@@ -134,17 +136,22 @@ class EditLoop:
     def _gain(self, d: Diagnosis, result: GateResult, before: list[Skill], after: list[Skill]) -> None:
         row = {"edit": f"{d.action} {d.target}", "rule": result.rule, "p": round(result.p, 4),
                "validation_gain": result.delta}
-        if self.world.heldout is not None:
-            row["heldout_gain"] = self.world.heldout(after) - self.world.heldout(before)
+        if self.world.heldout is not None:  # a float, or per-problem scores: then paired, with their standard error
+            diff = np.asarray(self.world.heldout(after), dtype=float) - np.asarray(self.world.heldout(before), dtype=float)
+            row["heldout_gain"] = float(diff.mean())
+            if diff.size > 1:
+                row["heldout_se"] = float(diff.std(ddof=1) / np.sqrt(diff.size))
         self.gains.append(row)
 
     # --- the summary and checkpoints -----------------------------------------------------------
     def report(self) -> dict:
-        """Edit counts, and the accepted edits' summed validation gain against their held-out gain."""
+        """Edit counts, and the accepted edits' summed validation gain against their held-out gain (with per-problem
+        held-out scores, also how many accepted edits lowered it by more than one standard error)."""
         out = {k: int(v) for k, v in sorted(self.counts.items())}
         out["validation_gain_accepted"] = round(float(sum(g["validation_gain"] for g in self.gains)), 6)
         if self.world.heldout is not None:
             out["heldout_gain_accepted"] = round(float(sum(g["heldout_gain"] for g in self.gains)), 6)
+            out["heldout_worse_accepted"] = sum(g["heldout_gain"] < -g["heldout_se"] for g in self.gains if "heldout_se" in g)
         return out
 
     def state_dict(self, encode: Callable[[Rollout], tuple] | None = None) -> dict:

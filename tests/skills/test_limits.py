@@ -63,6 +63,25 @@ def test_the_loop_prunes_the_planted_skill_clears_its_window_and_reports_both_ga
     assert again.report() == report
 
 
+def test_per_problem_heldout_scores_pair_an_accepted_edits_gain_and_count_one_beyond_its_noise(library):
+    """With per-problem held-out scores the gain is the mean paired difference, with its standard error; an
+    accepted edit that lowers held-out scores by more than one standard error is counted (here a held-out set
+    scored against the validation one: the prune that helps validation hurts it)."""
+    questions = np.arange(60)
+    for sign, worse in ((1, 0), (-1, 1)):
+        lib = type(library)(library.engine, f"per-problem-{sign}")
+        seed_library(lib)
+        world = World(evaluate, questions, np.full(60, 7), write=lambda d, trace, rng: Edit("prune", d.target)
+                      if d.action == "prune" else None,
+                      heldout=lambda skills, s=sign: s * evaluate(skills, questions + 1000, np.full(60, 3)))
+        loop = EditLoop(lib, SkillsConfig(max_edits=3), world)
+        loop.observe(groups({x.name for x in lib.current()}, questions=70, seed=0))
+        assert loop.run(np.random.default_rng(0)).accepted == 1
+        gain = loop.gains[0]
+        assert gain["heldout_se"] > 0 and np.sign(gain["heldout_gain"]) == sign
+        assert loop.report()["heldout_worse_accepted"] == worse
+
+
 def test_an_oversized_rewrite_is_refused_before_the_gate(library):
     seed_library(library)
     cfg = SkillsConfig(max_edits=3, skill_tokens=10)
