@@ -192,7 +192,7 @@ def main(argv=None) -> int:
     tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
     if zoo_rows:
         tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows)}
-    text = "\n\n".join(tables.values())
+    text = "\n\n".join([*(tables[name] for name in worlds), *(v for k, v in tables.items() if k not in worlds)])
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
