@@ -75,6 +75,9 @@ class Recorder:
     def __init__(self, backend):
         self.backend, self.calls = backend, []
 
+    def __getattr__(self, attr):  # what the policy reads of its engine (name, cfg for the usage label ...)
+        return getattr(self.backend, attr)
+
     @property
     def stats(self):
         return self.backend.stats

@@ -31,6 +31,7 @@ TOY = {
     "resume": [],  # resume and report act on RUN_ID, itself a toy run
     "report": [],
     "scenarios": [],
+    "config": [],  # config show prints the effective config; it runs nothing
     "spoilage.py": ["--set", "run.episodes=32"],  # the tutorial's world, named by lab/spoilage.toml
     "quotes.py": ["--set", "run.episodes=4"],  # the LLM tutorial's world (SmolLM2 on the CPU): one round
 }
