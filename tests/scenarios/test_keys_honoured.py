@@ -10,7 +10,6 @@
 import json
 import sqlite3
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,6 +18,7 @@ from scenarios.cli.main import main
 from scenarios.registry import ScenarioError
 from scenarios.run.config import ConfigError, load
 from scenarios.run.runner import build_model
+from tests.scenarios.ladder import CLIMBERS, ladder
 
 
 def refusal(scenario: str, sets: list[str]) -> str:
@@ -69,27 +69,7 @@ from market import World
 class Config:
     rungs: int = 2
 
-
-class Ladder(World):
-    def __init__(self, cfg):
-        self.rungs, self.horizon = cfg.rungs, 3 * cfg.rungs
-        self.at = np.zeros(1, dtype=np.int64)
-
-    def reset(self, batch, rng):
-        self.at = np.zeros(batch, dtype=np.int64)
-
-    def observe(self):
-        return self.at[:, None]
-
-    def step(self, actions, acting):
-        self.at = self.at + (acting & (actions == self.at))
-        done = self.at == self.rungs
-        return done.astype(float), done
-
-    @property
-    def solved(self):
-        return self.at == self.rungs
-
+''' + ladder() + '''
 
 class Metered(RulePolicy):
     def resize(self, capacity):
@@ -106,7 +86,7 @@ class Metered(RulePolicy):
 
 
 def build(cfg):
-    space = RuleSpace(("rung",), (0,), (cfg.rungs - 1,), tuple(f"climb_{r}" for r in range(cfg.rungs)), max_terms=1)
+    space = ''' + CLIMBERS + '''
     return Ladder(cfg), Metered(space)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scenarios.cli.main import main
+from tests.scenarios.ladder import CLIMBERS, ladder
 
 CATALLAX = str(Path(sys.executable).with_name("catallax"))
 
@@ -27,31 +28,11 @@ CATALLAX_API = 1
 class Config:
     rungs: int = 3
 
-
-class Ladder(World):
-    def __init__(self, cfg):
-        self.rungs, self.horizon = cfg.rungs, 3 * cfg.rungs
-        self.at = np.zeros(1, dtype=np.int64)
-
-    def reset(self, batch, rng):
-        self.at = np.zeros(batch, dtype=np.int64)
-
-    def observe(self):
-        return self.at[:, None]
-
-    def step(self, actions, acting):
-        self.at = self.at + (acting & (actions == self.at))
-        done = self.at == self.rungs
-        return done.astype(float), done
-
-    @property
-    def solved(self):
-        return self.at == self.rungs
-
+''' + ladder() + '''
 
 def build(cfg):
     world = Ladder(cfg)
-    space = RuleSpace(("rung",), (0,), (cfg.rungs - 1,), tuple(f"climb_{r}" for r in range(cfg.rungs)), max_terms=1)
+    space = ''' + CLIMBERS + '''
     return world, RulePolicy(space)
 
 
