@@ -3,7 +3,7 @@
     python -m experiments.recsys_compare [--worlds default,sparse,ml-100k,movielens:PATH] [--seeds 5] [--quick]
                                          [--zoo N] [--harm any_data] [--set KEY=VALUE ...] [--out tables.md] [--db URL]
 
-Why several worlds: a gain measured in the world the pipeline was built in says little (issue 22). The worlds
+Why several worlds: a gain measured in the world the pipeline was built in says little. The worlds
 are the synthetic generator's named shapes (scenarios/recsys/synthetic.py ``SHAPES``: sparse/dense, strong/weak
 drift, heavy/light popularity skew, no genre labels) at one size, the shipped MovieLens fixture with and
 without its genre file, and any MovieLens file named ``movielens:PATH``. None of them chose a default of the

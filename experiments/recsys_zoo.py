@@ -2,7 +2,7 @@
 (scenarios/recsys/zoo.py), one row per world, and the distribution over worlds.
 
 Why a distribution: a table of hand-picked worlds shows where a method works; the share of worlds nobody chose
-on which it holds is the claim (issue 54). Each world is written by its seed and run once, at that seed, with
+on which it holds is the claim. Each world is written by its seed and run once, at that seed, with
 the config's defaults (``recsys.data = movielens`` on the written file, three planted harmful skills that hurt on
 any data, ``compare = true``). GRSE "holds" on a world where its final test NDCG@10 is at least the best tuned
 baseline's (chosen on validation) minus one standard error of the paired per-user difference on the test

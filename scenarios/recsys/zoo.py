@@ -2,7 +2,7 @@
 written in a MovieLens layout, so the same loader (movielens.py) reads it as it would a real file.
 
 Why: the pipeline's operators and defaults were developed against synthetic.py's world and the shipped
-fixture, so a gain measured there says little about a world made elsewhere (issue 54). A zoo world mixes,
+fixture, so a gain measured there says little about a world made elsewhere. A zoo world mixes,
 in random proportions, the structures a real log has:
 
 * **latent-factor / genre clusters**: synthetic.py's generator at random parameters (2-24 clusters,
