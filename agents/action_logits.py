@@ -2,7 +2,9 @@
 
 The winner's action is sampled from theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits
 over the world's actions, zero for a newborn of no parent, its parent's for a child: a newborn follows its
-rule). After the round the objective ``agents.objective`` (agents/objectives) moves theta on the round's
+rule). With ``agents.state_logits`` the residual reads the observation, theta[i] phi(obs) (theta[i]: a
+[features, actions] matrix; phi one-hot per feature under ``agents.features = "numeric"``, so a residual per
+agent and state on a world of one feature): a rule that wakes in several states learns an action for each. After the round the objective ``agents.objective`` (agents/objectives) moves theta on the round's
 sampled actions, one token each, with
 
 * the advantage: each rollout's outcome against its group's (:func:`agents.advantages.outcome_advantage`),
@@ -34,17 +36,18 @@ from agents.objectives import PolicyBatch, focus, tree_opsd
 
 
 class ActionLogits(RoundLearner):
-    def __init__(self, cfg: AgentsConfig, actions: int, objective, critic_features, device: torch.device, seed: int = 0):
-        """``actions``: the world's action count; ``critic_features``: phi(obs) for the critic, where the
-        objective reads one."""
+    def __init__(self, cfg: AgentsConfig, actions: int, objective, features, device: torch.device, seed: int = 0):
+        """``actions``: the world's action count; ``features``: phi(obs), read by the critic where the objective
+        reads one and by the logits under ``state_logits``."""
         self.cfg, self.objective, self.device = cfg, objective, device
         self.rng = np.random.default_rng([seed, 0x1EA2])  # action sampling: a stream of its own
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
-        self.theta = nn.Parameter(torch.zeros(2, actions, device=device))
+        self.features = features
+        shape = (2, features.size, actions) if cfg.state_logits else (2, actions)
+        self.theta = nn.Parameter(torch.zeros(*shape, device=device))
         self.critic = None
         if critic.wanted(objective):
-            self.critic_features = critic_features
-            self.critic = critic.ActionCritic(critic_features.size, actions).to(device)
+            self.critic = critic.ActionCritic(features.size, actions).to(device)
         self.updates = 0  # rounds whose action loss ran (the summary's policy_updates)
 
     @property
@@ -64,18 +67,24 @@ class ActionLogits(RoundLearner):
         """The winners' actions sampled around their rules' ``actions``; recorded for the round's update."""
         acting = (winners >= 0) & (actions >= 0)
         with torch.no_grad():
-            logits = self.logits(np.maximum(winners, 0), np.maximum(actions, 0)).float().cpu().numpy()
+            logits = self.logits(np.maximum(winners, 0), np.maximum(actions, 0), self._phi(obs)).float().cpu().numpy()
         gumbel = -np.log(-np.log(np.clip(self.rng.random(logits.shape), 1e-300, 1.0 - 1e-16)))
         sampled = np.where(acting, np.argmax(logits + gumbel, axis=1), actions)
         logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
         self.acted.append((np.where(acting, winners, -1), actions, sampled, logp[np.arange(len(sampled)), np.maximum(sampled, 0)]))
         return sampled
 
-    def logits(self, rows, rule_actions) -> torch.Tensor:
-        """[M, A] action logits of agents ``rows`` whose rules say ``rule_actions``."""
+    def logits(self, rows, rule_actions, phi: torch.Tensor | None = None) -> torch.Tensor:
+        """[M, A] action logits of agents ``rows`` whose rules say ``rule_actions``; ``phi`` [M, D]: the
+        observations' features, read under ``state_logits`` (:meth:`_phi`)."""
         rows = torch.as_tensor(rows, device=self.device)
-        prior = nn.functional.one_hot(torch.as_tensor(rule_actions, device=self.device), self.theta.shape[1])
-        return self.theta[rows] + self.cfg.rule_logit * prior
+        prior = nn.functional.one_hot(torch.as_tensor(rule_actions, device=self.device), self.theta.shape[-1])
+        residual = torch.einsum("md,mda->ma", phi, self.theta[rows]) if self.cfg.state_logits else self.theta[rows]
+        return residual + self.cfg.rule_logit * prior
+
+    def _phi(self, obs) -> torch.Tensor | None:
+        """phi(obs) on the device where the logits read it (``state_logits``), else None."""
+        return torch.as_tensor(self.features(obs), device=self.device) if self.cfg.state_logits else None
 
     def plan_branches(self, obs, lengths, outcome, rng):
         """focus: the candidate states (each full rollout's inner ones) its gain ranks, a state counted once per
@@ -96,7 +105,7 @@ class ActionLogits(RoundLearner):
         inner = (t >= 1) | (lengths[s] == 1)  # strictly inside a rollout, as tree_opsd's prefixes
         t, s, state = t[inner], s[inner], state[inner]
         with torch.no_grad():
-            phi = torch.as_tensor(self.critic_features(obs[t, s]), device=self.device)
+            phi = torch.as_tensor(self.features(obs[t, s]), device=self.device)
             value = torch.sigmoid(self.critic.state(phi).float()).cpu().numpy()
         picks = focus.plan(value - mean[state], var[state], n[state], self.objective.cfg.kappa, M * N, state)
         return s[picks], t[picks]
@@ -145,14 +154,15 @@ class ActionLogits(RoundLearner):
         groups = torch.as_tensor(groups, device=d)  # each world's outcome (success) and group
         rows, rule_actions = torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d)
         obs, needs = trace.obs[t, b], self.objective.needs
-        phi = torch.as_tensor(self.critic_features(obs), device=d) if self.critic is not None else None
+        reads = self.critic is not None or self.cfg.state_logits
+        phi = torch.as_tensor(self.features(obs), device=d) if reads else None
         oracle, fixed = None, {}
         if "state" in needs:  # equal observations: the same state
             fixed["state"] = torch.as_tensor(np.unique(obs, axis=0, return_inverse=True)[1].reshape(-1), device=d)
         if "oracle_logp" in needs:  # the solver's action where the step acted, weighted by its probability before
             oracle = torch.as_tensor(model.world.oracle(obs), device=d)  # the update
             with torch.no_grad():
-                before = torch.log_softmax(self.logits(rows, rule_actions).float(), -1)
+                before = torch.log_softmax(self.logits(rows, rule_actions, phi).float(), -1)
             fixed.update(oracle_mask=oracle >= 0, oracle_weight=before.gather(1, oracle.clamp(min=0)[:, None])[:, 0].exp())
         self.updates += 1
         return (rows, rule_actions, torch.as_tensor(actions[t, b], device=d),
@@ -166,7 +176,7 @@ class ActionLogits(RoundLearner):
         (state, action) and state, the oracle's action scored (sero), and ``fixed``, those the update does not
         move (state ids, the oracle's mask and weight)."""
         rows, rule_actions, actions, old_logp, advantage, world, phi, oracle, fixed, solved, groups = batch
-        logp = torch.log_softmax(self.logits(rows, rule_actions).float(), -1)
+        logp = torch.log_softmax(self.logits(rows, rule_actions, phi).float(), -1)
         chosen = logp.gather(1, actions[:, None])[:, 0]
         ref = torch.log_softmax(self.cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
         signals = dict(fixed)

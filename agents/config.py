@@ -88,6 +88,12 @@ class AgentsConfig:
     """GRPO: weight of KL(policy || reference), the reference being the agent's rule alone."""
     rule_logit: float = Field(3.0, ge=0)
     """GRPO: the rule's action starts this many logits above the others (a newborn follows its rule)."""
+    state_logits: bool = False
+    """Learned action logits over a rule world's actions. False: each agent's residual over its rule is one
+    vector, the same in every state. True: it is a linear function of the observation, W[i] phi(obs) (phi:
+    agents.features; numeric is one-hot per feature, so on relay, whose one feature is the stage, each agent
+    has a residual per stage). A rule that wakes in several states (``stage <= 2 -> advance_2``) can then learn
+    a different action in each; with one vector it can only learn one action for all of them."""
     epochs: int = Field(1, ge=1)
     """Optimizer steps per round on the round's data (the ratio departs from 1 from the second on)."""
     lora_rank: int = Field(8, ge=1, le=256)

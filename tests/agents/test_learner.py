@@ -74,6 +74,32 @@ def test_grpo_teaches_rule_agents_the_right_action():
     assert success[0] < 0.3 and np.mean(success[-5:]) > 0.9, success
 
 
+@pytest.mark.parametrize("state_logits", [False, True])
+def test_state_logits_let_one_rule_that_wakes_everywhere_learn_an_action_per_state(state_logits):
+    """One agent, ``always -> solve_0``, in a world of 3 regions: with one residual vector it can at best pick one
+    action for every region (success about 1/3); with a residual per state (agents.state_logits) it learns
+    solve_k in region k."""
+    world = RoutingWorld(3)
+    inner = RulePolicy(world.space, ["always -> solve_0"])
+    cfg = AgentsConfig(actions="grpo", lr=0.2, rule_logit=1.0, state_logits=state_logits)
+    policy = LearnedPolicy(inner, cfg, seed=1)
+    market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
+    population = PopulationConfig(initial_agents=1, initial_wealth=1000.0, min_agents=0, max_agents=1, births=False)
+    model = MarketModel(world, policy, market, population, seed=1)
+    success = []
+    for _ in range(40):
+        model.step()
+        success.append(model.last_success_rate)
+    if state_logits:
+        row = np.flatnonzero(model.population.traders)
+        phi = torch.eye(3)  # regions 0, 1, 2 one-hot: the numeric features
+        logits = policy.action_learner.logits(np.repeat(row, 3), np.zeros(3, dtype=np.int64), phi)
+        assert logits.argmax(1).tolist() == [0, 1, 2]
+        assert np.mean(success[-5:]) > 0.9, success
+    else:
+        assert np.mean(success[-5:]) < 0.6, success
+
+
 def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
     """Weights, Adam's moments and every RNG go into the checkpoint: stopping after 4 rounds and
     continuing in a fresh model gives the uninterrupted run's ledger, bit for bit."""
