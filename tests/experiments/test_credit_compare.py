@@ -12,7 +12,7 @@ from experiments import credit_compare
 def test_compare_script_writes_one_row_per_estimator(tmp_path):
     out = tmp_path / "table.md"
     table = credit_compare.main(["--seeds", "2", "--rounds", "4", "--batch", "8", "--credit", "none,grpo,cast",
-                                 "--no-embed", "--out", str(out), "--rows", str(tmp_path / "rows.jsonl")])
+                                 "--out", str(out), "--rows", str(tmp_path / "rows.jsonl")])
     assert out.read_text().strip() == table.strip()
     stored = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]  # the docs' rows
     assert [r["credit"] for r in stored] == ["none", "grpo", "cast"]
