@@ -4,8 +4,9 @@ The winner's action is sampled from theta[i] + rule_logit x onehot(rule's action
 over the world's actions, zero for a newborn of no parent, its parent's for a child: a newborn follows its
 rule). With ``agents.state_logits`` the residual reads the observation, theta[i] phi(obs) (theta[i]: a
 [features, actions] matrix; phi one-hot per feature under ``agents.features = "numeric"``, so a residual per
-agent and state on a world of one feature): a rule that wakes in several states learns an action for each. After the round the objective ``agents.objective`` (agents/objectives) moves theta on the round's
-sampled actions, one token each, with
+agent and state on a world of one feature): a rule that wakes in several states learns an action for each.
+After the round the objective ``agents.objective`` (agents/objectives) moves theta on the round's sampled
+actions, one token each, with
 
 * the advantage: each rollout's outcome against its group's (:func:`agents.advantages.outcome_advantage`),
   among the rollouts of its sub-problem under ``agents.tasks = "scrl"`` (``class_advantage``), by the

@@ -121,11 +121,26 @@ def _token_price_is_charged(exp: Experiment) -> str | None:
                 f"own, whose agents report no LLM tokens to the market")
 
 
-def _features_are_read(exp: Experiment) -> str | None:
-    """agents.features is how learned bids see a state, and how the critic of learned action logits does
-    (agents/critic.py ActionCritic, under an objective that reads one); a run with neither would ignore it."""
+def _state_logits_are_read(exp: Experiment) -> str | None:
+    """agents.state_logits shapes action logits over a rule world's actions (agents/action_logits.py), each
+    agent's residual read from agents.features: without those logits, or with no features, it would do nothing."""
     agents = exp.agents
-    if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned":
+    if not agents.state_logits:
+        return None
+    if agents.actions != "grpo" or get_scenario(exp.run.scenario).spec.learned_actions == "lm":
+        return (f"agents.state_logits = True: read only by learned action logits over a rule world's actions "
+                f"(scenario {exp.run.scenario!r}, agents.actions = {agents.actions!r})")
+    if agents.features == "agent":
+        return ("agents.state_logits = True: agents.features = 'agent' gives the logits no state to read; "
+                "set agents.features = \"numeric\"")
+
+
+def _features_are_read(exp: Experiment) -> str | None:
+    """agents.features is how learned bids see a state, how the critic of learned action logits does
+    (agents/critic.py ActionCritic, under an objective that reads one), and how state_logits do; a run with
+    none of them would ignore it."""
+    agents = exp.agents
+    if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned" or agents.state_logits:
         return None
     if agents.actions == "grpo" and agents.objective != "grpo" and get_scenario(exp.run.scenario).spec.learned_actions != "lm":
         from agents.critic import SIGNALS
@@ -329,7 +344,8 @@ def _scenario_rules_hold(exp: Experiment) -> str | None:
         return str(err)
 
 
-RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _features_are_read, _lm_keys_are_read,
+RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _state_logits_are_read,
+         _features_are_read, _lm_keys_are_read,
          _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
          _learned_bids_clear_by_softmax, _bid_keys_are_read, _branches_can_be_played, _groups_divide_the_batch,
          _skill_groups_fit, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,

@@ -79,6 +79,10 @@ def test_what_is_refused_where():
     assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
                                                                                        "agents.lora_rank=4"])
     assert "agents.lm_lr" in outcome("wordmath", ["agents.lm_lr=0.001"])
+    assert "read only by learned action logits" in outcome("relay", ["agents.state_logits=true"])
+    assert "read only by learned action logits" in outcome("wordmath", ["agents.actions=grpo", "agents.state_logits=true"])
+    assert "no state to read" in outcome("relay", ["agents.actions=grpo", "agents.state_logits=true", "agents.features=agent"])
+    assert outcome("relay", ["agents.actions=grpo", "agents.state_logits=true", "agents.features=minilm"]).agents.state_logits
     assert "runs a model of its own, whose agents report no LLM" in outcome("boltzmann", ["market.token_price=0.1"])
     with pytest.raises(ScenarioError, match="policy \\(RulePolicy\\) reports no LLM tokens to charge"):
         build_model(load("relay", ["market.token_price=0.1"]))  # which policy reports tokens: known once it is built
