@@ -34,6 +34,7 @@ from skills.evolve import blame
 from skills.gate import GateResult, validate
 from skills.library import Edit, Skill, SkillError, SkillLibrary
 from skills.limits import Limits, emptied
+from skills.shapley import library_utility
 from skills.workflow import Trace
 
 
@@ -93,7 +94,9 @@ class EditLoop:
             if self.world.draw is None:
                 raise ValueError("skills.credit = 'random': this scenario draws no random edits")
             return self.world.draw(rng, budget)[:budget]
-        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback)
+        utility = library_utility(self.library.current(), self.world.evaluate, self.world.questions, self.world.seeds,
+                                  self.cfg.shapley, rng) if self.credit == "memory_shapley" else None
+        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback, utility)
         self.counts["diagnoses_by_diagnoser"] += found.by_diagnoser
         self.counts["diagnoses_by_fallback"] += found.by_fallback
         return [(d, c.trace) for d, c in zip(found.diagnoses, found.cases)][:budget]
