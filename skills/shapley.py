@@ -15,8 +15,12 @@ item that lowers correctness in the coalitions it joins gets a negative value ev
 with helpful ones (what presence-based credit misses). Up to ``exact_upto`` items every subset is replayed
 (2^n coalitions); above it the values are estimated from ``samples`` random orders, each item credited with its
 marginal gain over the items before it (Castro et al. 2009), coalitions cached so a subset is replayed once.
-No gradients: the utilities only choose which skills an edit pass blames (skills/evolve.py, ``skills.credit =
-"memory_shapley"``), worst first, and the gate (skills/gate.py) decides as for every credit.
+No gradients: the utilities choose which skills an edit pass blames (skills/evolve.py, ``skills.credit =
+"memory_shapley"``), worst first, and the gate (skills/gate.py) decides as for every credit; and, with
+``skills.shapley.retrieve`` = k, which k of its lines an LLM agent's prompt carries for the task at hand, the
+memory's retrieval (:func:`retrieve`)::
+
+    score(line) = |words(read) & words(line)| / |words(read) | words(line)| + weight x phi(line)
 
 Each replay is a full evaluation of the validation problems, so a pass costs at most 2^n (exact) or
 samples x n + 1 (sampled) evaluations; ``replays`` in the result counts them.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
@@ -45,6 +50,11 @@ class ShapleyConfig:
     """Up to this many items every subset is replayed and the values are exact (2^n evaluations of the library)."""
     eps: float = Field(1e-6, gt=0)
     """Added to the full library's per-question score std when the values are scaled to advantage units."""
+    retrieve: int = Field(0, ge=0)
+    """Most skill lines an LLM agent's acting prompt carries, retrieved by similarity to what it reads plus
+    ``weight`` x the line's utility from the last pass (:func:`retrieve`); 0: every line it holds."""
+    weight: float = Field(1.0, ge=0)
+    """The utility's weight beside the similarity (word overlap, in [0, 1]) when lines are retrieved."""
 
 
 @dataclass
@@ -105,3 +115,18 @@ def library_utility(skills: list, evaluate: Callable, questions: np.ndarray, see
     full, empty = scores[frozenset(names)], scores[frozenset()]  # every order starts at one and ends at the other
     return Utility(values, float(empty.mean()), float(full.mean()), float(full.std() + cfg.eps), max(replays, 1),
                    int(full.size))
+
+
+def retrieve(query: str, lines: dict[str, str], utility: dict[str, float], k: int, weight: float) -> list[str]:
+    """The ``k`` names of ``lines`` (name -> text) scoring highest by word overlap with ``query`` plus ``weight`` x
+    their utility (0 for a line the last pass did not value), in their given order; all of them where k = 0."""
+    if not k or len(lines) <= k:
+        return list(lines)
+    words = set(re.findall(r"\w+", query.lower()))
+
+    def score(name: str) -> float:
+        own = set(re.findall(r"\w+", lines[name].lower()))
+        return len(words & own) / max(len(words | own), 1) + weight * utility.get(name, 0.0)
+
+    keep = set(sorted(lines, key=lambda n: -score(n))[:k])  # a stable sort: ties keep the given order
+    return [name for name in lines if name in keep]

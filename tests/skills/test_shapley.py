@@ -6,7 +6,7 @@ import pytest
 
 from skills import Rollout, SkillsConfig, Trace, to_edit
 from skills.loop import EditLoop, World
-from skills.shapley import ShapleyConfig, library_utility, shapley
+from skills.shapley import ShapleyConfig, library_utility, retrieve, shapley
 
 # v(S): correctness with the subset S of {a, b, h}; h lowers it in every coalition, most where a is
 V = {"": .2, "a": .6, "b": .5, "h": .1, "ab": .8, "ah": .3, "bh": .4, "abh": .5}
@@ -73,3 +73,16 @@ def test_group_relative_credit_blames_nothing_on_the_same_rollouts(library):
     loop = EditLoop(library, SkillsConfig(credit="grse"), desk(library))
     loop.observe(rollouts())
     assert loop.run(np.random.default_rng(0)).diagnoses == []
+
+
+def test_retrieval_ranks_lines_by_similarity_plus_utility():
+    lines = {"toaster": "example: my toaster broke, order 3307 => order 3307",
+             "fan": "example: my fan broke, order 4410 => order 4411",
+             "rule": "Reply only with the order number."}
+    read = "my toaster broke, order 5120"
+    # word overlap (Jaccard) with the read: toaster 4/7, fan 3/9, rule 1/10
+    assert retrieve(read, lines, {}, 2, 1.0) == ["toaster", "fan"]
+    # the planted fan line's negative utility (-0.4) drops it below the rule (0.33 - 0.4 < 0.1)
+    assert retrieve(read, lines, {"fan": -0.4}, 2, 1.0) == ["toaster", "rule"]
+    assert retrieve(read, lines, {"fan": -0.4}, 2, 0.0) == ["toaster", "fan"]  # weight 0: similarity alone
+    assert retrieve(read, lines, {}, 0, 1.0) == list(lines)  # 0: every line
