@@ -8,7 +8,7 @@ and sharing the gain of the whole library among its items as a coalition game::
 
     v(S)    = mean_i evaluate(S, questions, seeds)_i                    correctness of the library subset S
     phi_k   = sum_{S subset N \ k} |S|! (n - |S| - 1)! / n!  (v(S + k) - v(S))        Shapley value of item k
-    credit_k = phi_k / (std_i evaluate(N)_i + eps)                      in the advantage units blame reads
+    credit_k = phi_k / (std of every replayed score + eps)             in the advantage units blame reads
 
 The values sum to v(N) - v(empty) (efficiency), an item that changes no outcome gets 0 (null player), and an
 item that lowers correctness in the coalitions it joins gets a negative value even when it always rides along
@@ -49,7 +49,7 @@ class ShapleyConfig:
     exact_upto: int = Field(4, ge=0, le=12)
     """Up to this many items every subset is replayed and the values are exact (2^n evaluations of the library)."""
     eps: float = Field(1e-6, gt=0)
-    """Added to the full library's per-question score std when the values are scaled to advantage units."""
+    """Added to the replayed scores' std when the values are scaled to advantage units."""
     retrieve: int = Field(0, ge=0)
     """Most skill lines an LLM agent's acting prompt carries, retrieved by similarity to what it reads plus
     ``weight`` x the line's utility from the last pass (:func:`retrieve`); 0: every line it holds."""
@@ -63,7 +63,8 @@ class Utility:
     """Item -> its Shapley value, in units of the mean score."""
     empty: float  # v(empty)
     full: float  # v(all items)
-    scale: float  # std of the full library's per-question scores + eps
+    scale: float  # std of the per-question scores of every replayed coalition, pooled, + eps (a full library that
+    # solves every question has no spread of its own: the coalitions' is what the values are differences of)
     replays: int  # distinct coalitions evaluated
     questions: int  # validation questions each replay scored: the evidence (``support``) behind every value
 
@@ -113,8 +114,8 @@ def library_utility(skills: list, evaluate: Callable, questions: np.ndarray, see
     if not names:  # no coalition was needed: the empty library is the whole one
         value(frozenset())
     full, empty = scores[frozenset(names)], scores[frozenset()]  # every order starts at one and ends at the other
-    return Utility(values, float(empty.mean()), float(full.mean()), float(full.std() + cfg.eps), max(replays, 1),
-                   int(full.size))
+    spread = float(np.concatenate(list(scores.values())).std())
+    return Utility(values, float(empty.mean()), float(full.mean()), spread + cfg.eps, max(replays, 1), int(full.size))
 
 
 def retrieve(query: str, lines: dict[str, str], utility: dict[str, float], k: int, weight: float) -> list[str]:

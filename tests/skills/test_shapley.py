@@ -64,6 +64,8 @@ def test_an_edit_pass_prunes_the_planted_skill_that_rides_with_helpful_ones(libr
     utility = library_utility(library.current(), world.evaluate, world.questions, world.seeds, ShapleyConfig(),
                               np.random.default_rng(0))
     assert utility.values["h"] == pytest.approx(-.2) and utility.values["a"] > 0 < utility.values["b"]
+    # scaled by the pooled spread of the 8 coalitions' 0/1 scores (mean 3.4 / 8): credit -0.2 / 0.494 <= prune_below
+    assert utility.scale == pytest.approx(np.sqrt(.425 * .575) + 1e-6)
     done = loop.run(np.random.default_rng(0))
     assert [(d.target, d.action) for d in done.diagnoses] == [("h", "prune")] and done.accepted == 1
     assert sorted(s.name for s in library.current()) == ["a", "b"]
