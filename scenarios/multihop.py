@@ -7,7 +7,7 @@ colleague Y, then the fact naming Y's city. The ``searcher`` writes ``search: <w
 the answerer are shown the first three. The ``answerer`` writes ``answer: <city>``; reward 1 for the right city.
 
 For the credit estimators each step says whether its query hit (``hit``: 1 a gold clue within the cutoff, 0 none,
--1 no query): what ``sid_span`` routes a success's advantage by.
+-1 no query): what ``sid_span`` routes a success's advantage by and ``abseeker``'s rubric scores.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""``sid_span`` (agents/credit/sid_span.py) on a hand-worked group: a success's advantage reaches only the queries
-that hit (and the steps that are no query); a failure keeps grpo's on every step."""
+"""The clue-chain credit estimators on a hand-worked group: ``sid_span`` (agents/credit/sid_span.py) gives a success's
+advantage only to the queries that hit (and the steps that are no query), a failure keeps grpo's on every step;
+``abseeker`` (agents/credit/abseeker.py) adds each step's discounted rubric score, centred."""
 
 import numpy as np
 import pytest
@@ -31,3 +32,17 @@ def test_it_needs_the_hit_signal_and_a_world_without_it_is_refused():
     with pytest.raises(ConfigError, match="sid_span.*hit"):
         load("wordmath", ['agents.actions="grpo"', "agents.credit=sid_span"])
     assert load("multihop", ['agents.actions="grpo"', "agents.credit=sid_span"]).agents.credit == "sid_span"
+
+
+def test_abseeker_scores_queries_by_the_rubric_with_a_discounted_step_advantage():
+    S = traj(1, [1, 0, -1])
+    F = traj(0, [0, -1])
+    # s(S) = [.8, -.8, 0], s(F) = [-.8, 0]; v(S) = [.8 + .25 (-.8), -.8, 0] = [.6, -.8, 0], v(F) = [-.8, 0]
+    # centre = (.6 - .8 - .8) / 5 = -.2
+    got = C.make("abseeker")([S, F]).steps
+    np.testing.assert_allclose(got[0], [R + .8, R - .6, R + .2])
+    np.testing.assert_allclose(got[1], [-R - .6, -R + .2])
+    assert got[0][1] < got[0][0]  # the planted missed query: below the query that found the clue
+    flat = C.make("abseeker", gamma=0.0)([S, F]).steps[0]  # gamma 0: each step its own score, centre -.8 / 5
+    np.testing.assert_allclose(flat, [R + .96, R - .64, R + .16])
+    assert C.needs("abseeker") == frozenset({"outcome", "hit"})
