@@ -33,7 +33,7 @@ from agents.bid_head import grow_rows
 from agents.config import AgentsConfig
 from agents.credit.step_advantages import step_advantages
 from agents.learner import RoundLearner, exact_kl, penalised, to_cpu
-from agents.objectives import PolicyBatch, focus, tree_opsd
+from agents.objectives import PolicyBatch, focus, process_branching, tree_opsd
 
 
 class ActionLogits(RoundLearner):
@@ -91,6 +91,9 @@ class ActionLogits(RoundLearner):
         """focus: the candidate states (each full rollout's inner ones) its gain ranks, a state counted once per
         group however many rollouts reached it; every other objective: tree_opsd's layout, uniform prefixes."""
         N, M = self.cfg.branches, lengths.size
+        if self.objective.name == "process_branching":  # where entropy plus future likelihood gain is high
+            entropy, gain = process_branching.scores(self, obs, lengths, outcome)
+            return process_branching.plan(entropy, gain, lengths, N, self.objective.cfg.beta)
         if self.objective.name != "focus":
             source, prefix = tree_opsd.layout(lengths, rng, N)
             return source[M:], prefix[M:]
@@ -142,7 +145,9 @@ class ActionLogits(RoundLearner):
         outcome = trace.reward.sum(axis=0)
         full = np.arange(B) if trace.source is None else trace.source  # each world's full rollout
         groups = full // cfg.group_size(int((full == np.arange(B)).sum()))  # a branch is in its source's group
-        if trace.source is not None:  # each step judged by the rollouts below it (agents.branches)
+        if trace.source is not None and self.objective.name == "process_branching":  # initial and branches apart
+            advantage = process_branching.advantage(outcome, trace.source, trace.prefix, t, b, groups, self.objective.cfg)
+        elif trace.source is not None:  # each step judged by the rollouts below it (agents.branches)
             advantage = tree_advantage(outcome, trace.source, trace.prefix, t, b, groups)
         elif cfg.tasks == "scrl":  # sub-problems differ in difficulty: normalised among each one's rollouts
             advantage = class_advantage(model.world.task_ids, outcome)[b]
@@ -158,6 +163,8 @@ class ActionLogits(RoundLearner):
         reads = self.critic is not None or self.cfg.state_logits
         phi = torch.as_tensor(self.features(obs), device=d) if reads else None
         oracle, fixed = None, {}
+        if "branch" in needs and trace.source is not None:  # the steps of restarted rollouts
+            fixed["branch"] = torch.as_tensor(trace.source[b] != b, device=d)
         if "state" in needs:  # equal observations: the same state
             fixed["state"] = torch.as_tensor(np.unique(obs, axis=0, return_inverse=True)[1].reshape(-1), device=d)
         if "oracle_logp" in needs:  # the solver's action where the step acted, weighted by its probability before

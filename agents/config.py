@@ -108,10 +108,10 @@ class AgentsConfig:
     had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
     sharpened policy and the update treats them as the policy's own (the usual approximation)."""
     objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd", "trial",
-                       "cepo", "h2sd", "stop_segment", "rredcot"] = "grpo"
+                       "cepo", "h2sd", "stop_segment", "rredcot", "process_branching"] = "grpo"
     """The policy update of learned action logits (agents/objectives; docs: concepts/credit-methods.md): grpo (the
-    clipped step-level surrogate), or eapo, tree_opsd, focus where a world's rule-logit policies give what
-    they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
+    clipped step-level surrogate), or eapo, tree_opsd, focus, process_branching (agents.branches) where a world's
+    rule-logit policies give what they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
     objective recsys takes; agentopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the advantage
     by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
     answer in context; the gold answer scored before and after each reply);
@@ -128,7 +128,7 @@ class AgentsConfig:
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,
-    taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse, workrover_vtca. A run whose world
+    taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse, workrover_vtca, graph_grpo, sid_span, abseeker. A run whose world
     lacks the estimator's signals is refused at load, naming them."""
     credit_settings: CreditSettings = Field(default_factory=CreditSettings)
     """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.

@@ -79,10 +79,13 @@ class SkillLines:
     def _skills(self, row: int, wake: bool) -> str:
         return "\n".join(self.catalogue.lines[name] for name in self._carried(row, wake))
 
-    def _acting_skills(self, b: int, row: int) -> list[str]:
-        """What row's acting prompt in world b carries: all its acting skills, or in a training round
-        of skill evolution the ones the evolver draws for this rollout (``skills.p_use``)."""
+    def _acting_skills(self, b: int, row: int, read: str) -> list[str]:
+        """What row's acting prompt in world b carries when it reads ``read``: all its acting skills (or the ones
+        the evolver's memory retrieves for it: ``skills.shapley.retrieve``), in a training round of skill
+        evolution those the evolver draws for this rollout (``skills.p_use``)."""
         carried = self._carried(row, wake=False)
+        if self.evolver is not None:
+            carried = self.evolver.retrieved(read, carried)
         if self.evolver is None or self._evaluating:
             return carried
         return self.evolver.applied(b, row, carried)

@@ -183,8 +183,9 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         """What row's agent is asked when it acts in world b: its role's frozen part, the acting skills it
         carries there, the task's context of the state, its role's token cap."""
         role = self.roles[self.role[row]]
-        skills = "\n".join(self.catalogue.lines[n] for n in self._acting_skills(b, row))
-        return Prompt(role.frozen, skills, self.task.context(obs_row, role.name), max_tokens=role.max_tokens,
+        read = self.task.context(obs_row, role.name)
+        skills = "\n".join(self.catalogue.lines[n] for n in self._acting_skills(b, row, read))
+        return Prompt(role.frozen, skills, read, max_tokens=role.max_tokens,
                       stop=role.stop, temperature=temperature, seed=seed)
 
     # --- the market's Policy protocol ----------------------------------------
@@ -291,7 +292,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         self.counts["actions"] += 1
         self.recent[row] = (tuple(np.asarray(obs_row).tolist()), done.text)
         if self._step is not None:  # a node of world b's trace (skills/workflow.py)
-            used = () if self.roles[self.role[row]].tool else tuple(self._acting_skills(b, row))
+            role = self.roles[self.role[row]]
+            used = () if role.tool else tuple(self._acting_skills(b, row, self.task.context(obs_row, role.name)))
             self._step[b] = (row, "ok" if payload is not None else status_of(done, reason), done.text, used)
         if payload is None:
             self.bench.setdefault(self.recent[row][0], set()).add(row)

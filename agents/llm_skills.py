@@ -57,6 +57,7 @@ from market.database import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.limits import tokens
 from skills.loop import EditLoop, World
+from skills.shapley import retrieve
 
 
 class SkillEvolver:
@@ -86,6 +87,13 @@ class SkillEvolver:
         return self.loop.window
 
     # --- rollouts ----------------------------------------------------------------------------------
+    def retrieved(self, read: str, carried: list[str]) -> list[str]:
+        """The lines of ``carried`` the memory retrieves for a prompt that reads ``read`` (skills/shapley.py
+        ``retrieve``: similarity plus the last pass's utility; all of them unless ``skills.shapley.retrieve``)."""
+        cfg = self.cfg.shapley
+        lines = {name: self.policy.catalogue.lines[name] for name in carried}
+        return retrieve(read, lines, self.loop.utility, cfg.retrieve, cfg.weight)
+
     def applied(self, b: int, row: int, carried: list[str]) -> list[str]:
         """The skills row's prompt carries in world b this round (each with probability p_use)."""
         if (b, row) not in self.mask:  # drawn when first asked: the same draws for the same run

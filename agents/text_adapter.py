@@ -150,6 +150,18 @@ class TextBatch(World):
         reward = np.array([float(world.reward(s)) if d else 0.0 for s, d in zip(self.states, done)])
         return reward, done
 
+    def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
+        """The world's ``credit_signals``, one value per step, from the states its observations saw (replayed
+        from the move log) and the role that moved each (the log's entry at the step's turn)."""
+        world = self.board.world
+        if not world.credit_signals:
+            return {}
+        states = [self.board.state_at(row) for row in obs]
+        moves = self.board.moves.get((int(obs[0][4]), b), [])
+        roles = [moves[int(row[5])][0] if int(row[5]) < len(moves) else "" for row in obs[:-1]]
+        rows = [world.step_signals(states[t], states[t + 1], roles[t]) for t in range(len(obs) - 1)]
+        return {name: [r[name] for r in rows] for name in world.credit_signals}
+
     @property
     def solved(self) -> np.ndarray:
         world = self.board.world

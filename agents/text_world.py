@@ -22,7 +22,7 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``{"problem": problem, "history": []}``), ``may_act`` (which roles may act in a state), ``stages`` and
 ``stage`` (a few short state summaries the agents' yes/no wake-up question reads), ``solved``,
 ``correct`` (the correct output of a role at a state: births from failures, skill diagnoses and the
-``sero`` objective read it) and ``given`` (the task such a worked example shows: by default what the role
+``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads) and ``given`` (the task such a worked example shows: by default what the role
 reads), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis
 prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
 
@@ -84,6 +84,9 @@ class TextWorld:
     """Roles whose live agents are also measured alone on the held-out problems (each plays every step of
     every problem by itself): the summary's ``single_agent_*``, the best of them. Empty: not measured (it
     costs a held-out run per agent)."""
+    credit_signals: tuple[str, ...] = ()
+    """The per-step signals (agents/credit/base.py ``Trajectory`` fields) :meth:`step_signals` gives the credit
+    estimators, declared so the config loader refuses an estimator that reads others."""
     config = None
     """The scenario section's config (agents/text_scenario.py ``TextWorldConfig``, or the module's own
     ``Config`` subclass with the world's own keys), set by the framework before the first problem."""
@@ -137,6 +140,11 @@ class TextWorld:
         """The task a worked example of ``role`` at ``state`` shows beside :meth:`correct` (explore births,
         skill edits): by default what the role reads; a world whose reading spans lines shows a one-line form."""
         return self.read(state, role)
+
+    def step_signals(self, before, after, role: str) -> dict:
+        """One step's values of ``credit_signals`` (name -> value), from the state before and after it; a forfeit
+        leaves ``after`` equal to ``before``."""
+        raise NotImplementedError(f"{type(self).__name__}.step_signals(before, after, role)")
 
     # --- read by the framework --------------------------------------------------------------------
     @classmethod

@@ -21,8 +21,9 @@ instances are the same for every row.
 The rows ``NAME+branches`` train objective NAME on trees of rollouts (``agents.branches`` = 2 at
 ``market.batch`` = 12: each round plays M = 4 rollouts in full and N = 2 branches of each from states they
 reached, tree_opsd's M and N; scenarios/blocks restores the states): focus's branches start where its gain
-ranks a state highest, the others' at a uniform prefix (tree_opsd's layout), and every step is credited by the
-rollouts below it (agents/advantages.py tree_advantage). Branches are episodes, so the budget is the same;
+ranks a state highest, process_branching's where entropy plus the critic's value gain is highest, the others' at
+a uniform prefix (tree_opsd's layout), and every step is credited by the rollouts below it (agents/advantages.py
+tree_advantage; process_branching: initial and branch rollouts normalised apart). Branches are episodes, so the budget is the same;
 ``grpo+branches`` is their baseline (the tree's credit without another objective).
 
 Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
@@ -63,7 +64,7 @@ from agents.objectives import NAMES
 from experiments import rows as results
 
 SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
-BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches")
+BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches", "process_branching+branches")
 ROWS = NAMES + SAMPLERS + BRANCHED
 TASK_GROUP = 4  # agents.group of the sampler rows: market.batch = 8 is 2 tasks of 4 rollouts
 TREE = ["agents.branches=2", "market.batch=12"]  # the branched rows: 4 full rollouts a round, 2 branches of each

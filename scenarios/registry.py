@@ -55,7 +55,8 @@ from scenarios.spec import LEGACY_FLAGS, ScenarioSpec
 API = 1
 SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
-             "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement"}
+             "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement",
+             "multihop": "scenarios.multihop"}
 ENTRY_POINTS = "catallax.scenarios"
 
 

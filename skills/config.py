@@ -17,14 +17,16 @@ from market.config import STRICT
 from skills.credit import CreditConfig
 from skills.editor import DiagnosisConfig
 from skills.gate import GateConfig
+from skills.shapley import ShapleyConfig
 
 
 @dataclass(config=STRICT)
 class SkillsConfig:
-    credit: Literal["grse", "presence", "random", "none"] = "grse"
+    credit: Literal["grse", "presence", "memory_shapley", "random", "none"] = "grse"
     """How the skills to edit are found: group-relative credit (skills/credit.py), presence-based credit
-    (the baseline GRSE is measured against), at random (what the gate alone buys), or none: no edit
-    passes, the library stays as it is."""
+    (the baseline GRSE is measured against), each skill's Shapley value from replays of the validation
+    problems with subsets of the library (skills/shapley.py; settings in ``skills.shapley``), at random
+    (what the gate alone buys), or none: no edit passes, the library stays as it is."""
     diagnoser: Literal["rule", "llm"] = "rule"
     """Who names a blamed skill's failure and edit: the rule diagnoser, which reads the trace's checks, or a
     language model the scenario passes in (skills/editor.py)."""
@@ -83,6 +85,9 @@ class SkillsConfig:
     penalty: float = Field(0.05, ge=0)
     """lambda of the structure-aware workflow penalty (skills/workflow.py): the team reward loses lambda x
     (failed nodes / nodes) per role, so of two rollouts with the same outcome the cleaner one ranks higher."""
+
+    shapley: ShapleyConfig = Field(default_factory=ShapleyConfig)
+    """``credit = "memory_shapley"``: how the skills' Shapley values are estimated (skills/shapley.py)."""
 
     def credit_config(self) -> CreditConfig:
         return CreditConfig(group_size=self.group, penalty=self.penalty)

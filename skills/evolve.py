@@ -6,7 +6,8 @@ agents/llm_skills.py on LLM agents' skill lines), by ``skills.credit``:
 * ``grse``      group-relative credit (skills/credit.py): the joint contrast of what each agent
                 did in the higher- and lower-advantage rollouts of the same question;
 * ``presence``  the baseline: the mean reward of the rollouts a skill ran in, centred on the mean
-                reward and divided by its std (so that the same diagnosis thresholds read it).
+                reward and divided by its std (so that the same diagnosis thresholds read it);
+* ``memory_shapley`` each skill's Shapley value from subset replays (skills/shapley.py), given as ``utility``.
 
 Only current skills can be blamed (a rollout may have run a version an accepted edit retired since).
 The diagnoser (skills/editor.py) names each blamed skill's failure and edit; a diagnosis it cannot
@@ -25,8 +26,9 @@ from skills.config import SkillsConfig
 from skills.credit import batch, group_relative_credit, presence_credit
 from skills.editor import Case, Diagnoser, Diagnosis, cases
 from skills.library import SkillLibrary
+from skills.shapley import Utility
 
-BLAMING = ("grse", "presence")
+BLAMING = ("grse", "presence", "memory_shapley")
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Blame:
 
 
 def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig, diagnoser: Diagnoser,
-          fallback: Diagnoser | None = None) -> Blame:
+          fallback: Diagnoser | None = None, utility: Utility | None = None) -> Blame:
     """``groups``: (question, [Rollout] * skills.group) pairs (skills/credit.py); at most ``skills.max_edits``
     diagnoses, most negative credit first."""
     if credit not in BLAMING:
@@ -52,6 +54,9 @@ def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig
         r = b.rewards
         centred = (presence_credit(r, b.usage) - r.mean()) / (r.std() + credit_cfg.eps)
         gc = replace(gc, credit=np.nan_to_num(centred))
+    if credit == "memory_shapley":
+        gc = replace(gc, credit=np.array([utility.values.get(name, 0.0) for _, name in b.keys]) / utility.scale,
+                     support=np.full(len(b.keys), utility.questions))
     current = {s.name for s in library.current()}
     gc = replace(gc, credit=np.where([name in current for _, name in b.keys], gc.credit, 0.0))
     found = cases(b, gc, library, skills.diagnosis_config())

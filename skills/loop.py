@@ -34,6 +34,7 @@ from skills.evolve import blame
 from skills.gate import GateResult, validate
 from skills.library import Edit, Skill, SkillError, SkillLibrary
 from skills.limits import Limits, emptied
+from skills.shapley import library_utility
 from skills.workflow import Trace
 
 
@@ -75,6 +76,7 @@ class EditLoop:
         self.window: list[list[tuple]] = []  # per round: (question, [Rollout] * G), since the last accepted edit
         self.counts = collections.Counter()
         self.gains: list[dict] = []  # per accepted edit: what, validation gain, held-out gain
+        self.utility: dict[str, float] = {}  # memory_shapley: each skill's Shapley value from the last pass
 
     # --- evidence ------------------------------------------------------------------------------
     def observe(self, groups: list) -> None:
@@ -93,7 +95,10 @@ class EditLoop:
             if self.world.draw is None:
                 raise ValueError("skills.credit = 'random': this scenario draws no random edits")
             return self.world.draw(rng, budget)[:budget]
-        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback)
+        utility = library_utility(self.library.current(), self.world.evaluate, self.world.questions, self.world.seeds,
+                                  self.cfg.shapley, rng) if self.credit == "memory_shapley" else None
+        self.utility = utility.values if utility is not None else self.utility  # what retrieval reads (skills/shapley.py)
+        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback, utility)
         self.counts["diagnoses_by_diagnoser"] += found.by_diagnoser
         self.counts["diagnoses_by_fallback"] += found.by_fallback
         return [(d, c.trace) for d, c in zip(found.diagnoses, found.cases)][:budget]
@@ -158,13 +163,14 @@ class EditLoop:
         """The window (rollouts as ``encode(r)``: default reward and trace state), counts and gains."""
         encode = encode or (lambda r: (r.reward, r.trace.state_dict()))
         return {"window": [[(q, [encode(r) for r in rs]) for q, rs in groups] for groups in self.window],
-                "counts": dict(self.counts), "gains": [dict(g) for g in self.gains]}
+                "counts": dict(self.counts), "gains": [dict(g) for g in self.gains], "utility": dict(self.utility)}
 
     def load_state_dict(self, state: dict, decode: Callable[..., Rollout] | None = None) -> None:
         decode = decode or _rollout
         self.window = [[(q, [decode(*r) for r in rs]) for q, rs in groups] for groups in state["window"]]
         self.counts = collections.Counter(state.get("counts", {}))
         self.gains = [dict(g) for g in state.get("gains", [])]
+        self.utility = dict(state.get("utility", {}))
 
 
 def _rollout(reward: float, trace_state: dict) -> Rollout:

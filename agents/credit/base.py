@@ -75,6 +75,9 @@ class Trajectory:
     """[T] the step winner's bucket-brigade profit, from the round's payments (bucket_brigade)."""
     skill: list[str] | None = None
     """[T] the skill the step's agent used (grse)."""
+    hit: np.ndarray | None = None
+    """[T] 1: the step's search query retrieved a gold clue within the retriever's cutoff, 0: it did not, -1: the
+    step issued no query (sid_span)."""
 
     def __len__(self) -> int:
         return len(self.agent)

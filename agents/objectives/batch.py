@@ -81,6 +81,8 @@ class PolicyBatch:
     log-probability after the step's prompt (stop_segment, rredcot)."""
     belief_after: torch.Tensor | None = None
     """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
+    branch: torch.Tensor | None = None
+    """[M] bool: the step's rollout restarted from a state another one reached (``agents.branches``; process_branching)."""
 
     def __post_init__(self):
         M, L = self.logp.shape
@@ -88,7 +90,7 @@ class PolicyBatch:
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
-        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", *BELIEF):
+        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", "branch", *BELIEF):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")

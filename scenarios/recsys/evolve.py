@@ -4,6 +4,7 @@ An :class:`Arm` is one library evolved one way (``credit``, ``skills.credit`` fo
 
 * ``grse``      group-relative credit, ``presence`` the presence-based baseline (the blame step
                 every scenario with a library shares: skills/evolve.py);
+* ``memory_shapley`` Shapley values of the clauses from subset replays (skills/shapley.py);
 * ``random``    no credit: random skills get random edits;
 * ``none``      no edit passes: the library stays as it is.
 
@@ -28,7 +29,7 @@ from scenarios.recsys.data import TEST, VALIDATION
 from skills import Rollout, SkillLibrary, SkillsConfig
 from skills.loop import EditLoop, World
 
-CREDITS = ("grse", "presence", "random", "none")
+CREDITS = ("grse", "presence", "random", "none", "memory_shapley")
 
 
 @dataclass

@@ -103,6 +103,7 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
     signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.spec.learned_actions == "lm" else (RULE_LOGIT_SIGNALS, "rule-logit policies")
     signals += ORACLE_SIGNALS if scenario.spec.oracle else ()
+    signals += ("branch",) if agents.branches and scenario.spec.learned_actions != "lm" else ()  # restarts from a prefix
     if scenario.spec.learned_actions == "lm":
         signals += HINDSIGHT_SIGNALS + (TEACHER_SIGNALS if scenario.spec.oracle else ())
     try:

@@ -195,12 +195,14 @@ def rule_batch(theta, name):
                   group=torch.zeros(4, dtype=torch.long), episode=torch.arange(4), entropy=torch.ones(4),
                   effect=ACTIONS)
     params = [theta]
-    if name in ("tppo", "pact", "focus"):
+    if name in ("tppo", "pact", "focus", "process_branching"):
         # tppo's advantage is all critic: start it rating the successes up (pact's and focus's A = R - V need no
         # head start); focus's four rollouts act in one state
         critic = (sign if name == "tppo" else torch.zeros(4)).clone().requires_grad_(True)
         fields["token_logits" if name == "tppo" else "value_logits"], params = critic, [theta, critic]
         fields["state"] = torch.zeros(4, dtype=torch.long)
+    if name == "process_branching":  # the last two rollouts are branches
+        fields["branch"] = torch.tensor([False, False, True, True])
     if name == "sero":  # no advantage at all: the oracle, which takes action 0, alone must move the policy
         oracle = torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)]
         fields.update(advantage=torch.zeros(4), oracle_logp=oracle,
@@ -233,7 +235,7 @@ def test_one_adam_step_raises_the_rewarded_action(name):
 def test_registry_names_needs_and_refusals():
     assert O.NAMES[0] == "grpo"
     assert set(O.NAMES) == {"grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd",
-                            "trial", "cepo", "h2sd", "stop_segment", "rredcot"}
+                            "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching"}
     assert O.needs("grpo") == () and O.needs("empo") == ("effect",) and O.needs("tppo") == ("token_logits",)
     assert set(O.needs("sero")) == {"oracle_logp", "oracle_mask", "oracle_weight"}
     assert set(O.needs("ca_pg")) == {"item_logits", "target", "list_len"}

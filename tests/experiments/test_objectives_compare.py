@@ -23,7 +23,8 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
         assert 0 <= r["heldout"] <= 1 and r["sd"] == 0.0 and r["per_seed"] == [round(r["heldout"], 4)]
         assert r["rounds"] == -(-160 // batch) and 0 < r["updates"] <= r["rounds"] and r["steps_per_s"] > 0
     refused = [r for r in rows if r["status"] == "refused"]
-    assert {r["objective"] for r in refused} == {"empo", "ca_pg", *BATCH_C}  # batch C: no privileged pass on rule logits
+    # batch C: no privileged pass on rule logits; process_branching without branches
+    assert {r["objective"] for r in refused} == {"empo", "ca_pg", "process_branching", *BATCH_C}
     for r in refused:
         missing = set(needs(r["objective"])) - set(RULE_LOGIT_SIGNALS) - set(ORACLE_SIGNALS)
         assert missing and all(signal in r["why"] for signal in missing), r["why"]
@@ -31,7 +32,8 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
     # runnable on blocks but not asked for in --quick: a row without a number
     assert {r["objective"] for r in rows if r["status"] == "skipped"} == {"tppo", "pact", "tree_opsd", "focus", "sero",
                                                                           "tasks=uniform", "grpo+branches",
-                                                                          "tree_opsd+branches"}
+                                                                          "tree_opsd+branches",
+                                                                          "process_branching+branches"}
 
 
 def test_readme_table_has_one_line_per_objective(tmp_path, capsys):
