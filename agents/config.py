@@ -13,8 +13,8 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
 
 from agents.credit import NAMES, CreditSettings, make
-from market.config import STRICT
 from market.money import MAX_CREDITS
+from strict_config import STRICT
 
 
 VALUE_KEYS = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")

@@ -33,9 +33,9 @@ from agents import RulePolicy, RuleSpace
 from agents.credit.triage import labels_from_progress
 from agents.rules import OPS
 from agents.tasks import Draw
-from market.config import STRICT
 from market.protocols import World
 from scenarios.spec import ScenarioSpec
+from strict_config import STRICT
 
 
 @dataclass(config=STRICT)

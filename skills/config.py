@@ -13,10 +13,10 @@ from typing import Literal
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
 from skills.credit import CreditConfig
 from skills.editor import DiagnosisConfig
 from skills.gate import GateConfig
+from strict_config import STRICT
 
 
 @dataclass(config=STRICT)

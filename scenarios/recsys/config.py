@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
 from scenarios.recsys.synthetic import WorldConfig
+from strict_config import STRICT
 
 
 @dataclass(config=STRICT)
