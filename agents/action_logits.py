@@ -75,7 +75,7 @@ class ActionLogits(RoundLearner):
         """[M, A] action logits of agents ``rows`` whose rules say ``rule_actions``."""
         rows = torch.as_tensor(rows, device=self.device)
         prior = nn.functional.one_hot(torch.as_tensor(rule_actions, device=self.device), self.theta.shape[1])
-        return self.theta[rows] + self.cfg.rule_logit * prior
+        return self.theta[rows] + self.cfg.logits.rule_logit * prior
 
     def plan_branches(self, obs, lengths, outcome, rng):
         """focus: the candidate states (each full rollout's inner ones) its gain ranks, a state counted once per
@@ -168,7 +168,7 @@ class ActionLogits(RoundLearner):
         rows, rule_actions, actions, old_logp, advantage, world, phi, oracle, fixed, solved, groups = batch
         logp = torch.log_softmax(self.logits(rows, rule_actions).float(), -1)
         chosen = logp.gather(1, actions[:, None])[:, 0]
-        ref = torch.log_softmax(self.cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
+        ref = torch.log_softmax(self.cfg.logits.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
         signals = dict(fixed)
         if self.critic is not None:
             signals.update(token_logits=self.critic(phi, actions), value_logits=self.critic.state(phi))

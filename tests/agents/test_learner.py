@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents import RulePolicy
-from agents.config import AgentsConfig
+from agents.config import ActionLogitsConfig, AgentsConfig
 from agents.learned import LearnedPolicy
 from agents.advantages import holding_profit, outcome_advantage
 from agents.hf_grpo import HFGRPO
@@ -27,7 +27,7 @@ def relay_learned(*overrides):
 @pytest.mark.parametrize("overrides", [
     [],
     ["market.terminal=path", "market.action_fee=0.003"],
-    ["market.conserve=false", "agents.bid_objective=reinforce", "agents.advantage=local"],
+    ["market.conserve=false", "agents.bid_objective=reinforce", "agents.reinforce.advantage=local"],
     ["market.payment=final_only", "agents.bid_objective=reinforce"],
 ])
 def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
@@ -59,7 +59,7 @@ def test_grpo_teaches_rule_agents_the_right_action():
     logits must find solve_k, from the episode outcome alone (bids fixed, so only actions learn)."""
     world = RoutingWorld(3)
     inner = RulePolicy(world.space, [f"region == {k} -> solve_{(k + 1) % 3}" for k in range(3)])
-    policy = LearnedPolicy(inner, AgentsConfig(actions="grpo", lr=0.2, rule_logit=2.0), seed=1)
+    policy = LearnedPolicy(inner, AgentsConfig(actions="grpo", lr=0.2, logits=ActionLogitsConfig(rule_logit=2.0)), seed=1)
     market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
     population = PopulationConfig(initial_agents=3, initial_wealth=1000.0, min_agents=0, max_agents=3, births=False)
     model = MarketModel(world, policy, market, population, seed=1)
@@ -77,7 +77,7 @@ def test_grpo_teaches_rule_agents_the_right_action():
 def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
     """Weights, Adam's moments and every RNG go into the checkpoint: stopping after 4 rounds and
     continuing in a fresh model gives the uninterrupted run's ledger, bit for bit."""
-    overrides = ("agents.actions=grpo", "agents.bid_objective=reinforce", "agents.advantage=local", "agents.lr=0.1")
+    overrides = ("agents.actions=grpo", "agents.bid_objective=reinforce", "agents.reinforce.advantage=local", "agents.lr=0.1")
     straight = relay_learned(*overrides)
     for _ in range(8):
         straight.step()

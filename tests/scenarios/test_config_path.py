@@ -19,10 +19,10 @@ from scenarios.run.derived import effective
 
 def test_dependent_defaults_are_derived_from_what_was_not_set():
     exp = load("relay", ["market.bid_scheme=learned"])
-    assert exp.market.clearing == "softmax" and exp.agents.bid_margin == 0.3  # relay's SPEC.value_bids
-    assert exp.derived == {"market.clearing": ("first_price", "softmax"), "agents.bid_margin": (0.02, 0.3)}
-    kept = load("relay", ["market.bid_scheme=learned", "market.clearing=first_price", "agents.bid_margin=0.1"])
-    assert (kept.market.clearing, kept.agents.bid_margin, kept.derived) == ("first_price", 0.1, {})
+    assert exp.market.clearing == "softmax" and exp.agents.value.margin == 0.3  # relay's SPEC.value_bids
+    assert exp.derived == {"market.clearing": ("first_price", "softmax"), "agents.value.margin": (0.02, 0.3)}
+    kept = load("relay", ["market.bid_scheme=learned", "market.clearing=first_price", "agents.value.margin=0.1"])
+    assert (kept.market.clearing, kept.agents.value.margin, kept.derived) == ("first_price", 0.1, {})
     assert load("relay").derived == {}
 
 

@@ -76,9 +76,10 @@ def test_what_is_refused_where():
     assert "no learned bids" in outcome("boltzmann", ["market.bid_scheme=learned"])
     exp = outcome("wordmath", ["market.bid_scheme=learned", "agents.actions=grpo"])  # the headline loop, on its defaults
     assert exp.agents.features == "numeric" and exp.agents.group == 4 and exp.market.batch == 16
-    assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
-                                                                                       "agents.lora_rank=4"])
-    assert "agents.lm_lr" in outcome("wordmath", ["agents.lm_lr=0.001"])
+    assert "[agents.lm] is read only by the LoRA learner" in outcome("relay", ["agents.actions=grpo", "agents.lm.lora_rank=4"])
+    assert "agents.lm.lr = 0.001: not read" in outcome("wordmath", ["agents.lm.lr=0.001"])
+    assert "[agents.logits] is read only by learned action logits" in outcome("wordmath", ["agents.actions=grpo",
+                                                                                         "agents.logits.rule_logit=1.0"])
     assert "runs a model of its own, whose agents report no LLM" in outcome("boltzmann", ["market.token_price=0.1"])
     with pytest.raises(ScenarioError, match="policy \\(RulePolicy\\) reports no LLM tokens to charge"):
         build_model(load("relay", ["market.token_price=0.1"]))  # which policy reports tokens: known once it is built
