@@ -3,11 +3,12 @@
 A key the user did not set may take a default that depends on others: what a learner needs comes along
 with it. Learned bids clear by softmax (reinforce bids are trained on its probabilities; a value learner
 needs its exploration, since under first-price clearing only the top bidder's turns ever correct a value);
-a group-relative advantage over the whole round needs a round of rollouts (``market.batch`` = 8 at least);
-learned bids read the scenario's first feature source when ``numeric`` is not one of its own (wordmath's
-agents bid from ``agent``); value bids take the scenario's own defaults (``SPEC.value_bids``: relay's
-margin); a scenario with a skill library groups 4 rollouts of a question (``agents.group``, :data:`SKILL_GROUP`). A key the user set is never changed: a value that contradicts what the run needs is refused by a
-rule (scenarios/run/rules.py), naming it.
+a group-relative advantage needs a round of rollouts (``market.batch`` = 8 at least, in whole groups of
+``agents.group``); learned bids read the scenario's first feature source when ``numeric`` is not one of its
+own (wordmath's agents bid from ``agent``); value bids take the scenario's own defaults (``SPEC.value_bids``:
+relay's margin); a scenario with a skill library groups 4 rollouts of a question (``agents.group``,
+:data:`SKILL_GROUP`). A key the user set is never changed: a value that contradicts what the run needs is
+refused by a rule (scenarios/run/rules.py), naming it.
 
 The effective config is what the run stores (its ``config``) and what ``catallax config show`` prints;
 deriving it again from a stored config changes nothing, since every key is then set.
@@ -70,6 +71,8 @@ def _market(exp: Experiment, agents, given: set[str]):
     market, changes = exp.market, {}
     if market.bid_scheme == "learned" and "market.clearing" not in given:
         changes["clearing"] = "softmax"
-    if agents.needs_groups(market.bid_scheme) and "market.batch" not in given and not agents.group:
-        changes["batch"] = max(market.batch, 8)
+    if agents.needs_groups(market.bid_scheme) and "market.batch" not in given:
+        G = agents.group or 1  # 0: the round is the group
+        if market.batch < 8 or market.batch % G:
+            changes["batch"] = -(-max(market.batch, 8) // G) * G
     return dataclasses.replace(market, **changes) if changes else market
