@@ -93,7 +93,8 @@ def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None =
     if path is None:  # a plugin named directly: its defaults
         path, data = Path(name_or_path), {"run": {"scenario": name_or_path}}
     else:
-        data = _renamed(_read(path))  # before the --set's, so a --set of the new name overrides a file's old one
+        data = _read(path)  # renamed before the --set's, so a --set of the new name overrides a file's old one
+        data = _renamed(data, _skill_library(data, path.parent))
     named = {}  # dotted key -> the --set that gave it, so a bad value is blamed on the --set, not the file
     for item in overrides.items() if isinstance(overrides, dict) else overrides:
         parts, value = parse_override(item) if isinstance(item, str) else (item[0].split("."), item[1])
@@ -162,13 +163,14 @@ def _leaves(key: str, value) -> list[str]:
 def from_dict(data: dict, source: str) -> Experiment:
     """Validate a config already read (a TOML file's sections, or a stored run's config): the effective
     experiment (scenarios/run/derived.py), every rule across keys checked (scenarios/run/rules.py)."""
-    path, data = source, _renamed(data)
+    path = source
     run = section(path, data, "run", RunConfig)
     base = Path(source).parent if source.endswith(".toml") else None  # a .py scenario is relative to its TOML
     try:
         module = get_scenario(run.scenario, base)
     except ScenarioError as err:
         raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err}") from None
+    data = _renamed(data, module.spec.skill_library)
     sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
                 "skills": SkillsConfig, module.section: module.Config}
     moved = keys(SkillsConfig, "skills.") if module.spec.skill_library else ()  # recsys.credit -> skills.credit
@@ -197,10 +199,12 @@ def given_keys(data: dict) -> set[str]:
     return {leaf for name, table in data.items() for leaf in _leaves(name, table)}
 
 
-def _renamed(data: dict) -> dict:
+def _renamed(data: dict, skill_library: bool | None = None) -> dict:
     """``data`` with each renamed key (:data:`RENAMED`) moved to its new name, one :class:`DeprecatedKey` warning
     for all of them (a copy; ``data`` is left as it is). The new name's own value, if set too, gives way to the
-    old one's, as ``agents.bids`` overrode ``market.bid_scheme``; ``agents.bids = "market"`` sets nothing."""
+    old one's, as ``agents.bids`` overrode ``market.bid_scheme``; ``agents.bids = "market"`` sets nothing, and
+    neither does ``skills.group`` where the scenario has no skill library (``skill_library`` False: it was never
+    read there, and a stored config of such a run holds it at its old default beside the agents.group it ran)."""
     out, said = copy.deepcopy(data), []
     for old, new in RENAMED.items():
         *path, key = old.split(".")
@@ -208,7 +212,7 @@ def _renamed(data: dict) -> dict:
         if table is None or key not in table:
             continue
         value = table.pop(key)
-        if (old, value) == ("agents.bids", "market"):  # the scenario's own scheme: the default, nothing to set
+        if (old, value) == ("agents.bids", "market") or (old, skill_library) == ("skills.group", False):
             continue
         said.append(f"{old} is deprecated: read as {new} = {value!r} (write {new})")
         *path, key = new.split(".")
@@ -222,6 +226,15 @@ def _renamed(data: dict) -> dict:
     if said:
         warnings.warn("; ".join(said), DeprecatedKey, stacklevel=3)
     return out
+
+
+def _skill_library(data: dict, base: Path) -> bool | None:
+    """Whether the scenario a file's tables name has a skill library (None where it cannot be told yet:
+    :func:`from_dict` reports a bad scenario)."""
+    try:
+        return get_scenario(data["run"]["scenario"], base).spec.skill_library
+    except (ScenarioError, KeyError, TypeError):
+        return None
 
 
 def _nested(parts: list[str], value) -> dict:
