@@ -2,7 +2,7 @@
 
 The winner's action is sampled from theta[i] + rule_logit x onehot(rule's action) (theta: per-agent logits
 over the world's actions, zero for a newborn of no parent, its parent's for a child: a newborn follows its
-rule). With ``agents.state_logits`` the residual reads the observation, theta[i] phi(obs) (theta[i]: a
+rule). With ``agents.logits.per_state`` the residual reads the observation, theta[i] phi(obs) (theta[i]: a
 [features, actions] matrix; phi one-hot per feature under ``agents.features = "numeric"``, so a residual per
 agent and state on a world of one feature): a rule that wakes in several states learns an action for each.
 After the round the objective ``agents.objective`` (agents/objectives) moves theta on the round's sampled
@@ -39,12 +39,12 @@ from agents.objectives import PolicyBatch, focus, process_branching, tree_opsd
 class ActionLogits(RoundLearner):
     def __init__(self, cfg: AgentsConfig, actions: int, objective, features, device: torch.device, seed: int = 0):
         """``actions``: the world's action count; ``features``: phi(obs), read by the critic where the objective
-        reads one and by the logits under ``state_logits``."""
+        reads one and by the logits under ``per_state``."""
         self.cfg, self.objective, self.device = cfg, objective, device
         self.rng = np.random.default_rng([seed, 0x1EA2])  # action sampling: a stream of its own
         self.acted = []  # (winners, rule action, action, log-prob) per act() since the last learn()
         self.features = features
-        shape = (2, features.size, actions) if cfg.state_logits else (2, actions)
+        shape = (2, features.size, actions) if cfg.logits.per_state else (2, actions)
         self.theta = nn.Parameter(torch.zeros(*shape, device=device))
         self.critic = None
         if critic.wanted(objective):
@@ -77,15 +77,15 @@ class ActionLogits(RoundLearner):
 
     def logits(self, rows, rule_actions, phi: torch.Tensor | None = None) -> torch.Tensor:
         """[M, A] action logits of agents ``rows`` whose rules say ``rule_actions``; ``phi`` [M, D]: the
-        observations' features, read under ``state_logits`` (:meth:`_phi`)."""
+        observations' features, read under ``per_state`` (:meth:`_phi`)."""
         rows = torch.as_tensor(rows, device=self.device)
         prior = nn.functional.one_hot(torch.as_tensor(rule_actions, device=self.device), self.theta.shape[-1])
-        residual = torch.einsum("md,mda->ma", phi, self.theta[rows]) if self.cfg.state_logits else self.theta[rows]
-        return residual + self.cfg.rule_logit * prior
+        residual = torch.einsum("md,mda->ma", phi, self.theta[rows]) if self.cfg.logits.per_state else self.theta[rows]
+        return residual + self.cfg.logits.rule_logit * prior
 
     def _phi(self, obs) -> torch.Tensor | None:
-        """phi(obs) on the device where the logits read it (``state_logits``), else None."""
-        return torch.as_tensor(self.features(obs), device=self.device) if self.cfg.state_logits else None
+        """phi(obs) on the device where the logits read it (``per_state``), else None."""
+        return torch.as_tensor(self.features(obs), device=self.device) if self.cfg.logits.per_state else None
 
     def plan_branches(self, obs, lengths, outcome, rng):
         """focus: the candidate states (each full rollout's inner ones) its gain ranks, a state counted once per
@@ -160,7 +160,7 @@ class ActionLogits(RoundLearner):
         groups = torch.as_tensor(groups, device=d)  # each world's outcome (success) and group
         rows, rule_actions = torch.as_tensor(rows[t, b], device=d), torch.as_tensor(rule_actions[t, b], device=d)
         obs, needs = trace.obs[t, b], self.objective.needs
-        reads = self.critic is not None or self.cfg.state_logits
+        reads = self.critic is not None or self.cfg.logits.per_state
         phi = torch.as_tensor(self.features(obs), device=d) if reads else None
         oracle, fixed = None, {}
         if "branch" in needs and trace.source is not None:  # the steps of restarted rollouts
@@ -186,7 +186,7 @@ class ActionLogits(RoundLearner):
         rows, rule_actions, actions, old_logp, advantage, world, phi, oracle, fixed, solved, groups = batch
         logp = torch.log_softmax(self.logits(rows, rule_actions, phi).float(), -1)
         chosen = logp.gather(1, actions[:, None])[:, 0]
-        ref = torch.log_softmax(self.cfg.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
+        ref = torch.log_softmax(self.cfg.logits.rule_logit * nn.functional.one_hot(rule_actions, logp.shape[1]).float(), -1)
         signals = dict(fixed)
         if self.critic is not None:
             signals.update(token_logits=self.critic(phi, actions), value_logits=self.critic.state(phi))

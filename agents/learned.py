@@ -61,7 +61,7 @@ def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bid
     features = features or NoFeatures()  # the market's scheme bids: no head reads features
     bid = (ValueBids if value else ReinforceBids if learned_bids else MarketBids)(cfg, features, device)
     if logits:
-        phi = features if learned_bids else make_features(cfg, inner.space)  # the critic's, and state_logits'
+        phi = features if learned_bids else make_features(cfg, inner.space)  # the critic's, and per-state logits'
         action = ActionLogits(cfg, len(inner.space.actions), objective, phi, device, seed)
     return device, bid, action
 

@@ -25,12 +25,13 @@ class SkillLines:
         self._population = population
         self.catalogue.attach(SkillLibrary(store.engine, store.run_id))
 
-    def evolve_skills(self, skills, seed: int = 0) -> None:
+    def evolve_skills(self, skills, group: int, seed: int = 0) -> None:
         """The registry's hook for a run whose ``[skills]`` section edits the library (skills.credit other
-        than none): group-relative credit, diagnosis, LLM-written edits and the gate (agents/llm_skills.py)."""
+        than none): group-relative credit over the ``group`` (agents.group) rollouts of each question, diagnosis,
+        LLM-written edits and the gate (agents/llm_skills.py)."""
         from agents.llm_skills import SkillEvolver
 
-        self.evolver = SkillEvolver(self, skills, seed)
+        self.evolver = SkillEvolver(self, skills, group, seed)
 
     def learn(self, model) -> None:
         if self.evolver is not None:

@@ -60,9 +60,9 @@ from agents.llm_calls import ModelCalls
 from agents.llm_lines import SkillLines
 from agents.prompts import Prompts
 from agents.text_task import Role, TextTask, status_of
-from market.config import STRICT
 from market.protocols import Policy
 from skills.catalogue import Catalogue
+from market.strict import STRICT
 
 __all__ = ["LLMPolicy", "PolicyConfig", "Role", "TextTask", "status_of"]
 

@@ -4,7 +4,7 @@ The loop recsys runs on rule clauses (scenarios/recsys/evolve.py), here on the l
 carry (agents/llm_policy.py; each line a skill of the run's library, skills/catalogue.py), set by
 the ``[skills]`` section (skills/config.py).
 
-**Rollouts.** A training round runs B worlds, ``skills.group`` consecutive ones on one question
+**Rollouts.** A training round runs B worlds, ``agents.group`` consecutive ones on one question
 (the world draws them: market.protocols.World.group). In world b an acting agent's prompt carries
 each of its acting skill lines with probability ``skills.p_use``, drawn once per round, world and
 row: the randomised contrast the credit reads (without it the G rollouts of a question differ only
@@ -61,8 +61,8 @@ from skills.shapley import retrieve
 
 
 class SkillEvolver:
-    def __init__(self, policy, skills: SkillsConfig, seed: int = 0):
-        self.policy, self.cfg = policy, skills
+    def __init__(self, policy, skills: SkillsConfig, group: int, seed: int = 0):
+        self.policy, self.cfg, self.group = policy, skills, group
         self.rng = np.random.default_rng([seed, 0x5C111])
         self.rounds = 0
         self.mask: dict[tuple[int, int], np.ndarray] = {}  # (world, row) -> this round's draws of skills.p_use
@@ -102,7 +102,7 @@ class SkillEvolver:
 
     def rollouts(self, model) -> list[tuple]:
         """The round's (question, G rollouts) groups, from the policy's step records and the market's trace."""
-        trace, policy, G = model.trace, self.policy, self.cfg.group
+        trace, policy, G = model.trace, self.policy, self.group
         steps, policy.steps = policy.steps[-len(trace.path):], []
         ids = model.population.ids
         B = trace.solved.size

@@ -3,7 +3,7 @@
 ``agents.actions = "grpo"`` on an LLM scenario (wordmath). Each training round the market runs B
 worlds in lockstep, G consecutive ones on the same problem (``agents.group``; the world draws
 them, market.protocols.World.group); the agents' completions are sampled at
-``agents.lm_temperature`` (0.3 by default: SmolLM2-135M at 1.0 solves almost nothing, which leaves
+``agents.lm.temperature`` (0.3 by default: SmolLM2-135M at 1.0 solves almost nothing, which leaves
 no contrast within a group), and after the round one GRPO step (agents/hf_grpo.py, :class:`HFGRPO`) moves one LoRA adapter on
 the shared SmolLM2::
 
@@ -35,7 +35,7 @@ step). Evaluation is greedy; the complete-agent baseline runs on the base model 
 The run gets a private copy of the engine (``make_backend``): the process-wide shared one
 (agents/backends/factory.py) must stay the frozen model for every other run in the process. It is
 float32 unless ``llm.dtype`` names another: a LoRA step's effect on the model's outputs is below
-bfloat16's rounding of them (measured: after one step at lm_lr 1e-4 on a bfloat16 SmolLM2 the
+bfloat16's rounding of them (measured: after one step at agents.lm.lr 1e-4 on a bfloat16 SmolLM2 the
 completions' log-probabilities moved against their advantages as often as with them).
 """
 
@@ -70,12 +70,12 @@ class CompletionLearner(RoundLearner):
         self.policy, self.cfg, self.objective = policy, cfg, objective
         engine = policy.backend.cfg
         policy.backend = backend = make_backend(dataclasses.replace(engine, dtype="float32") if engine.dtype == "auto" else engine)
-        policy.explore_temperature = cfg.lm_temperature
+        policy.explore_temperature = cfg.lm.temperature
         policy.base_weights = self.frozen
         with torch.random.fork_rng(devices=[]):  # the adapters' init from the run's seed, the global stream untouched
             torch.manual_seed(seed)
-            self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm_lr, clip=cfg.clip, kl=cfg.kl,
-                               lora_rank=cfg.lora_rank, max_grad_norm=cfg.max_grad_norm,
+            self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm.lr, clip=cfg.clip, kl=cfg.kl,
+                               lora_rank=cfg.lm.lora_rank, max_grad_norm=cfg.max_grad_norm,
                                critic=critic.wanted(objective))
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
@@ -106,16 +106,17 @@ class CompletionLearner(RoundLearner):
         """One GRPO step from the round ``model`` just ran."""
         trace, cfg = model.trace, self.cfg
         T, B = trace.path.shape
+        G = cfg.group_size(B)  # one reading of agents.group for the advantages, the group ids and the siblings
         steps, self.policy.generations = self.policy.generations[-T:], []
         actions, self.actions = self.actions[-T:], []
         if cfg.credit == "grpo":
-            advantage = np.tile(outcome_advantage(trace.reward.sum(axis=0), cfg.group_size(B), normalize=True), (T, 1))
+            advantage = np.tile(outcome_advantage(trace.reward.sum(axis=0), G, normalize=True), (T, 1))
         else:
             logp = np.zeros((T, B))
             for t, generations in enumerate(steps):
                 for b, _, _, done, _ in generations:
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
-            advantage = step_advantages(model, cfg.estimator(), cfg.group_size(B), np.stack(actions), logp)
+            advantage = step_advantages(model, cfg.estimator(), G, np.stack(actions), logp)
         policy, objective = self.policy, self.objective
         oracle = objective is not None and "oracle_logp" in objective.needs  # sero: the task's correct output
         dense = bool(cfg.kl) or critic.wanted(objective) or oracle
@@ -130,7 +131,7 @@ class CompletionLearner(RoundLearner):
         messages = [p.messages() for p in prompts]
         pairs = self.grpo.encode(messages, list(texts))
         worlds = np.array(worlds)
-        fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // max(cfg.group, 1),
+        fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // G,
                   "episode": worlds, "effect": effect_ids(effects), "state": effect_ids([e[:2] for e in effects])}
         privileged = set(objective.needs) & set(PRIVILEGED) if objective is not None else set()
         lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)] \
@@ -142,7 +143,7 @@ class CompletionLearner(RoundLearner):
             failed = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None
             gold = [policy.task.question(obs)[1] for obs in seen] if privileged & {"belief_before", "belief_after"} else None
-            wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, cfg.group, lessons, failed, gold)
+            wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, G, lessons, failed, gold)
             fields["privileged"], spent = score(policy.backend, wanted)
             self.counts["lm_privileged_tokens"] += spent
         stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)

@@ -51,7 +51,8 @@ def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: in
              gold=None) -> dict:
     """signal -> the (privileged prompt, completion to score) of each step (``texts[i]``: its reply; ``worlds[i]``,
     ``roles[i]``: where and as whom it acted; ``lessons[i]``: the correct output at its state; ``failed``:
-    :func:`failed_replies`; ``gold[i]``: the problem's correct final answer)."""
+    :func:`failed_replies`; ``gold[i]``: the problem's correct final answer; ``group``: G, the rollouts of a
+    problem, a size: agents.AgentsConfig.group_size)."""
     out = {}
     if "hindsight_logp" in needs:
         out["hindsight_logp"] = [told(p, HINDSIGHT.format(verdict="succeeded" if solved[b] else "failed"))
@@ -59,10 +60,9 @@ def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: in
     if "teacher_logp" in needs or "sibling_logp" in needs:
         out["teacher_logp"] = [told(p, REFERENCE.format(answer=c)) for p, c in zip(prompts, lessons)]
     if "sibling_logp" in needs:
-        G = max(group, 1)
         siblings = []
         for p, b, role, teacher in zip(prompts, worlds, roles, out["teacher_logp"]):
-            wrong = next((failed[(s, role)] for s in range(b // G * G, b // G * G + G) if s != b and (s, role) in failed), None)
+            wrong = next((failed[(s, role)] for s in range(b // group * group, b // group * group + group) if s != b and (s, role) in failed), None)
             siblings.append(teacher if wrong is None else told(p, REFERENCE.format(answer=wrong)))
         out["sibling_logp"] = siblings
     out = {k: list(zip(v, texts)) for k, v in out.items() if k in needs}

@@ -2,7 +2,7 @@
 the softmax auction.
 
 Under softmax clearing the winner of auction s is drawn with P_s(i) = softmax_{i eligible}(bid_i / temperature),
-bid_i = min(head bid, wealth cap), head bid = bid_scale x softplus(phi . row[i] + bias[i]) (agents/bid_head.py).
+bid_i = min(head bid, wealth cap), head bid = reinforce.scale x softplus(phi . row[i] + bias[i]) (agents/bid_head.py).
 REINFORCE (:func:`bid_objective`)::
 
     L_bid = - mean_s A_s log P_s(winner_s) - entropy x mean_s H(P_s)
@@ -10,7 +10,7 @@ REINFORCE (:func:`bid_objective`)::
 with A_s either ``global``: the episode's outcome (its summed world reward) minus the mean over its group of G
 rollouts of the same task (:func:`agents.advantages.outcome_advantage`); or ``local``: the winner's
 bucket-brigade profit from that step, the market's own credit signal (:func:`agents.advantages.holding_profit`),
-in units of bid_scale. An agent whose bid sits at its wealth cap gets no gradient there: the cap, not the head,
+in units of reinforce.scale. An agent whose bid sits at its wealth cap gets no gradient there: the cap, not the head,
 set its bid. REINFORCE is on-policy: its loss joins the first of the round's ``agents.epochs`` steps only.
 """
 
@@ -57,10 +57,10 @@ class ReinforceBids(MarketBids):
         eligible[:, : trace.eligible.shape[2]] = trace.eligible[t, b]  # the population may have grown since
         cap = np.full((t.size, N), np.inf)
         cap[:, : trace.wealth.shape[1]] = np.maximum(trace.wealth[t], 0) * market.bid_cap / MICRO
-        if self.cfg.advantage == "global":
+        if self.cfg.reinforce.advantage == "global":
             advantage = outcome_advantage(trace.reward.sum(axis=0), self.cfg.group_size(trace.path.shape[1]), normalize=False)[b]
         else:
-            advantage = holding_profit(trace)[t, b] / MICRO / self.cfg.bid_scale  # in typical bids
+            advantage = holding_profit(trace)[t, b] / MICRO / self.cfg.reinforce.scale  # in typical bids
         d = self.device
         return (torch.as_tensor(self.features(trace.obs[t, b]), device=d), torch.as_tensor(eligible, device=d),
                 torch.as_tensor(trace.winner[t, b], device=d), torch.as_tensor(cap, dtype=torch.float32, device=d),
@@ -71,7 +71,7 @@ class ReinforceBids(MarketBids):
             return None
         phi, eligible, winner, cap, advantage, temperature = batch
         bids = torch.minimum(self.head.bids(phi), cap)
-        return bid_objective(bids, eligible, winner, advantage, temperature, self.cfg.entropy)
+        return bid_objective(bids, eligible, winner, advantage, temperature, self.cfg.reinforce.entropy)
 
 
 def bid_objective(bids: torch.Tensor, eligible: torch.Tensor, winner: torch.Tensor, advantage: torch.Tensor,

@@ -27,8 +27,8 @@ from agents.llm_policy import LLMPolicy, PolicyConfig
 from agents.text_adapter import TextBatch, TextBoard
 from agents.text_world import TextWorld
 from market import MarketConfig, MarketModel, PopulationConfig
-from market.config import STRICT
 from scenarios.spec import ScenarioSpec
+from market.strict import STRICT
 
 
 @dataclass(config=STRICT)

@@ -2,7 +2,7 @@
 is worth to it.
 
 The bid head (agents/bid_head.py) predicts what each agent's turn from an observation will earn it, [B, N]
-credits; the agent bids (1 - bid_margin) x that and sits out where it predicts a loss.
+credits; the agent bids (1 - value.margin) x that and sits out where it predicts a loss.
 
 **The value update.** Each turn k of the round (agent i_k bought world b at step t and held it) earned
 y_k = what its successor paid for the world + the world's rewards - its fees (the ledger's flows,
@@ -12,7 +12,7 @@ turn k)) moves toward y_k by one normalised least-squares step on the round's Hu
     L = sum_k  s_i / (K_i (|x_k|^2 + 1)) x huber(v_k - y_k)          SGD, step size 1
 
 where agent i took K_i turns this round after n_i earlier ones, and s_i = K_i / (n_i + K_i) while
-n_i + K_i <= 1 / value_rate (the plain mean of a young agent's turns), else 1 - (1 - value_rate)^K_i
+n_i + K_i <= 1 / value.rate (the plain mean of a young agent's turns), else 1 - (1 - value.rate)^K_i
 (an exponential average per turn: XCS's update). With ``agent`` features (x empty) this is exactly
 v_i <- v_i + s_i (mean_k y_k - v_i): a per-agent running value; with one-hot features each state's
 entry follows the turns taken there. The step is exact and its own (no Adam): the learner has no
@@ -48,7 +48,7 @@ class ValueBids(MarketBids):
 
     def bids(self, obs: np.ndarray) -> np.ndarray:
         # numpy only: no torch.no_grad() to enter (~4 us of a blocks step)
-        return ((1 - self.cfg.bid_margin) * np.maximum(self.values(obs), 0)).astype(np.float64)
+        return ((1 - self.cfg.value.margin) * np.maximum(self.values(obs), 0)).astype(np.float64)
 
     def values(self, obs: np.ndarray) -> np.ndarray:
         """[B, N] predicted values of this step's observations, once per step (eligible and bids share them).
@@ -98,14 +98,14 @@ class ValueBids(MarketBids):
         if agents.size == 0:
             return {}
         k = np.bincount(agents, minlength=self.turns.size)
-        n, rate = self.turns, self.cfg.value_rate
+        n, rate = self.turns, self.cfg.value.rate
         share = np.where(n + k <= 1 / rate, k / np.maximum(n + k, 1), 1 - (1 - rate) ** k)
         d = self.device
         phi = torch.as_tensor(self.features(model.trace.obs[t, b]), device=d)
         loss, errors = value_loss(self.head, phi, torch.as_tensor(agents, device=d),
                                   torch.as_tensor(earned, dtype=torch.float32, device=d),
                                   torch.as_tensor(share[agents] / k[agents], dtype=torch.float32, device=d),
-                                  self.cfg.huber)
+                                  self.cfg.value.huber)
         value_step(self.head, loss)
         self.changed()
         self.turns += k

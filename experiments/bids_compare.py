@@ -53,7 +53,6 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.config import VALUE_KEYS
 from experiments import rows as results
 from market import PolicyWrapper
 from market.model import gini
@@ -106,8 +105,7 @@ def config(scenario: str, scheme: str, seed: int, setup: Setup, pool: int | None
     if bids != "market":  # market: the scenario's own scheme
         data.setdefault("market", {})["bid_scheme"] = bids
     if bids != "learned" or objective == "reinforce":  # the shipped value-bid settings belong to value bids
-        for key in VALUE_KEYS:
-            agents.pop(key, None)
+        agents.pop("value", None)
     if objective:
         agents["bid_objective"] = objective
     if objective == "reinforce":  # it brings its own clearing (softmax) and groups (batch 8)

@@ -16,7 +16,7 @@ economy work):
 * ``no conservation`` (``market.conserve=false``): the house mints the winner's payment (Holland);
 * ``no births`` (``population.births=false``): the initial random population only;
 * ``final_only`` (``market.payment=final_only``): winners pay the house, never their predecessor;
-* ``one value per agent`` (``agents.features=agent``, ``agents.child_value=0.5``: an earlier
+* ``one value per agent`` (``agents.features=agent``, ``agents.value.child=0.5``: an earlier
   default): each agent's value is the same in every state it wakes in, and a child starts at half its
   parent's, so it never wins where its parent wakes.
 """
@@ -39,7 +39,7 @@ ABLATIONS = {
     "no conservation": ["market.conserve=false"],
     "no births": ["population.births=false"],
     "final_only": ["market.payment=final_only"],
-    "one value per agent": ["agents.features=agent", "agents.child_value=0.5"],
+    "one value per agent": ["agents.features=agent", "agents.value.child=0.5"],
 }
 
 

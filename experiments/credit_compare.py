@@ -5,8 +5,8 @@
 The economy is relay's (scenarios/relay.toml: holland bids, bucket brigade, rent, births and
 bankruptcy). On top of its rule (which decides when it wakes and what it bids), every agent has the
 library's learned action logits (``agents.actions = "grpo"``, agents/action_logits.py) with a residual per
-agent and stage (``agents.state_logits``: a rule that wakes at several stages learns an action for each),
-sampled when it wins; a newcomer's rule action starts ``agents.rule_logit = 1`` above the others, and a child
+agent and stage (``agents.logits.per_state``: a rule that wakes at several stages learns an action for each),
+sampled when it wins; a newcomer's rule action starts ``agents.logits.rule_logit = 1`` above the others, and a child
 copies its parent's logits. After each round the round's trajectories (agents/credit/market.py, with relay's
 signals) go through the estimator (``agents.credit``) and grpo's surrogate moves the logits by each step's
 advantage, Adam at ``--lr``. Each run is built from its config as ``catallax run relay --set ...`` builds it
@@ -38,7 +38,7 @@ def settings(name: str, group: int, batch: int, lr: float) -> list[str]:
     """The ``--set`` overrides of relay for estimator ``name`` (``none``: no learned actions)."""
     sets = [f"market.batch={batch}", "relay.p_specialist=0.2"]
     if name != "none":
-        sets += ['agents.actions="grpo"', "agents.state_logits=true", "agents.rule_logit=1.0",
+        sets += ['agents.actions="grpo"', "agents.logits.per_state=true", "agents.logits.rule_logit=1.0",
                  f"agents.group={group}", f"agents.credit={name}", f"agents.lr={lr}"]
     return sets
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from market.money import MAX_CREDITS
+from market.strict import STRICT
 
-STRICT = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 MAX_BATCH = 65_536
 """market.batch at most: [B, N] arrays per step stay small (B = 65536 x 64 agents is 4 M entries)."""
 

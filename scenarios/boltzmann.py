@@ -43,10 +43,10 @@ from pydantic.dataclasses import dataclass
 
 from market import HOUSE_ROW, Ledger, MarketConfig, Population, PopulationConfig, Reason, to_micro
 from market.agent import LazyTraders
-from market.config import STRICT
-from market.money import MAX_CREDITS
 from market.model import RoundLog
+from market.money import MAX_CREDITS
 from market.protocols import Economy
+from market.strict import STRICT
 
 
 @dataclass(config=STRICT)

@@ -20,7 +20,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.text_scenario import TextWorldConfig
 from agents.text_world import Role, TextWorld
-from market.config import STRICT
+from market.strict import STRICT
 
 FIRST = ("Ada", "Bram", "Cleo", "Dov", "Esme", "Finn", "Greta", "Hugo", "Iris", "Jonas", "Kira", "Lev", "Mina", "Nico",
          "Olga", "Pavel", "Quinn", "Rosa", "Soren", "Tala")

@@ -137,8 +137,8 @@ class Scenario:
         if self.spec.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
             if not hasattr(policy, "evolve_skills"):
                 raise ScenarioError(f"{self.origin}: SPEC.skill_library, but its policy has no evolve_skills")
-            policy.evolve_skills(exp.skills, seed=exp.run.seed)
-            world.group = exp.skills.group  # G consecutive worlds share a question
+            policy.evolve_skills(exp.skills, exp.agents.group, seed=exp.run.seed)
+            world.group = exp.agents.group  # G consecutive worlds share a question
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 

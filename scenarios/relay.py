@@ -33,9 +33,9 @@ from agents import RulePolicy, RuleSpace
 from agents.credit.triage import labels_from_progress
 from agents.rules import OPS
 from agents.tasks import Draw
-from market.config import STRICT
 from market.protocols import World
 from scenarios.spec import ScenarioSpec
+from market.strict import STRICT
 
 
 @dataclass(config=STRICT)
@@ -175,7 +175,7 @@ SPEC = ScenarioSpec(
     task_signals=("tasks", "variant", "subproblems", "progress"),
     credit_signals=("outcome", "state", "progress", "meter", "solver", "conditions", "role", "deps", "checked",
                     "criteria", "evidence", "labels", "results", "skill"),
-    value_bids={"bid_margin": 0.3},
+    value_bids={"margin": 0.3},
 )
 """What relay offers the config loader's checks. A value bidder keeps 30% of its turn's predicted value (blocks,
 the platform's default, keeps 2%: its long chains need the small discount per turn). At 2% relay's specialists

@@ -9,14 +9,14 @@ so). Every field's default is "not offered", so a module without ``SPEC`` runs o
 
     from scenarios import ScenarioSpec
 
-    SPEC = ScenarioSpec(credit_signals=("outcome", "progress"), oracle=True, value_bids={"bid_margin": 0.3})
+    SPEC = ScenarioSpec(credit_signals=("outcome", "progress"), oracle=True, value_bids={"margin": 0.3})
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
-from agents.config import VALUE_KEYS
+from agents.config import ValueBidsConfig
 
 BID_FEATURES = ("numeric", "minilm", "hf", "agent")
 """What learned bids can read (``agents.features``)."""
@@ -54,7 +54,7 @@ class ScenarioSpec:
     """What a learner of its own (not action logits) gives ``agents.objective`` (recsys: its learned recall's item
     scores, for ``ca_pg``); an objective reading none of them is refused."""
     value_bids: dict[str, float] = field(default_factory=dict)
-    """Its own defaults for value bids' keys (``agents.bid_margin`` ...), where its economy needs other settings
+    """Its own defaults for value bids' keys (``[agents.value]``'s: ``{"margin": 0.3}`` ...), where its economy needs other settings
     than the platform's (which are blocks'); applied under ``agents.bid_objective = "value"`` unless the config
     sets the key."""
 
@@ -64,9 +64,10 @@ class ScenarioSpec:
         if self.bid_features is not None and (unknown := sorted(set(self.bid_features) - set(BID_FEATURES))):
             raise ValueError(f"ScenarioSpec.bid_features names {', '.join(map(repr, unknown))}: learned bids read "
                              f"{', '.join(BID_FEATURES)} only")
-        if unknown := sorted(set(self.value_bids) - set(VALUE_KEYS)):
+        known = [f.name for f in fields(ValueBidsConfig)]
+        if unknown := sorted(set(self.value_bids) - set(known)):
             raise ValueError(f"ScenarioSpec.value_bids names {', '.join(map(repr, unknown))}: value bids read "
-                             f"{', '.join(VALUE_KEYS)} only")
+                             f"{', '.join(known)} only (the keys of [agents.value])")
         for name in ("credit_signals", "task_signals", "objective_signals"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.bid_features is not None:

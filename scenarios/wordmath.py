@@ -67,7 +67,7 @@ from agents import parse, text_scenario
 from agents.prompts import Prompts
 from agents.text_scenario import TextWorldConfig
 from agents.text_world import Role, TextWorld
-from market.config import STRICT
+from market.strict import STRICT
 
 NAMES = ("Ann", "Tom", "Mia", "Sam", "Lea", "Ben", "Ivy", "Max")
 ITEMS = ("apples", "pens", "cards", "stickers", "coins", "books", "shells", "marbles")

@@ -3,7 +3,8 @@
 One section for every scenario with a library (scenarios/spec.py: ``skill_library``), so that
 ``--set skills.credit=presence`` means the same in each; a scenario without one refuses a changed key.
 Every knob of the edit loop (skills/loop.py) is here, with one meaning in every scenario; a scenario's
-TOML sets the values that suit it (recsys: ``window = 3``, ``prune_below = -0.2``, ``min_harm``).
+TOML sets the values that suit it (recsys: ``window = 3``, ``prune_below = -0.2``, ``min_harm``). G, the rollouts
+per question, is ``agents.group``: one key for the skills' credit and the learner's advantages alike.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from typing import Literal
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
 from skills.credit import CreditConfig
 from skills.editor import DiagnosisConfig
 from skills.gate import GateConfig
 from skills.shapley import ShapleyConfig
+from market.strict import STRICT
 
 
 @dataclass(config=STRICT)
@@ -35,8 +36,6 @@ class SkillsConfig:
     verdicts (skills/editor.py ``verdicts``) by the backend's ``choose`` (hf: log-likelihood; vllm: guided
     choice; openai: a JSON schema), so it parses by construction; false: free generation, parsed, the rule
     diagnoser answering where it does not (counted either way)."""
-    group: int = Field(4, ge=2)
-    """G: complete rollouts per question; a rollout's advantage is relative to its group's."""
     every: int = Field(1, ge=1)
     """Rounds between edit passes (1: after every round); the rollouts of the rounds between are still
     evidence for the next pass."""
@@ -89,8 +88,10 @@ class SkillsConfig:
     shapley: ShapleyConfig = Field(default_factory=ShapleyConfig)
     """``credit = "memory_shapley"``: how the skills' Shapley values are estimated (skills/shapley.py)."""
 
-    def credit_config(self) -> CreditConfig:
-        return CreditConfig(group_size=self.group, penalty=self.penalty)
+    def credit_config(self, group: int) -> CreditConfig:
+        """Group-relative credit over groups of ``group`` rollouts: G is ``agents.group``, the one key of the
+        run's grouping (the worlds group their rollouts by it, and the LM learner compares the same ones)."""
+        return CreditConfig(group_size=group, penalty=self.penalty)
 
     def diagnosis_config(self) -> DiagnosisConfig:
         return DiagnosisConfig(min_support=self.min_support, max_cases=self.max_edits, prune_below=self.prune_below)

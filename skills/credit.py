@@ -58,8 +58,8 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from market.config import STRICT
 from skills.workflow import Trace
+from market.strict import STRICT
 
 
 @config_dataclass(config=STRICT)

@@ -36,10 +36,10 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from market.config import STRICT
 from skills.credit import Batch, GroupCredit
 from skills.library import Edit, Skill, SkillLibrary
 from skills.workflow import Trace
+from market.strict import STRICT
 
 FAILURE_TYPES = {
     "invalid_output": ("the role's output did not parse into the expected form", "revise"),

@@ -41,11 +41,13 @@ class Blame:
 
 def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig, diagnoser: Diagnoser,
           fallback: Diagnoser | None = None, utility: Utility | None = None) -> Blame:
-    """``groups``: (question, [Rollout] * skills.group) pairs (skills/credit.py); at most ``skills.max_edits``
-    diagnoses, most negative credit first."""
+    """``groups``: (question, [Rollout] * G) pairs (skills/credit.py), G = agents.group, the same for every group
+    (the world grouped them); at most ``skills.max_edits`` diagnoses, most negative credit first."""
     if credit not in BLAMING:
         raise ValueError(f"skills.credit = {credit!r} has no blame step (expected one of {BLAMING})")
-    credit_cfg = skills.credit_config()
+    if not groups:
+        return Blame([])
+    credit_cfg = skills.credit_config(group=len(groups[0][1]))
     b = batch(groups, credit_cfg)
     if not b.keys:
         return Blame([])

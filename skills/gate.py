@@ -42,8 +42,8 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 from scipy import stats
 
-from market.config import STRICT
 from skills.library import Edit, Skill, SkillLibrary
+from market.strict import STRICT
 
 Evaluate = Callable[[list[Skill], np.ndarray, np.ndarray], np.ndarray]
 EXACT = 16

@@ -3,7 +3,7 @@ edits, size checks, the gate, apply, checkpoint.
 
 A scenario supplies only what is its own (:class:`World`):
 
-* its **rollouts**: (question, [Rollout] * skills.group) groups, handed to :meth:`EditLoop.observe`
+* its **rollouts**: (question, [Rollout] * agents.group) groups, handed to :meth:`EditLoop.observe`
   once a round;
 * its **evaluator**: ``evaluate(skills, questions, seeds) -> [n]`` scores of a library on the fixed
   validation ``questions`` (skills/gate.py), and optionally ``heldout(skills) -> float``, the same on

@@ -38,7 +38,7 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from market.config import STRICT
+from market.strict import STRICT
 
 
 @config_dataclass(config=STRICT)

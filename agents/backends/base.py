@@ -33,7 +33,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
 from agents.parse import example
-from market.config import STRICT
+from market.strict import STRICT
 
 YES = ("yes", "Yes", " yes", " Yes")
 NO = ("no", "No", " no", " No")

@@ -13,7 +13,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.credit.base import Credit
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = frozenset({"solver"})
 

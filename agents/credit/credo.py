@@ -17,7 +17,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, flat, group_advantage, split
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = frozenset({"outcome", "evidence"})
 

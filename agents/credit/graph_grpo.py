@@ -30,7 +30,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
 from agents.credit.depgpo import relevant
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = frozenset({"outcome", "deps"})
 

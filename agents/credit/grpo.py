@@ -12,7 +12,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, broadcast, group_advantage
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = frozenset({"outcome"})
 

@@ -20,8 +20,8 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, broadcast
-from market.config import STRICT
 from skills.credit import CreditConfig, Rollout, batch, group_relative_credit
+from market.strict import STRICT
 
 NEEDS = frozenset({"outcome", "skill"})
 

@@ -16,7 +16,7 @@ module's ``Config``; a new estimator's file brings its table with it.
 from __future__ import annotations
 
 from agents.named import Registry
-from market.config import STRICT
+from market.strict import STRICT
 
 REGISTRY = Registry("agents.credit", "credit estimator", support=("base", "market", "settings", "step_advantages"),
                     aliases={"skillgate": "selection_credit"}, first="grpo")

@@ -17,7 +17,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, group_advantage
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = frozenset({"outcome", "hit"})
 

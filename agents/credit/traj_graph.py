@@ -19,7 +19,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.credit.base import EPS, Credit, split
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = frozenset({"outcome", "state"})
 

@@ -25,7 +25,7 @@ import torch
 from pydantic.dataclasses import dataclass
 
 from agents.objectives.batch import PolicyBatch
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("item_logits", "target", "list_len")
 

@@ -22,7 +22,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.objectives.batch import PolicyBatch, clipped, token_mean
 from agents.objectives.grpo import Config as Grpo
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("teacher_logp", "sibling_logp")
 

@@ -21,7 +21,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.objectives.batch import EPS, PolicyBatch, clipped, token_mean
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ()
 

@@ -19,7 +19,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.objectives.batch import PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("effect",)
 

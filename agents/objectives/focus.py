@@ -32,10 +32,10 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 from torch.nn import functional as F
 
+from agents.objectives.batch import PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
-from agents.objectives.batch import PolicyBatch
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("value_logits", "state")
 

@@ -19,7 +19,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.learner import k3, penalised
 from agents.objectives.batch import MissingSignals, PolicyBatch, step_mean
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ()
 

@@ -24,7 +24,7 @@ from pydantic.dataclasses import dataclass
 from agents.objectives.batch import PolicyBatch, step_mean
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.privileged import reweighted
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("teacher_logp",)
 

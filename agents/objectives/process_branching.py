@@ -36,7 +36,7 @@ from torch.nn import functional as F
 from agents.objectives.batch import EPS, PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("value_logits", "branch")
 

@@ -24,7 +24,7 @@ from pydantic.dataclasses import dataclass
 from agents.objectives.batch import PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.privileged import belief_gain, mean_one, reweighted
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("belief_before", "belief_after")
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
+from agents.objectives.batch import PolicyBatch, step_mean
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
-from agents.objectives.batch import PolicyBatch, step_mean
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("oracle_logp", "oracle_mask", "oracle_weight")
 

@@ -24,7 +24,7 @@ from agents.objectives.batch import PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
 from agents.objectives.privileged import belief_gain
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("belief_before", "belief_after")
 

@@ -20,7 +20,7 @@ from pydantic.dataclasses import dataclass
 from torch.nn import functional as F
 
 from agents.objectives.batch import PolicyBatch, clipped, token_mean
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("token_logits",)
 

@@ -23,7 +23,7 @@ from pydantic.dataclasses import dataclass
 from torch.nn import functional as F
 
 from agents.objectives.batch import PolicyBatch, step_mean
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ()
 N = 2

@@ -21,7 +21,7 @@ from pydantic.dataclasses import dataclass
 from agents.objectives.batch import PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.privileged import mean_one, reweighted, turn_gap
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("hindsight_logp",)
 

@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("tasks", "variant", "progress")
 """An isomorphic ``variant`` of a task and a ``progress`` reward in [0, 1] (its variance is a task's score)."""

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("tasks", "subproblems")
 """A task's verifiable ``subproblems`` (judged by their outcome, solved or not)."""

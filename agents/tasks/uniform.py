@@ -7,7 +7,7 @@ from collections.abc import Hashable
 import numpy as np
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
+from market.strict import STRICT
 
 NEEDS = ("tasks",)
 

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
+from market.strict import STRICT
 
 MOVES = ((1, 2), (1, 3), (2, 1), (2, 3), (3, 1), (3, 2))  # action index -> (from stack, to stack)
 ACTIONS = tuple(f"{a}to{b}" for a, b in MOVES)

@@ -18,9 +18,9 @@ class BlocksPolicy(RulePolicy):
     (agents/learned.py, ``agents.bid_objective = "value"`` with ``agents.features = "numeric"``):
     each agent keeps a running estimate per state (one-hot features), from its own cash flows only,
     of what one turn from that state earns it (its successor's payment, or the world's reward, less
-    fees), bids ``(1 - agents.bid_margin) x value`` and keeps the margin as profit. Along a solving
+    fees), bids ``(1 - agents.value.margin) x value`` and keeps the margin as profit. Along a solving
     chain the bucket brigade then prices every state by how close to the goal it leads (each turn
-    back from the goal is worth ``1 - bid_margin`` less), so in each state the eligible rule whose
+    back from the goal is worth ``1 - value.margin`` less), so in each state the eligible rule whose
     move leads nearest the goal bids highest and wins, as in Hayek's economy; a rule whose move
     undoes progress in a state is paid less there by its successor, its value there falls, and it
     is outbid (below 0 it sits out there). A value per agent only (``agent`` features) averages the

@@ -49,11 +49,11 @@ def validate(exp) -> None:
     """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse (a
     learned source only where agents.objective trains it); the diagnoser is the rule one (no language model is
     wired to recsys's edits)."""
-    cfg, G = exp.scenario, exp.skills.group
+    cfg, G = exp.scenario, exp.agents.group
     if exp.market.bid_scheme == "learned" and cfg.mode != "market":
         raise ValueError("market.bid_scheme = 'learned': team mode has no auction; set recsys.mode = \"market\"")
     if exp.market.batch % G:
-        raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of skills.group = {G} "
+        raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of agents.group = {G} "
                          f"(each question gets G rollouts)")
     if exp.skills.diagnoser != "rule":
         raise ValueError(f"skills.diagnoser = {exp.skills.diagnoser!r}: recsys has no LLM diagnoser wired to its "

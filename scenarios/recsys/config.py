@@ -3,7 +3,7 @@
 How the library evolves (credit, G, the edit budget, the gate, the workflow penalty) is the
 ``[skills]`` section every scenario with a library shares (skills/config.py); this one keeps what
 only recsys has. Budget: one round of the runner is one evolution iteration over ``market.batch``
-rollouts (``market.batch / skills.group`` questions, G rollouts each), so ``run.episodes`` counts
+rollouts (``market.batch / agents.group`` questions, G rollouts each), so ``run.episodes`` counts
 rollouts and ``run.episodes / market.batch`` is the number of iterations.
 """
 
@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
 from scenarios.recsys.synthetic import WorldConfig
+from market.strict import STRICT
 
 
 @dataclass(config=STRICT)

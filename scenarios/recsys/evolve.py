@@ -45,14 +45,14 @@ class Iteration:
 
 class Arm:
     def __init__(self, credit: str, library: SkillLibrary, pipe: P.Pipeline, cfg: Config, skills: SkillsConfig,
-                 agents: dict[str, str], evaluate=None):
-        """``evaluate(skills, users) -> [B]`` scores a library for the gate (default: every applicable skill
+                 group: int, agents: dict[str, str], evaluate=None):
+        """``group``: G rollouts per question (agents.group). ``evaluate(skills, users) -> [B]`` scores a library for the gate (default: every applicable skill
         runs, as in team mode; market mode passes the team its market fields, with a ``key()`` that names
         that team, so that cached scores are reused only for the same team)."""
         if credit not in CREDITS:
             raise ValueError(f"credit {credit!r}: expected one of {CREDITS}")
         self.credit, self.library, self.pipe, self.cfg, self.agents = credit, library, pipe, cfg, agents
-        self.skills = skills
+        self.skills, self.group = skills, group
         self.validation = pipe.data.users(VALIDATION)
         self.operators = ops.addable(cfg.catalogue)
         self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
@@ -77,14 +77,14 @@ class Arm:
     # ------------------------------------------------------------ one iteration
     def rollouts(self, questions: np.ndarray, seed: int) -> tuple[P.Compiled, P.Outcome, np.ndarray]:
         lib = P.Compiled.of(self.library.current())
-        users = np.repeat(questions, self.skills.group)
+        users = np.repeat(questions, self.group)
         used = self.pipe.sample_use(lib, users, self.skills.p_use, np.random.default_rng(seed))
         return lib, self.pipe.run(lib, users, used), users
 
     def iterate(self, questions: np.ndarray, seed: int, budget: int | None = None) -> Iteration:
         """Team mode: G rollouts per question, then :meth:`learn` from them."""
         lib, out, users = self.rollouts(questions, seed)
-        G = self.skills.group
+        G = self.group
         groups = [(int(q), [Rollout(float(out.reward[i * G + g]), P.trace(out, lib, i * G + g, self.agents))
                             for g in range(G)]) for i, q in enumerate(questions)]
         return self.learn(groups, seed, budget, Iteration(users, out.ndcg))

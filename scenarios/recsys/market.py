@@ -213,7 +213,7 @@ class RecsysMarket(MarketModel):
         cfg = exp.scenario
         world = load(cfg, exp.run.seed)
         roles = RolePolicy(exp.market.base_bid)
-        env = RecsysWorld(world, roles, exp.skills.group, exp.skills.p_use)
+        env = RecsysWorld(world, roles, exp.agents.group, exp.skills.p_use)
         policy = roles
         if exp.market.bid_scheme == "learned":  # value heads bid for the agents (agents/learned.py)
             from agents.learned import LearnedPolicy
@@ -221,7 +221,7 @@ class RecsysMarket(MarketModel):
             policy = LearnedPolicy(roles, exp.agents, seed=exp.run.seed, learned_bids=True)
         population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
         model = cls(env, policy, exp.market, population, seed=exp.run.seed)
-        model.world_data, model.cfg_recsys, model.skills = world, cfg, exp.skills
+        model.world_data, model.cfg_recsys, model.skills, model.group = world, cfg, exp.skills, exp.agents.group
         model.learned = learned_recall.for_run(exp, world)  # trained after each round (agents.objective = ca_pg)
         model.main = arm_names(exp)[0]  # the comparison arms (plant_harmful, compare) are team mode's
         model.arm_names = (model.main,)
@@ -246,7 +246,7 @@ class RecsysMarket(MarketModel):
             seeds.write_start(library, cfg, self.world_data, (learned_recall.SKILL,) if self.learned else ())
         self.fielded = FieldedTeam(self)
         agents = {r: r for r in ROLES}
-        self.arms[self.main] = arm = Arm(self.skills.credit, library, self.world_data.pipeline, cfg, self.skills, agents,
+        self.arms[self.main] = arm = Arm(self.skills.credit, library, self.world_data.pipeline, cfg, self.skills, self.group, agents,
                                          evaluate=self.fielded)
         if self._arm_state is not None:
             arm.load_state_dict(self._arm_state)
@@ -266,7 +266,7 @@ class RecsysMarket(MarketModel):
     # ------------------------------------------------------------ one round
     def step(self) -> None:
         super().step()
-        env, G = self.world, self.skills.group
+        env, G = self.world, self.group
         out, lib = env.outcome, env.lib
         ids = self.population.ids
         groups = []

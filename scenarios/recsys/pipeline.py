@@ -33,12 +33,12 @@ import scipy.sparse as sp
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from market.config import STRICT
 from scenarios.recsys import ops, rules
 from scenarios.recsys.data import Split
 from scenarios.recsys.ranking import ndcg, recall, top_k
 from scenarios.recsys.signals import Signals
 from skills.workflow import STATUSES, Trace
+from market.strict import STRICT
 
 ROLES = ops.ROLES
 OK, INVALID, EMPTY, VIOLATED = (STATUSES.index(s) for s in

@@ -39,8 +39,8 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from market.config import STRICT
 from scenarios.recsys.data import Interactions
+from market.strict import STRICT
 
 
 @dataclass(config=STRICT)

@@ -1,7 +1,7 @@
 """``RecsysTeam``: the team mode as a Mesa model; one ``step()`` is one evolution iteration.
 
 One agent per role (recall, rank, rerank) runs the library. Each step samples
-Q = ``market.batch / skills.group`` question users and every arm
+Q = ``market.batch / agents.group`` question users and every arm
 (:mod:`scenarios.recsys.evolve`) runs the same G rollouts per question, then,
 every ``skills.every`` steps, diagnoses, edits and gates its own library. No
 money moves in this mode: the ledger stays empty (its hash is the empty log's),
@@ -62,7 +62,7 @@ class RecsysTeam(mesa.Model, Economy):
         self.exp, self.cfg, self.skills = exp, exp.scenario, exp.skills
         self.world_data = load(self.cfg, exp.run.seed)
         self.learned = learned_recall.for_run(exp, self.world_data)  # trained after each step (agents.objective = ca_pg)
-        self.questions_per_step = exp.market.batch // self.skills.group
+        self.questions_per_step = exp.market.batch // exp.agents.group
         self.population = Population(capacity=len(ROLES) + 1)
         self.ledger = Ledger(self.population)
         rows = self.population.allocate(len(ROLES))
@@ -97,7 +97,7 @@ class RecsysTeam(mesa.Model, Economy):
                 seeds.write_start(library, self.cfg, self.world_data,
                                   (learned_recall.SKILL,) if self.learned is not None else ())
             credit = "random" if name.startswith("random") else name
-            self.arms[name] = Arm(credit, library, self.world_data.pipeline, self.cfg, self.skills, self.role_agents)
+            self.arms[name] = Arm(credit, library, self.world_data.pipeline, self.cfg, self.skills, self.exp.agents.group, self.role_agents)
             if name in self._arm_states:
                 self.arms[name].load_state_dict(self._arm_states[name])
         if self.initial is None:

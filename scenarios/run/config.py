@@ -12,6 +12,7 @@ exit code 2. A key that was renamed (:data:`RENAMED`) is read under its new name
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import tomllib
 import warnings
@@ -28,11 +29,25 @@ from skills.config import SkillsConfig
 __all__ = ["MAX_EPISODES", "RENAMED", "ConfigError", "DeprecatedKey", "Experiment", "RunConfig", "from_dict",
            "given_keys", "load", "parse_override", "resolve"]
 
-RENAMED = {"agents.bids": "market.bid_scheme"}
-"""Old key -> the one name of its knob. ``agents.bids`` was a second name of ``market.bid_scheme``, whose
-value ``market`` meant "the scheme the scenario sets"; it is read as ``market.bid_scheme`` (``market``: not
-at all) with a :class:`DeprecatedKey` warning, so the commands in stored results and users' scripts keep
-running and say what to write instead."""
+RENAMED = {
+    "agents.bids": "market.bid_scheme",
+    "skills.group": "agents.group",
+    **{f"agents.{old}": f"agents.value.{new}" for old, new in (
+        ("bid_margin", "margin"), ("value_rate", "rate"), ("newcomer_value", "newcomer"), ("child_value", "child"),
+        ("huber", "huber"))},
+    **{f"agents.{old}": f"agents.reinforce.{new}" for old, new in (
+        ("bid_scale", "scale"), ("init_std", "init_std"), ("advantage", "advantage"), ("entropy", "entropy"))},
+    "agents.rule_logit": "agents.logits.rule_logit",
+    **{f"agents.{old}": f"agents.lm.{new}" for old, new in (
+        ("lora_rank", "lora_rank"), ("lm_lr", "lr"), ("lm_temperature", "temperature"))},
+}
+"""Old key -> the one name of its knob, the one map of renamed keys (a file's, a ``--set``'s, a stored run's).
+``agents.bids`` was a second name of ``market.bid_scheme``, whose value ``market`` meant "the scheme the scenario
+sets"; it is read as ``market.bid_scheme`` (``market``: not at all). ``skills.group`` was a second G, forced equal
+to ``agents.group``. The learners' own keys left the flat ``[agents]`` for each learner's table (``[agents.value]``,
+``[agents.reinforce]``, ``[agents.logits]``, ``[agents.lm]``). Each is read under its new name with one
+:class:`DeprecatedKey` warning (one line, naming the new key), so the commands in stored results and users'
+scripts keep running and say what to write instead."""
 
 
 class DeprecatedKey(FutureWarning):
@@ -78,10 +93,17 @@ def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None =
     if path is None:  # a plugin named directly: its defaults
         path, data = Path(name_or_path), {"run": {"scenario": name_or_path}}
     else:
-        data = _read(path)
+        data = _read(path)  # renamed before the --set's, so a --set of the new name overrides a file's old one
+        data = _renamed(data, _skill_library(data, path.parent))
     named = {}  # dotted key -> the --set that gave it, so a bad value is blamed on the --set, not the file
     for item in overrides.items() if isinstance(overrides, dict) else overrides:
         parts, value = parse_override(item) if isinstance(item, str) else (item[0].split("."), item[1])
+        if (key := ".".join(parts)) in RENAMED:  # read as its new name, with the warning
+            moved = _renamed(_nested(parts, value))
+            *path, last = RENAMED[key].split(".")
+            if last not in (_table_at(moved, path) or {}):  # agents.bids = "market": nothing to set
+                continue
+            parts = [*path, last]
         node = data
         for k in parts[:-1]:
             node = node.setdefault(k, {})
@@ -141,13 +163,14 @@ def _leaves(key: str, value) -> list[str]:
 def from_dict(data: dict, source: str) -> Experiment:
     """Validate a config already read (a TOML file's sections, or a stored run's config): the effective
     experiment (scenarios/run/derived.py), every rule across keys checked (scenarios/run/rules.py)."""
-    path, data = source, _renamed(data)
+    path = source
     run = section(path, data, "run", RunConfig)
     base = Path(source).parent if source.endswith(".toml") else None  # a .py scenario is relative to its TOML
     try:
         module = get_scenario(run.scenario, base)
     except ScenarioError as err:
         raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err}") from None
+    data = _renamed(data, module.spec.skill_library)
     sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
                 "skills": SkillsConfig, module.section: module.Config}
     moved = keys(SkillsConfig, "skills.") if module.spec.skill_library else ()  # recsys.credit -> skills.credit
@@ -176,20 +199,53 @@ def given_keys(data: dict) -> set[str]:
     return {leaf for name, table in data.items() for leaf in _leaves(name, table)}
 
 
-def _renamed(data: dict) -> dict:
-    """``data`` with each renamed key (:data:`RENAMED`) moved to its new name, a :class:`DeprecatedKey` warning
-    each (a copy; ``data`` is left as it is). The new name's own value, if set too, gives way to the old
-    one's, as ``agents.bids`` overrode ``market.bid_scheme``; ``agents.bids = "market"`` sets nothing."""
-    out = {name: dict(table) if isinstance(table, dict) else table for name, table in data.items()}
+def _renamed(data: dict, skill_library: bool | None = None) -> dict:
+    """``data`` with each renamed key (:data:`RENAMED`) moved to its new name, one :class:`DeprecatedKey` warning
+    for all of them (a copy; ``data`` is left as it is). The new name's own value, if set too, gives way to the
+    old one's, as ``agents.bids`` overrode ``market.bid_scheme``; ``agents.bids = "market"`` sets nothing, and
+    neither does ``skills.group`` where the scenario has no skill library (``skill_library`` False: it was never
+    read there, and a stored config of such a run holds it at its old default beside the agents.group it ran)."""
+    out, said = copy.deepcopy(data), []
     for old, new in RENAMED.items():
-        (table, key), (new_table, new_key) = old.split("."), new.split(".")
-        if not isinstance(out.get(table), dict) or key not in out[table]:
+        *path, key = old.split(".")
+        table = _table_at(out, path)
+        if table is None or key not in table:
             continue
-        value = out[table].pop(key)
-        if (old, value) == ("agents.bids", "market"):  # the scenario's own scheme: the default, nothing to set
+        value = table.pop(key)
+        if (old, value) == ("agents.bids", "market") or (old, skill_library) == ("skills.group", False):
             continue
-        warnings.warn(f"{old} is deprecated: read as {new} = {value!r} (write {new})", DeprecatedKey, stacklevel=3)
-        target = out.setdefault(new_table, {})
-        if isinstance(target, dict):  # else section() reports the bad table
-            target[new_key] = value
+        said.append(f"{old} is deprecated: read as {new} = {value!r} (write {new})")
+        *path, key = new.split(".")
+        target = out
+        for name in path:
+            target = target.setdefault(name, {})
+            if not isinstance(target, dict):  # section() reports the bad table
+                break
+        else:
+            target[key] = value
+    if said:
+        warnings.warn("; ".join(said), DeprecatedKey, stacklevel=3)
     return out
+
+
+def _skill_library(data: dict, base: Path) -> bool | None:
+    """Whether the scenario a file's tables name has a skill library (None where it cannot be told yet:
+    :func:`from_dict` reports a bad scenario)."""
+    try:
+        return get_scenario(data["run"]["scenario"], base).spec.skill_library
+    except (ScenarioError, KeyError, TypeError):
+        return None
+
+
+def _nested(parts: list[str], value) -> dict:
+    """``["agents", "lm_lr"], 0.1`` -> ``{"agents": {"lm_lr": 0.1}}``."""
+    for name in reversed(parts):
+        value = {name: value}
+    return value
+
+
+def _table_at(data: dict, path: list[str]) -> dict | None:
+    """The nested table at ``path`` (``["agents"]``), or None where there is none."""
+    for name in path:
+        data = data.get(name) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None

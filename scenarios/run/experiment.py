@@ -14,9 +14,10 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from agents.config import AgentsConfig
-from market.config import STRICT, MarketConfig, PopulationConfig
+from market.config import MarketConfig, PopulationConfig
 from market.money import MAX_MICRO
 from skills.config import SkillsConfig
+from market.strict import STRICT
 
 MAX_EPISODES = 10**8
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import REINFORCE_KEYS, VALUE_KEYS, AgentsConfig
+from agents.config import LEARNER_TABLES, AgentsConfig
 from agents.credit import NAMES
 from market.money import MAX_MICRO, MICRO
 from scenarios.registry import get_scenario
@@ -122,26 +122,19 @@ def _token_price_is_charged(exp: Experiment) -> str | None:
                 f"own, whose agents report no LLM tokens to the market")
 
 
-def _state_logits_are_read(exp: Experiment) -> str | None:
-    """agents.state_logits shapes action logits over a rule world's actions (agents/action_logits.py), each
-    agent's residual read from agents.features: without those logits, or with no features, it would do nothing."""
-    agents = exp.agents
-    if not agents.state_logits:
-        return None
-    if agents.actions != "grpo" or get_scenario(exp.run.scenario).spec.learned_actions == "lm":
-        return (f"agents.state_logits = True: read only by learned action logits over a rule world's actions "
-                f"(scenario {exp.run.scenario!r}, agents.actions = {agents.actions!r})")
-    if agents.features == "agent":
-        return ("agents.state_logits = True: agents.features = 'agent' gives the logits no state to read; "
+def _per_state_logits_have_a_state(exp: Experiment) -> str | None:
+    """agents.logits.per_state reads each agent's residual from agents.features: 'agent' features carry no state."""
+    if exp.agents.logits.per_state and exp.agents.features == "agent":
+        return ("agents.logits.per_state = True: agents.features = 'agent' gives the logits no state to read; "
                 "set agents.features = \"numeric\"")
 
 
 def _features_are_read(exp: Experiment) -> str | None:
     """agents.features is how learned bids see a state, how the critic of learned action logits does
-    (agents/critic.py ActionCritic, under an objective that reads one), and how state_logits do; a run with
+    (agents/critic.py ActionCritic, under an objective that reads one), and how per-state logits do; a run with
     none of them would ignore it."""
     agents = exp.agents
-    if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned" or agents.state_logits:
+    if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned" or agents.logits.per_state:
         return None
     if agents.actions == "grpo" and agents.objective != "grpo" and get_scenario(exp.run.scenario).spec.learned_actions != "lm":
         from agents.critic import SIGNALS
@@ -154,18 +147,27 @@ def _features_are_read(exp: Experiment) -> str | None:
             f"this run has neither")
 
 
-LM_KEYS = ("lora_rank", "lm_lr", "lm_temperature")
+WHO_READS = {"value": 'value bids (market.bid_scheme = "learned", agents.bid_objective = "value")',
+             "reinforce": 'REINFORCE bids (market.bid_scheme = "learned", agents.bid_objective = "reinforce")',
+             "logits": 'learned action logits (agents.actions = "grpo" on a world of rule-logit actions)',
+             "lm": 'the LoRA learner (agents.actions = "grpo" on a world of LLM agents)'}
 
 
-def _lm_keys_are_read(exp: Experiment) -> str | None:
-    """The LoRA learner's keys are read only where agents.actions = 'grpo' trains an LM (agents/lm_grpo.py)."""
-    agents, defaults = exp.agents, AgentsConfig()
-    if agents.actions == "grpo" and get_scenario(exp.run.scenario).spec.learned_actions == "lm":
-        return None
-    for key in LM_KEYS:
-        if getattr(agents, key) != getattr(defaults, key):
-            return (f"agents.{key} = {getattr(agents, key)!r}: read only where agents.actions = 'grpo' trains an "
-                    f"LLM's weights (scenario {exp.run.scenario!r}, agents.actions = {agents.actions!r})")
+def _learner_tables_are_read(exp: Experiment) -> str | None:
+    """Each learner reads its own table of [agents] (agents/config.py LEARNER_TABLES): a changed table of a learner
+    the run does not compose would do nothing. The bid tables are checked under learned bids (where the run
+    has a bid objective), the tables of learned actions always."""
+    agents = exp.agents
+    read = agents.tables_read(exp.market.bid_scheme, get_scenario(exp.run.scenario).spec.learned_actions)
+    checked = ("value", "reinforce", "logits", "lm") if exp.market.bid_scheme == "learned" else ("logits", "lm")
+    for name in checked:
+        table, default = getattr(agents, name), LEARNER_TABLES[name]()
+        changed = [f.name for f in dataclasses.fields(table) if getattr(table, f.name) != getattr(default, f.name)]
+        if name not in read and changed:
+            return (f"agents.{name}.{changed[0]} = {getattr(table, changed[0])!r}: not read: [agents.{name}] is read "
+                    f"only by {WHO_READS[name]}; this run (scenario {exp.run.scenario!r}, market.bid_scheme = "
+                    f"{exp.market.bid_scheme!r}, agents.bid_objective = {agents.bid_objective!r}, agents.actions = "
+                    f"{agents.actions!r}) does not compose it")
 
 
 def _device_is_there(exp: Experiment) -> str | None:
@@ -177,19 +179,6 @@ def _device_is_there(exp: Experiment) -> str | None:
             return "agents.device = 'cuda': this torch sees no CUDA device (use \"auto\" or \"cpu\")"
 
 
-def _bid_keys_are_read(exp: Experiment) -> str | None:
-    """Each bid objective reads its own keys: one the run's objective does not read, changed, would do nothing."""
-    agents = exp.agents
-    if exp.market.bid_scheme != "learned":
-        return None
-    unread = REINFORCE_KEYS if agents.bid_objective == "value" else VALUE_KEYS
-    defaults = AgentsConfig()
-    for key in unread:
-        if getattr(agents, key) != getattr(defaults, key):
-            return (f"agents.{key} = {getattr(agents, key)!r}: not read by agents.bid_objective = "
-                    f"{agents.bid_objective!r} (it belongs to the other objective)")
-
-
 def _groups_divide_the_batch(exp: Experiment) -> str | None:
     """A group is G consecutive episodes of one round, so a round must hold whole groups."""
     agents, market = exp.agents, exp.market
@@ -198,17 +187,18 @@ def _groups_divide_the_batch(exp: Experiment) -> str | None:
 
 
 def _skill_groups_fit(exp: Experiment) -> str | None:
-    """A policy that evolves its library (agents/llm_skills.py) compares the G rollouts of a question: whole
-    groups per round, and one grouping of the worlds when the LM learner groups them too."""
+    """A skill library's credit (skills/credit.py) compares the G = agents.group rollouts of a question, G >= 2 (unset,
+    4: scenarios/run/derived.py), and a round holds whole groups; the LM learner groups the same worlds by the same
+    key. A model of its own checks the batch itself (its scenario's rules)."""
     skills, agents, market = exp.skills, exp.agents, exp.market
     scenario = get_scenario(exp.run.scenario)
-    if not (scenario.spec.skill_library and scenario.own_model is None and skills.credit != "none"):
+    if not (scenario.spec.skill_library and (scenario.own_model is not None or skills.credit != "none")):
         return None
-    if market.batch % skills.group:
-        return f"skills.group = {skills.group}: market.batch ({market.batch}) must be a multiple of {skills.group}"
-    if _needs_groups(exp) and agents.group != skills.group:
-        return (f"skills.group = {skills.group}: agents.group = {agents.group} groups the same worlds for the "
-                f"learner; set them equal")
+    if agents.group < 2:
+        return (f"agents.group = {agents.group}: scenario {exp.run.scenario!r}'s skill library compares the G "
+                f"rollouts of a question; set agents.group >= 2")
+    if scenario.own_model is None and market.batch % agents.group:
+        return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
 
 
 def _branches_can_be_played(exp: Experiment) -> str | None:
@@ -297,7 +287,7 @@ def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
     agents, market = exp.agents, exp.market
     if _needs_groups(exp) and agents.group_size(market.batch) < 2:
         return (f"agents.group = {agents.group}: a group-relative advantage needs at least 2 "
-                f"rollouts per group (raise market.batch, or set agents.advantage = \"local\")")
+                f"rollouts per group (raise market.batch, or set agents.reinforce.advantage = \"local\")")
 
 
 def _funding_fits_int64(exp: Experiment) -> str | None:
@@ -345,10 +335,9 @@ def _scenario_rules_hold(exp: Experiment) -> str | None:
         return str(err)
 
 
-RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _state_logits_are_read,
-         _features_are_read, _lm_keys_are_read,
+RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _learner_tables_are_read, _per_state_logits_have_a_state, _features_are_read,
          _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
-         _learned_bids_clear_by_softmax, _bid_keys_are_read, _branches_can_be_played, _groups_divide_the_batch,
+         _learned_bids_clear_by_softmax, _branches_can_be_played, _groups_divide_the_batch,
          _skill_groups_fit, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
          _credit_settings_are_read, _groups_hold_two_rollouts, _scenario_rules_hold)
 """In order: the first problem is the one reported."""

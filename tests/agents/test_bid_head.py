@@ -13,7 +13,7 @@ import torch
 
 from agents import RulePolicy, RuleSpace
 from agents.bid_head import BidHead, OneHotFeatures, TextFeatures
-from agents.config import AgentsConfig
+from agents.config import AgentsConfig, ReinforceBidsConfig
 from agents.learned import LearnedPolicy
 from agents.reinforce_bids import bid_objective
 from market import MarketConfig, MarketModel, PopulationConfig
@@ -46,10 +46,10 @@ class RoutingWorld(World):
         return self._solved
 
 
-def routing_market(regions=4, seed=0, **agents):
+def routing_market(regions=4, seed=0, entropy=0.01, **agents):
     world = RoutingWorld(regions)
     inner = RulePolicy(world.space, [f"always -> solve_{k}" for k in range(regions)])
-    policy = LearnedPolicy(inner, AgentsConfig(bid_objective="reinforce", **agents), seed=seed, learned_bids=True)
+    policy = LearnedPolicy(inner, AgentsConfig(bid_objective="reinforce", reinforce=ReinforceBidsConfig(entropy=entropy), **agents), seed=seed, learned_bids=True)
     market = MarketConfig(batch=32, clearing="softmax", bid_scheme="learned", rent=0.0, temperature=0.05)
     population = PopulationConfig(initial_agents=regions, initial_wealth=1000.0, min_agents=0, max_agents=regions,
                                   births=False)
@@ -58,7 +58,7 @@ def routing_market(regions=4, seed=0, **agents):
 
 def test_bid_objective_gradient_matches_finite_differences():
     torch.manual_seed(0)
-    cfg = AgentsConfig(dim=3, bid_scale=0.3)
+    cfg = AgentsConfig(dim=3, reinforce=ReinforceBidsConfig(scale=0.3))
     head = BidHead(in_dim=5, cfg=cfg, capacity=6).double()
     with torch.no_grad():
         head.row.normal_(), head.bias.normal_()

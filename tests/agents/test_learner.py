@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from agents import RulePolicy
-from agents.config import AgentsConfig
+from agents.config import ActionLogitsConfig, AgentsConfig
 from agents.learned import LearnedPolicy
 from agents.advantages import holding_profit, outcome_advantage
 from agents.hf_grpo import HFGRPO
@@ -27,7 +27,7 @@ def relay_learned(*overrides):
 @pytest.mark.parametrize("overrides", [
     [],
     ["market.terminal=path", "market.action_fee=0.003"],
-    ["market.conserve=false", "agents.bid_objective=reinforce", "agents.advantage=local"],
+    ["market.conserve=false", "agents.bid_objective=reinforce", "agents.reinforce.advantage=local"],
     ["market.payment=final_only", "agents.bid_objective=reinforce"],
 ])
 def test_bucket_brigade_profit_sums_to_each_agents_ledger_flows(overrides):
@@ -59,7 +59,7 @@ def test_grpo_teaches_rule_agents_the_right_action():
     logits must find solve_k, from the episode outcome alone (bids fixed, so only actions learn)."""
     world = RoutingWorld(3)
     inner = RulePolicy(world.space, [f"region == {k} -> solve_{(k + 1) % 3}" for k in range(3)])
-    policy = LearnedPolicy(inner, AgentsConfig(actions="grpo", lr=0.2, rule_logit=2.0), seed=1)
+    policy = LearnedPolicy(inner, AgentsConfig(actions="grpo", lr=0.2, logits=ActionLogitsConfig(rule_logit=2.0)), seed=1)
     market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
     population = PopulationConfig(initial_agents=3, initial_wealth=1000.0, min_agents=0, max_agents=3, births=False)
     model = MarketModel(world, policy, market, population, seed=1)
@@ -74,14 +74,14 @@ def test_grpo_teaches_rule_agents_the_right_action():
     assert success[0] < 0.3 and np.mean(success[-5:]) > 0.9, success
 
 
-@pytest.mark.parametrize("state_logits", [False, True])
-def test_state_logits_let_one_rule_that_wakes_everywhere_learn_an_action_per_state(state_logits):
+@pytest.mark.parametrize("per_state", [False, True])
+def test_per_state_logits_let_one_rule_that_wakes_everywhere_learn_an_action_per_state(per_state):
     """One agent, ``always -> solve_0``, in a world of 3 regions: with one residual vector it can at best pick one
-    action for every region (success about 1/3); with a residual per state (agents.state_logits) it learns
+    action for every region (success about 1/3); with a residual per state (agents.logits.per_state) it learns
     solve_k in region k."""
     world = RoutingWorld(3)
     inner = RulePolicy(world.space, ["always -> solve_0"])
-    cfg = AgentsConfig(actions="grpo", lr=0.2, rule_logit=1.0, state_logits=state_logits)
+    cfg = AgentsConfig(actions="grpo", lr=0.2, logits=ActionLogitsConfig(rule_logit=1.0, per_state=per_state))
     policy = LearnedPolicy(inner, cfg, seed=1)
     market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
     population = PopulationConfig(initial_agents=1, initial_wealth=1000.0, min_agents=0, max_agents=1, births=False)
@@ -90,7 +90,7 @@ def test_state_logits_let_one_rule_that_wakes_everywhere_learn_an_action_per_sta
     for _ in range(40):
         model.step()
         success.append(model.last_success_rate)
-    if state_logits:
+    if per_state:
         row = np.flatnonzero(model.population.traders)
         phi = torch.eye(3)  # regions 0, 1, 2 one-hot: the numeric features
         logits = policy.action_learner.logits(np.repeat(row, 3), np.zeros(3, dtype=np.int64), phi)
@@ -103,7 +103,7 @@ def test_state_logits_let_one_rule_that_wakes_everywhere_learn_an_action_per_sta
 def test_resume_from_a_checkpoint_ends_with_the_same_ledger_hash():
     """Weights, Adam's moments and every RNG go into the checkpoint: stopping after 4 rounds and
     continuing in a fresh model gives the uninterrupted run's ledger, bit for bit."""
-    overrides = ("agents.actions=grpo", "agents.bid_objective=reinforce", "agents.advantage=local", "agents.lr=0.1")
+    overrides = ("agents.actions=grpo", "agents.bid_objective=reinforce", "agents.reinforce.advantage=local", "agents.lr=0.1")
     straight = relay_learned(*overrides)
     for _ in range(8):
         straight.step()

@@ -131,7 +131,7 @@ def test_no_prompt_the_framework_sends_carries_another_worlds_words(triage):
     """Births (exploit and explore rewrites) and skill edits with the LLM diagnoser, in a world whose pool has no
     worked example at all: every prompt sent is the world's own or the generic defaults."""
     folder, backend = triage
-    exp = load(str(folder / "triage.toml"), ["skills.credit=grse", "skills.diagnoser=llm", "skills.group=2",
+    exp = load(str(folder / "triage.toml"), ["skills.credit=grse", "skills.diagnoser=llm", "agents.group=2",
                                              "triage.validation=2", "triage.heldout=4"], seed=1)
     model = build_model(exp)
     for _ in range(6):
@@ -195,7 +195,7 @@ def test_a_killed_and_resumed_text_world_run_ends_with_the_ledger_of_an_uninterr
 
     folder, _ = triage
     exp = load(str(folder / "triage.toml"), ["run.checkpoint_every=1", "run.episodes=20", "skills.credit=grse",
-                                             "skills.diagnoser=llm", "skills.group=2", "triage.validation=2",
+                                             "skills.diagnoser=llm", "agents.group=2", "triage.validation=2",
                                              "triage.heldout=4"])
     whole = runner.run_experiment(exp, f"sqlite:///{folder / 'a.db'}", progress=False, run_id="whole")
     url = f"sqlite:///{folder / 'b.db'}"

@@ -17,7 +17,7 @@ import torch
 
 from agents import RulePolicy
 from agents.bid_head import BidHead
-from agents.config import AgentsConfig
+from agents.config import AgentsConfig, ValueBidsConfig
 from agents.advantages import turn_earnings
 from agents.learned import LearnedPolicy
 from agents.value_bids import value_loss
@@ -77,7 +77,7 @@ def test_value_loss_gradient_matches_finite_differences():
 def test_one_step_moves_each_agents_value_to_its_running_mean():
     """With ``agent`` features the value is a per-agent running estimate: a newcomer's first turns
     replace its guess by their mean; past 1/value_rate turns it moves 1 - (1 - rate)^K of the way."""
-    cfg = AgentsConfig(features="agent", value_rate=0.25)
+    cfg = AgentsConfig(features="agent", value=ValueBidsConfig(rate=0.25))
     world = RoutingWorld(2)
     policy = LearnedPolicy(RulePolicy(world.space, ["always -> solve_0", "always -> solve_1"]), cfg, learned_bids=True)
     market = MarketModel(world, policy, MarketConfig(bid_scheme="learned", batch=4, rent=0.0),
@@ -133,14 +133,17 @@ def test_learned_bids_run_on_defaults_and_refuse_the_other_objectives_keys():
     assert exp.market.batch == 1 and exp.market.clearing == "softmax"
     assert load("relay", ["market.bid_scheme=learned", "market.clearing=first_price"]).market.clearing == "first_price"
     assert load("blocks", []).market.clearing == "first_price"
-    assert exp.agents.bid_margin == 0.3 != AgentsConfig().bid_margin  # relay's SPEC.value_bids
-    assert load("relay", ["market.bid_scheme=learned", "agents.bid_margin=0.05"]).agents.bid_margin == 0.05  # the user's
-    assert load("blocks", []).agents.bid_margin == AgentsConfig().bid_margin
-    with pytest.raises(ConfigError, match="agents.advantage = 'local': not read by agents.bid_objective = 'value'"):
-        load("relay", ["market.bid_scheme=learned", "agents.advantage=local"])
+    assert exp.agents.value.margin == 0.3 != ValueBidsConfig().margin  # relay's SPEC.value_bids
+    assert load("relay", ["market.bid_scheme=learned", "agents.value.margin=0.05"]).agents.value.margin == 0.05  # the user's
+    assert load("blocks", []).agents.value.margin == ValueBidsConfig().margin
+    with pytest.raises(ConfigError, match=r"agents.reinforce.advantage = 'local': not read: \[agents.reinforce\] is read "
+                                          r"only by REINFORCE bids"):
+        load("relay", ["market.bid_scheme=learned", "agents.reinforce.advantage=local"])
+    with pytest.raises(ConfigError, match=r"agents.value.rate = 0.5: not read: \[agents.value\] is read only by value"):
+        load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.value.rate=0.5"])
     reinforce = load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce"])
     assert reinforce.market.clearing == "softmax" and reinforce.market.batch == 8
-    assert reinforce.agents.bid_margin == AgentsConfig().bid_margin  # relay's value-bid margin is not imposed
+    assert reinforce.agents.value.margin == ValueBidsConfig().margin  # relay's value-bid margin is not imposed
     with pytest.raises(ConfigError, match="market.clearing = 'first_price'"):
         load("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "market.clearing=first_price"])
     with pytest.raises(ConfigError, match="agents.group = 0"):

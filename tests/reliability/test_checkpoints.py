@@ -66,7 +66,7 @@ def test_a_value_that_is_not_data_cannot_be_checkpointed():
 @pytest.mark.parametrize("scenario, sets", [
     ("relay", []), ("boltzmann", []), ("blocks", ["run.episodes=40"]),
     ("relay", ["market.bid_scheme=learned"]),
-    ("relay", ["market.bid_scheme=learned", "market.batch=8", "agents.bid_objective=reinforce", 'agents.advantage="local"',
+    ("relay", ["market.bid_scheme=learned", "market.batch=8", "agents.bid_objective=reinforce", 'agents.reinforce.advantage="local"',
                'agents.actions="grpo"']),
     ("recsys", ['recsys.mode="market"', "run.episodes=64", "recsys.world.users=300", "recsys.world.items=120"]),
 ], ids=["relay", "boltzmann", "blocks", "learned", "grpo", "recsys-market"])

@@ -113,7 +113,7 @@ def run_cli(argv, capsys):
 @pytest.mark.parametrize("key, value", [
     ("population.initial_wealth", "9e12"), ("market.reward_scale", "1e13"), ("market.base_bid", "2e9"),
     ("market.bid_eps", "1e10"), ("market.rent", "1e300"), ("market.action_fee", "1e12"), ("market.temperature", "1e10"),
-    ("agents.bid_scale", "1e10"), ("agents.newcomer_value", "1e10"),
+    ("agents.reinforce.scale", "1e10"), ("agents.value.newcomer", "1e10"),
     ("population.initial_wealth", "1e8"),  # the last: the run's funding (below)
 ])
 def test_money_keys_are_bounded(tmp_path, capsys, key, value):

@@ -211,7 +211,7 @@ def test_values_price_each_move_by_how_near_the_goal_it_leads():
         model.step()
     t, b = np.nonzero(model.trace.path >= 0)  # every turn of the last round: who acted, on what
     rows = model.trace.path[t, b]
-    value = model.policy.bids(model.trace.obs[t, b])[np.arange(t.size), rows] / (1 - exp.agents.bid_margin)
+    value = model.policy.bids(model.trace.obs[t, b])[np.arange(t.size), rows] / (1 - exp.agents.value.margin)
     mean = np.array([value[rows == r].mean() for r in range(1, 7)])  # rows 1..6 hold SOLUTION[0..5]: clear x2, place x2, dig x2
     assert model.population.size == 6 and (model.policy.bid_learner.turns[1:7] > 0).all(), model.policy.bid_learner.turns
     assert (value > 0).all() and (value < 1).all(), value

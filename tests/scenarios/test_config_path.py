@@ -19,10 +19,10 @@ from scenarios.run.derived import effective
 
 def test_dependent_defaults_are_derived_from_what_was_not_set():
     exp = load("relay", ["market.bid_scheme=learned"])
-    assert exp.market.clearing == "softmax" and exp.agents.bid_margin == 0.3  # relay's SPEC.value_bids
-    assert exp.derived == {"market.clearing": ("first_price", "softmax"), "agents.bid_margin": (0.02, 0.3)}
-    kept = load("relay", ["market.bid_scheme=learned", "market.clearing=first_price", "agents.bid_margin=0.1"])
-    assert (kept.market.clearing, kept.agents.bid_margin, kept.derived) == ("first_price", 0.1, {})
+    assert exp.market.clearing == "softmax" and exp.agents.value.margin == 0.3  # relay's SPEC.value_bids
+    assert exp.derived == {"market.clearing": ("first_price", "softmax"), "agents.value.margin": (0.02, 0.3)}
+    kept = load("relay", ["market.bid_scheme=learned", "market.clearing=first_price", "agents.value.margin=0.1"])
+    assert (kept.market.clearing, kept.agents.value.margin, kept.derived) == ("first_price", 0.1, {})
     assert load("relay").derived == {}
 
 
@@ -60,3 +60,42 @@ def test_config_show_prints_the_effective_config_as_toml(capsys):
     assert json.loads(json.dumps(shown)) == json.loads(json.dumps(stored))  # what the run stores, key for key
     assert main(["config", "show", "relay", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == load("relay").to_dict()
+
+
+def test_the_learners_flat_keys_read_as_their_tables_keys_with_one_warning_line():
+    old = ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.bid_scale=0.2", "agents.advantage=local"]
+    with pytest.warns(DeprecatedKey) as said:
+        exp = load("relay", old)
+    assert len(said) == 2 and "agents.bid_scale is deprecated: read as agents.reinforce.scale = 0.2" in str(said[0].message)
+    new = ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.reinforce.scale=0.2",
+           "agents.reinforce.advantage=local"]
+    assert exp.to_dict() == load("relay", new).to_dict()
+    with pytest.warns(DeprecatedKey, match=r"skills.group is deprecated: read as agents.group = 8"):
+        assert load("wordmath", ["skills.group=8"]).agents.group == 8
+
+
+def test_a_set_of_the_new_name_overrides_a_files_old_key(tmp_path):
+    path = tmp_path / "old.toml"
+    path.write_text('[run]\nscenario = "blocks"\nepisodes = 16\n[market]\nbid_scheme = "learned"\n[agents]\nchild_value = 0.5\n')
+    with pytest.warns(DeprecatedKey, match=r"agents.child_value is deprecated: read as agents.value.child = 0.5"):
+        assert load(str(path)).agents.value.child == 0.5
+    with pytest.warns(DeprecatedKey):
+        assert load(str(path), ["agents.value.child=0.25"]).agents.value.child == 0.25
+
+
+def test_a_stored_config_of_the_flat_layout_resumes_as_it_ran():
+    """A run stored before the learner tables: every flat key and skills.group at its default beside the
+    agents.group the run used. It reads back to the same experiment, in one warning line; relay has no skill
+    library, so its stored skills.group (never read) does not become its G, while recsys's does."""
+    for name, sets in (("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce"]), ("recsys", [])):
+        exp = load(name, sets)
+        stored = exp.to_dict()
+        agents = {k: v for k, v in stored["agents"].items() if k not in ("value", "reinforce", "logits", "lm")}
+        agents |= {"bid_margin": exp.agents.value.margin, "advantage": exp.agents.reinforce.advantage,
+                   "lm_lr": exp.agents.lm.lr, "rule_logit": exp.agents.logits.rule_logit}
+        skills_group = exp.agents.group if name == "recsys" else 4
+        agents["group"] = 0 if name == "recsys" else exp.agents.group  # recsys's G was skills.group
+        flat = stored | {"agents": agents, "skills": stored["skills"] | {"group": skills_group}}
+        with pytest.warns(DeprecatedKey) as said:
+            again = from_dict(flat, "stored")
+        assert len(said) == 1 and again.to_dict() == stored, name

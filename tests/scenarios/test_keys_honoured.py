@@ -50,8 +50,8 @@ def test_skills_credit_none_is_the_off_setting_even_without_a_library():
 
 
 def test_a_group_that_must_divide_the_batch_is_named_in_full():
-    assert refusal("wordmath", ["skills.credit=grse", "skills.group=3"]).endswith(
-        "skills.group = 3: market.batch (16) must be a multiple of 3")
+    assert refusal("wordmath", ["skills.credit=grse", "agents.group=3"]).endswith(
+        "agents.group = 3: market.batch (16) must be a multiple of 3")
     assert refusal("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.group=3",
                              "market.batch=8"]).endswith("agents.group = 3: market.batch (8) must be a multiple of 3")
 

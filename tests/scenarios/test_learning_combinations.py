@@ -77,13 +77,14 @@ def test_what_is_refused_where():
     assert "no learned bids" in outcome("boltzmann", ["market.bid_scheme=learned"])
     exp = outcome("wordmath", ["market.bid_scheme=learned", "agents.actions=grpo"])  # the headline loop, on its defaults
     assert exp.agents.features == "numeric" and exp.agents.group == 4 and exp.market.batch == 16
-    assert "read only where agents.actions = 'grpo' trains an LLM" in outcome("relay", ["agents.actions=grpo",
-                                                                                       "agents.lora_rank=4"])
-    assert "agents.lm_lr" in outcome("wordmath", ["agents.lm_lr=0.001"])
-    assert "read only by learned action logits" in outcome("relay", ["agents.state_logits=true"])
-    assert "read only by learned action logits" in outcome("wordmath", ["agents.actions=grpo", "agents.state_logits=true"])
-    assert "no state to read" in outcome("relay", ["agents.actions=grpo", "agents.state_logits=true", "agents.features=agent"])
-    assert outcome("relay", ["agents.actions=grpo", "agents.state_logits=true", "agents.features=minilm"]).agents.state_logits
+    assert "[agents.lm] is read only by the LoRA learner" in outcome("relay", ["agents.actions=grpo", "agents.lm.lora_rank=4"])
+    assert "agents.lm.lr = 0.001: not read" in outcome("wordmath", ["agents.lm.lr=0.001"])
+    assert "[agents.logits] is read only by learned action logits" in outcome("wordmath", ["agents.actions=grpo",
+                                                                                         "agents.logits.rule_logit=1.0"])
+    assert "read only by learned action logits" in outcome("relay", ["agents.logits.per_state=true"])
+    assert "read only by learned action logits" in outcome("wordmath", ["agents.actions=grpo", "agents.logits.per_state=true"])
+    assert "no state to read" in outcome("relay", ["agents.actions=grpo", "agents.logits.per_state=true", "agents.features=agent"])
+    assert outcome("relay", ["agents.actions=grpo", "agents.logits.per_state=true", "agents.features=minilm"]).agents.logits.per_state
     assert "runs a model of its own, whose agents report no LLM" in outcome("boltzmann", ["market.token_price=0.1"])
     with pytest.raises(ScenarioError, match="policy \\(RulePolicy\\) reports no LLM tokens to charge"):
         build_model(load("relay", ["market.token_price=0.1"]))  # which policy reports tokens: known once it is built

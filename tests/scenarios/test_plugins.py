@@ -108,9 +108,9 @@ BROKEN = {  # what a plugin author gets wrong -> the line they see
     "another interface": (lambda src: src.replace("CATALLAX_API = 1", "CATALLAX_API = 2"),
                           "written for scenario interface 2; this catallax speaks 1"),
     "a value-bid default for a key value bids do not read": (
-        lambda src: src + '\nfrom scenarios import ScenarioSpec\nSPEC = ScenarioSpec(value_bids={"bid_margin": 0.3, "margin": 0.3})\n',
-        "ScenarioSpec.value_bids names 'margin': value bids read bid_margin, value_rate, newcomer_value, child_value, "
-        "huber only"),
+        lambda src: src + '\nfrom scenarios import ScenarioSpec\nSPEC = ScenarioSpec(value_bids={"margin": 0.3, "bid_margin": 0.3})\n',
+        "ScenarioSpec.value_bids names 'bid_margin': value bids read margin, rate, newcomer, child, huber only "
+        "(the keys of [agents.value])"),
     "a capability flag of the first interface": (
         lambda src: src + "\nORACLE = True\nBRANCHES = True\n",
         "ORACLE, BRANCHES: module flags are no longer read; declare SPEC = ScenarioSpec(oracle=..., branches=...)"),

@@ -31,8 +31,8 @@ def test_an_invalid_action_is_a_failed_node_of_its_kind():
 
 
 @pytest.mark.parametrize("sets, key", [
-    (["skills.credit=grse", "skills.group=3"], "skills.group = 3: market.batch (16) must be a multiple"),
-    (["skills.credit=grse", "agents.actions=grpo", "agents.group=8"], "skills.group = 4: agents.group = 8"),
+    (["skills.credit=grse", "agents.group=3"], "agents.group = 3: market.batch (16) must be a multiple"),
+    (["skills.credit=grse", "agents.group=0"], "agents.group = 0: scenario 'wordmath''s skill library compares"),
 ])
 def test_groups_that_do_not_fit_are_refused_before_the_model_loads(sets, key):
     done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "wordmath",
@@ -129,7 +129,7 @@ def planted_rollouts(rounds: int):
                         PopulationConfig(initial_agents=4, initial_wealth=100.0, births=False, min_agents=0,
                                          max_agents=4), seed=1)
     skills = SkillsConfig(credit="grse", every=10**6)  # evidence only: no edit pass
-    policy.evolver = SkillEvolver(policy, skills, seed=1)
+    policy.evolver = SkillEvolver(policy, skills, 4, seed=1)
     policy.evolver.initial = 0.0  # no held-out run: not what these tests are about
     for _ in range(rounds):
         model.step()
@@ -149,7 +149,7 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     from skills.evolve import blame
 
     window, library, skills, harmful = planted_rollouts(rounds=12)
-    evidence = batch(window, skills.credit_config())
+    evidence = batch(window, skills.credit_config(group=4))
     r, line = evidence.rewards, evidence.keys.index(("4", harmful))
     holder = [k for k, (agent, _) in enumerate(evidence.keys) if agent == "4"]
     acted = evidence.acted[:, :, evidence.agents.index("4")] > 0
@@ -160,7 +160,7 @@ def test_group_relative_credit_blames_a_line_that_rides_with_success_where_prese
     rule = RuleDiagnoser(skills.diagnosis_config())
     assert harmful not in [c.skill.name for c in blame(window, "presence", library, skills, rule).cases]
 
-    credit = group_relative_credit(r, evidence.usage, evidence.questions, skills.credit_config(), evidence.acted)
+    credit = group_relative_credit(r, evidence.usage, evidence.questions, skills.credit_config(group=4), evidence.acted)
     assert credit.credit[line] < 0 and credit.credit[line] == credit.credit[holder].min(), credit.credit[holder]
     assert harmful in [c.skill.name for c in blame(window, "grse", library, skills, rule).cases]
 
