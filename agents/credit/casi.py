@@ -19,7 +19,6 @@ so the trajectory's total advantage is A_g T_g as in grpo. ``Credit.skills`` map
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
 from math import factorial
 

@@ -8,7 +8,6 @@ highest, and the market's success rate must have risen from chance (1/4) to near
 """
 
 import numpy as np
-import pytest
 import torch
 
 from agents import RulePolicy, RuleSpace

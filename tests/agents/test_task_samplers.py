@@ -6,7 +6,6 @@ import pytest
 
 from agents import tasks as S
 from agents.advantages import EPS, class_advantage
-from agents.tasks import scrl
 
 
 def rng(seed=0):
