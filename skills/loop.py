@@ -51,9 +51,12 @@ class World:
     and carries its standard error: ``heldout_worse_accepted`` counts those more than one standard error worse)."""
     gated: Callable[[Diagnosis, GateResult, list[Skill]], None] | None = None
     """Called after each gated edit with the candidate library (an accepted one's holders change, say)."""
-    propose: Callable[[], list[Diagnosis]] | None = None
-    """Diagnoses the scenario's writer adds to every pass after the credit's, outside the budget (recsys: the reweight
-    towards a tuned baseline); ``write`` may answer one with several edits, gated as one candidate."""
+    propose: Callable[["Pass"], list[Diagnosis]] | None = None
+    """Diagnoses the scenario's writer adds to a pass once the credit's edits are gated (it reads what they did, the
+    pass so far), outside the budget (recsys: the reweight towards a tuned baseline); ``write`` may answer one with
+    several edits, gated as one candidate. An accepted one keeps the credit's evidence window: it was not drawn
+    from that evidence, and emptying the window for it would cost the credit the rounds it was still gathering
+    about the skills the edit left alone."""
 
 
 @dataclass
@@ -106,10 +109,13 @@ class EditLoop:
         """Diagnose, write, check and gate at most ``budget`` edits (default ``skills.max_edits``), one at a time."""
         out = Pass()
         budget = self.cfg.max_edits if budget is None else budget
-        todo = self.diagnoses(rng, budget)
-        if self.world.propose is not None and self.credit != "none" and budget > 0:
-            todo += [(d, None) for d in self.world.propose()]
-        for d, trace in todo:
+
+        def todo():  # the scenario's own proposals come after the credit's, and see what they did
+            yield from ((d, trace, False) for d, trace in self.diagnoses(rng, budget))
+            if self.world.propose is not None and self.credit != "none" and budget > 0:
+                yield from ((d, None, True) for d in self.world.propose(out))
+
+        for d, trace, own in todo():
             edit = self.world.write(d, trace, rng)
             if edit is None:
                 self.counts["edits_unwritten"] += 1
@@ -133,7 +139,8 @@ class EditLoop:
                 self.counts["edits_accepted"] += 1
                 self.counts["roles_emptied"] += len(emptied(current, candidate))  # allowed, never unnoticed
                 self._gain(d, result, current, candidate)
-                self.window = []  # the evidence was about the library before this edit
+                if not own:  # the evidence was about the library before this edit
+                    self.window = []
             else:
                 out.rejected += 1
                 self.counts["edits_rejected"] += 1

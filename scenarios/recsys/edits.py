@@ -16,9 +16,9 @@ skills:
 
 Why the reweight: a library that holds a tuned baseline should be able to become it. Edits that double or halve
 one weight at a time rarely get there, and a run's prunes (each allowed one standard error by the gate's rule)
-can drift below it. The writer proposes both reweights of each role every pass (:func:`floor`, after the blamed
-skills' edits), and they face the same gate as every edit: a share step must improve validation NDCG with
-evidence; the baseline alone is a prune, so it may cost up to one standard error (between two libraries the
+can drift below it. The writer proposes both reweights of each role in a pass whose credit edits changed nothing
+(:func:`floor`; scenarios/recsys/evolve.py), and they face the same gate as every edit: a share step must
+improve validation NDCG with evidence; the baseline alone is a prune, so it may cost up to one standard error (between two libraries the
 validation users cannot tell apart, the one that is the tuned baseline). A conditional skill (a rule for a
 segment: blame's business) is never touched, and while a role holds one its reweights wait: a rank term's
 weight against the z-scored sum depends on how the rest is mixed (one strong term spreads more than a blend

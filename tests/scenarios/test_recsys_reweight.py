@@ -42,7 +42,7 @@ def loop(lib: SkillLibrary, slope: float) -> EditLoop:
 
     world = World(evaluate, np.arange(n), np.zeros(n, dtype=np.int64),
                   write=lambda d, trace, rng: edits.propose(d, lib, rng, {}, BASELINE),
-                  propose=lambda: edits.floor(lib, BASELINE, AGENTS))
+                  propose=lambda done: edits.floor(lib, BASELINE, AGENTS))
     return EditLoop(lib, SkillsConfig(credit="grse", prune_se=1.0, min_harm=0.012), world)
 
 
