@@ -20,11 +20,12 @@ can drift below it. The writer proposes both reweights of each role in a pass wh
 (:func:`floor`; scenarios/recsys/evolve.py), and they face the same gate as every edit: a share step must
 improve validation NDCG with evidence; the baseline alone is a prune, so it may cost up to one standard error (between two libraries the
 validation users cannot tell apart, the one that is the tuned baseline). A conditional skill (a rule for a
-segment: blame's business) is never touched, and while a role holds one its reweights wait: a rank term's
-weight against the z-scored sum depends on how the rest is mixed (one strong term spreads more than a blend
-of weak ones), so a reweight would be judged on how much it drowns the conditional skill, not on the
-baseline, and it would take the contrast away from the credit that must judge that skill (on the zoo's
-development worlds the rank's steps passed the gate by drowning a planted noise term that GRSE then kept). A candidate the gate refused is not proposed again
+segment: blame's business) is never touched, and while a weighted role holds one every reweight waits (floor):
+a rank term's weight against the z-scored sum depends on how the rest is mixed (one strong term spreads more
+than a blend of weak ones), so a reweight would be judged on how much it drowns the conditional skill, not on
+the baseline, and any reweight changes the credit's contrast on a skill that is still the credit's to judge (on
+the zoo's development worlds the rank's steps passed the gate by drowning a planted noise term that GRSE then
+kept). A candidate the gate refused is not proposed again
 until the library changes (its rejected versions are in the library, so a resumed run skips it as well).
 
 Traces name skill versions (``name@version``); edits name skills.
@@ -151,9 +152,14 @@ def reweight(d: Diagnosis, current: dict, baseline) -> list[Edit] | None:
 def floor(library: SkillLibrary, baseline, agents: dict[str, str]) -> list[Diagnosis]:
     """Per weighted role, the reweights (the next share step, the baseline alone) that can be written and that the gate
     has not refused on this library already (a refused candidate left a rejected version, written by a reweight of
-    the same kind, of the current version of its first target, with the same rule)."""
+    the same kind, of the current version of its first target, with the same rule). None at all while a weighted
+    role holds a conditional skill: moving any weight changes which requests the rollouts serve well, and so the
+    credit's contrast on that skill, which is still the credit's to judge (at toy size, a recall reweight beside
+    planted rank rules turned one GRSE prune into a revise)."""
     versions = library.versions()
     current = {s.name: s for s in current_of(versions)}
+    if any(s.role in WEIGHTED and s.rule and not _terms({s.name: s}, s.role) for s in current.values()):
+        return []
     edits = library.edits()
     refused = {(v.parent_id, v.rule, edits[v.edit_id].operator) for v in versions if v.status == "rejected"
                and v.edit_id in edits and json.loads(edits[v.edit_id].diagnosis or "{}").get("failure") == REWEIGHT}

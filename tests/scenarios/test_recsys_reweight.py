@@ -68,12 +68,12 @@ def test_where_the_baseline_scores_better_the_reweights_pass_and_the_roles_becom
     assert edit_loop.counts["edits_accepted"] == 3 and edit_loop.counts["edits_rejected"] == 1
     assert not edits.floor(lib, BASELINE, AGENTS)  # nothing left to move
 
-    lib = library(SURPRISE)  # a conditional skill in rank: its reweights wait, and the skill is never touched
-    assert [(d.target, d.action) for d in edits.floor(lib, BASELINE, AGENTS)] == [("recall", "revise"),
-                                                                                  ("recall", "prune")]
+    lib = library(SURPRISE)  # a conditional skill in rank: every reweight waits, and the skill is never touched
+    assert edits.floor(lib, BASELINE, AGENTS) == []
+    step = Diagnosis("rank-agent", "rank", edits.REWEIGHT, None, "revise", "rank")
+    assert edits.propose(step, lib, np.random.default_rng(0), {}, BASELINE) is None
     loop(lib, slope=0.1).run(np.random.default_rng(0))
-    assert {s.name: s.rule for s in lib.current() if s.role == "rank"} == dict(
-        [(n, r) for n, ro, r in START if ro == "rank"] + [(SURPRISE[0], SURPRISE[2])])
+    assert [(s.name, s.version) for s in lib.current()] == [(n, 1) for n, *_ in START + (SURPRISE,)]
 
 
 def test_where_the_mix_scores_better_the_reweights_are_refused_once_and_not_proposed_again():
