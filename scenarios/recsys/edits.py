@@ -18,8 +18,8 @@ Why the reweight: a library that holds a tuned baseline should be able to become
 one weight at a time rarely get there, and a run's prunes (each allowed one standard error by the gate's rule)
 can drift below it. The writer proposes both reweights of each role in a pass whose credit edits changed nothing
 (:func:`floor`; scenarios/recsys/evolve.py), and they face the same gate as every edit: a share step must
-improve validation NDCG with evidence; the baseline alone is a prune, so it may cost up to one standard error (between two libraries the
-validation users cannot tell apart, the one that is the tuned baseline). A conditional skill (a rule for a
+improve validation NDCG with evidence; the baseline alone is a prune, so it may cost up to one standard error
+(between two libraries the validation users cannot tell apart, the one that is the tuned baseline). A conditional skill (a rule for a
 segment: blame's business) is never touched, and while a weighted role holds one every reweight waits (floor):
 a rank term's weight against the z-scored sum depends on how the rest is mixed (one strong term spreads more
 than a blend of weak ones), so a reweight would be judged on how much it drowns the conditional skill, not on
@@ -112,8 +112,9 @@ def reshare(skills: list, baseline, share: float) -> dict[str, str]:
     out = {}
     for s in skills:
         scale = share * (mine + rest) / mine if s.name in baseline else (1 - share) * (mine + rest) / rest
-        out[s.name] = rules.render([rules.Clause(c.condition, c.operator, tuple(
-            (k, round(v * scale, 4) if k == "weight" else v) for k, v in c.params)) for c in rules.parse(s.rule, s.role)])
+        clauses = [rules.Clause(c.condition, c.operator, tuple((k, round(v * scale, 4) if k == "weight" else v)
+                                                               for k, v in c.params)) for c in rules.parse(s.rule, s.role)]
+        out[s.name] = rules.render(clauses)
     return out
 
 
