@@ -45,13 +45,19 @@ class World:
     evaluate: Callable[[list[Skill], np.ndarray, np.ndarray], np.ndarray]
     questions: np.ndarray  # [n] the fixed validation questions
     seeds: np.ndarray  # [n] their seeds
-    write: Callable[[Diagnosis, Trace, np.random.Generator], Edit | None]
+    write: Callable[[Diagnosis, Trace, np.random.Generator], Edit | list[Edit] | None]
     draw: Callable[[np.random.Generator, int], list[tuple[Diagnosis, Trace | None]]] | None = None
     heldout: Callable[[list[Skill]], float | np.ndarray] | None = None
     """A library's held-out score, or its [n] per-problem scores (then an accepted edit's held-out gain is paired
     and carries its standard error: ``heldout_worse_accepted`` counts those more than one standard error worse)."""
     gated: Callable[[Diagnosis, GateResult, list[Skill]], None] | None = None
     """Called after each gated edit with the candidate library (an accepted one's holders change, say)."""
+    propose: Callable[["Pass"], list[Diagnosis]] | None = None
+    """Diagnoses the scenario's writer adds to a pass once the credit's edits are gated (it reads what they did, the
+    pass so far), outside the budget (recsys: the reweight towards a tuned baseline); ``write`` may answer one with
+    several edits, gated as one candidate. An accepted one keeps the credit's evidence window: it was not drawn
+    from that evidence, and emptying the window for it would cost the credit the rounds it was still gathering
+    about the skills the edit left alone."""
 
 
 @dataclass
@@ -107,21 +113,29 @@ class EditLoop:
     def run(self, rng: np.random.Generator, budget: int | None = None) -> Pass:
         """Diagnose, write, check and gate at most ``budget`` edits (default ``skills.max_edits``), one at a time."""
         out = Pass()
-        for d, trace in self.diagnoses(rng, self.cfg.max_edits if budget is None else budget):
+        budget = self.cfg.max_edits if budget is None else budget
+
+        def todo():  # the scenario's own proposals come after the credit's, and see what they did
+            yield from ((d, trace, False) for d, trace in self.diagnoses(rng, budget))
+            if self.world.propose is not None and self.credit != "none" and budget > 0:
+                yield from ((d, None, True) for d in self.world.propose(out))
+
+        for d, trace, own in todo():
             edit = self.world.write(d, trace, rng)
             if edit is None:
                 self.counts["edits_unwritten"] += 1
                 continue
+            edits = edit if isinstance(edit, list) else [edit]
             try:
                 current = self.library.current()
-                _, candidate = self.library.plan([edit])
+                _, candidate = self.library.plan(edits)
             except SkillError:  # e.g. a merge whose name is taken: the edit is not written
                 self.counts["edits_invalid"] += 1
                 continue
             if problem := self.limits.problem(current, candidate):
                 self.counts[f"edits_refused_{problem}"] += 1
                 continue
-            result, _ = validate(self.library, [edit], self.world.evaluate, self.world.questions, self.world.seeds,
+            result, _ = validate(self.library, edits, self.world.evaluate, self.world.questions, self.world.seeds,
                                  self.cfg.gate_config())
             out.diagnoses.append(d)
             self.counts["edits_proposed"] += 1
@@ -130,7 +144,8 @@ class EditLoop:
                 self.counts["edits_accepted"] += 1
                 self.counts["roles_emptied"] += len(emptied(current, candidate))  # allowed, never unnoticed
                 self._gain(d, result, current, candidate)
-                self.window = []  # the evidence was about the library before this edit
+                if not own:  # the evidence was about the library before this edit
+                    self.window = []
             else:
                 out.rejected += 1
                 self.counts["edits_rejected"] += 1

@@ -14,7 +14,12 @@ the evidence window (``window`` iterations, cleared on an accept) and the valida
 (skills/gate.py) on the validation users' NDCG@k. What recsys gives the loop is its own: the rollouts
 (the pipeline run on the questions), the evaluator (NDCG@k of a library on the validation users, and on
 the test users for the held-out gain of each accepted edit) and the edit writer
-(:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue).
+(:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue) and the floor: in a pass whose
+credit edits changed nothing (the library settled for what the credit can see), the reweights of each weighted role
+towards the tuned baseline's skills (:func:`scenarios.recsys.edits.floor`), through the same gate (every arm but
+``none``). Why only then: on the zoo's development worlds, offered from the first pass the baseline-alone
+candidate passed the prune rule before the credit's edits had made the blend worth keeping, and ended level with
+the baseline where the blend ended above it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scenarios.recsys import edits, ops, pipeline as P
+from scenarios.recsys import edits, ops, pipeline as P, seeds
 from scenarios.recsys.config import Config
 from scenarios.recsys.data import TEST, VALIDATION
 from skills import Rollout, SkillLibrary, SkillsConfig
@@ -58,10 +63,12 @@ class Arm:
         self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
         self._scores: dict[tuple, np.ndarray] = {}
         test = pipe.data.users(TEST)
+        baseline = frozenset(s[0] for s in seeds.best_baseline(pipe.signals.tuned.best))
         world = World(self.evaluate, self.validation, np.zeros(self.validation.size, dtype=np.int64),
-                      write=lambda d, trace, rng: edits.propose(d, self.library, rng, self.operators),
+                      write=lambda d, trace, rng: edits.propose(d, self.library, rng, self.operators, baseline),
                       draw=lambda rng, n: [(d, None) for d in edits.random_diagnoses(self.library, n, agents, rng)],
-                      heldout=lambda skills: float(self.evaluate(skills, test).mean()))
+                      heldout=lambda skills: float(self.evaluate(skills, test).mean()),
+                      propose=lambda done: [] if done.accepted else edits.floor(self.library, baseline, agents))
         self.loop = EditLoop(library, skills, world, credit=credit)
 
     # ------------------------------------------------------------ scoring

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.recsys import rules
+from scenarios.recsys import edits, rules
 from scenarios.recsys.data import VALIDATION
 from skills import import_library
 
@@ -123,11 +123,6 @@ def best_baseline(name: str) -> tuple:
              f"always -> {name}(weight=1)"))
 
 
-SHARES = (0.5, 0.7, 0.85, 0.95, 0.99)
-"""The baseline's shares of its role's summed weight that ``initial+best_baseline`` chooses from on the validation
-users, beside the weights as written (:func:`combined`: about 0.3, one term among the initial ones)."""
-
-
 def combined(best: str, pipeline, users) -> tuple:
     """The initial skills beside the best baseline's, the baseline holding the share of each role's weight (recall:
     of the sources, rank: of the terms) that scores best on ``users`` (validation; on ties the weights as written,
@@ -145,7 +140,7 @@ def combined(best: str, pipeline, users) -> tuple:
     mine = {s[0] for s in best_baseline(best)}
     options = []
     for skills in (INITIAL + best_baseline(best), tuple(s for s in INITIAL if s[1] != "rerank") + best_baseline(best)):
-        options += [skills, *(tuple(_share(s, mine, share, skills) for s in skills) for share in SHARES)]
+        options += [skills, *(_shared(skills, mine, share) for share in edits.SHARES)]
     scores = [pipeline.evaluate(Compiled.of([_Written(*s) for s in o]), users).mean() for o in options]
     return options[int(np.argmax(scores))]
 
@@ -157,20 +152,13 @@ class _Written:
         self.name, self.role, self.rule, self.body = name, role, rule, ""
 
 
-def _share(skill: tuple, baseline: set[str], share: float, skills: tuple) -> tuple:
-    """``skill`` with its weights scaled so that the baseline's skills hold ``share`` of their role's total."""
-    name, role, description, rule = skill
-    if role not in ("recall", "rank"):  # rerank's steps run in order and carry no weight
-        return skill
-    total = {n: sum(c.param("weight") for c in rules.parse(r, ro)) for n, ro, _, r in skills if ro == role}
-    mine = sum(w for n, w in total.items() if n in baseline)
-    rest = sum(total.values()) - mine
-    if rest <= 0 or mine <= 0:
-        return skill
-    scale = share * (mine + rest) / mine if name in baseline else (1 - share) * (mine + rest) / rest
-    clauses = [rules.Clause(c.condition, c.operator, tuple((k, round(v * scale, 4) if k == "weight" else v)
-                                                           for k, v in c.params)) for c in rules.parse(rule, role)]
-    return name, role, description, rules.render(clauses)
+def _shared(skills: tuple, baseline: set[str], share: float) -> tuple:
+    """``skills`` with the weights of recall and rank each rescaled so that the baseline's skills hold ``share`` of
+    their role's total (edits.reshare; rerank's steps run in order and carry no weight)."""
+    written = {}
+    for role in edits.WEIGHTED:
+        written |= edits.reshare([_Written(*s) for s in skills if s[1] == role], baseline, share)
+    return tuple((name, role, description, written.get(name, rule)) for name, role, description, rule in skills)
 
 
 def start(name: str, best: str, pipeline=None, users=None) -> tuple:

@@ -1,5 +1,6 @@
 """recsys evolution end to end at toy size: gate, run database, SKILL.md export, lineage, planted harm, resume."""
 
+import itertools
 import json
 import subprocess
 import sys
@@ -49,17 +50,24 @@ def test_the_gate_lets_validation_ndcg_drop_only_on_a_prune_and_within_its_stand
     tolerance = exp.skills.prune_se / np.sqrt(exp.scenario.validation_users)
     library = SkillLibrary.open(db, summary["run_id"])
     edits = sorted((e for e in library.edits().values() if e.gate != "ungated"), key=lambda e: e.id)
-    accepted = [e for e in edits if e.gate == "accepted"]
-    assert accepted and len(accepted) < len(edits)  # the gate had something to turn down
+    # a candidate is one edit, or a reweight's edits (one diagnosis, gated together: scenarios/recsys/edits.py)
+    candidates = [list(g) for _, g in itertools.groupby(edits, lambda e: (e.diagnosis, e.gate, e.score_before,
+                                                                           e.score_after))]
+    accepted = [c for c in candidates if c[0].gate == "accepted"]
+    assert accepted and len(accepted) < len(candidates)  # the gate had something to turn down
+    assert any(len(c) > 1 for c in candidates)  # the floor proposed a reweight
     score = summary["validation_ndcg_initial"]
-    for e in edits:  # each candidate was compared with the library in use at the time
+    for c in candidates:  # each candidate was compared with the library in use at the time
+        e = c[0]
         assert e.score_before == pytest.approx(score, abs=1e-6)  # the summary rounds to 6 digits
-        if e.gate == "accepted":  # an edit other than a prune must improve (with evidence: skills.confidence)
-            assert e.score_after > e.score_before - (tolerance if e.operator == "prune" else 0.0)
+        if e.gate == "accepted":  # a candidate other than prunes must improve (with evidence: skills.confidence)
+            prunes = all(x.operator == "prune" for x in c)
+            assert e.score_after > e.score_before - (tolerance if prunes else 0.0)
             score = e.score_after
     assert summary["validation_ndcg_final"] == pytest.approx(score, abs=1e-6)
     rejected = [v for v in library.versions() if v.status == "rejected"]
-    assert len(rejected) == summary["edits_rejected"]  # every turned-down candidate is kept
+    assert len(rejected) == sum(len(c) for c in candidates if c[0].gate == "rejected")  # every turned-down one is kept
+    assert summary["edits_rejected"] == len(candidates) - len(accepted)
 
 
 def test_the_evolved_library_exports_as_skill_md_and_its_lineage_builds(short_run, tmp_path):

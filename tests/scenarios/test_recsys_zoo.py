@@ -57,8 +57,7 @@ def test_the_chosen_start_is_at_least_the_as_written_one_and_near_the_baseline_a
     chosen = score(seeds.combined(best, w.pipeline, users))
     assert chosen >= score(seeds.INITIAL + seeds.best_baseline(best))
     assert chosen >= score(seeds.best_baseline(best)) - 0.02
-    top = tuple(seeds._share(s, {n for n, *_ in seeds.best_baseline(best)}, 0.95, seeds.INITIAL + seeds.best_baseline(best))
-                for s in seeds.INITIAL + seeds.best_baseline(best))
+    top = seeds._shared(seeds.INITIAL + seeds.best_baseline(best), {n for n, *_ in seeds.best_baseline(best)}, 0.95)
     weight = {n: sum(c.param("weight") for c in seeds.rules.parse(rule, r)) for n, r, _, rule in top if r == "rank"}
     assert abs(sum(weight.values()) - 3.4) < 1e-3  # the role's total weight is kept
     assert weight[f"rank-{best.replace('_', '-')}"] / sum(weight.values()) > 0.94
