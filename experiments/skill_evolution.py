@@ -43,7 +43,8 @@ SIZE = ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.va
 KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
-        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted")
+        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted",
+        "blame_moved_by_imitation", "blame_unread_by_imitation")
 ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
                      ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
         "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"]))}

@@ -12,7 +12,8 @@ A scenario supplies only what is its own (:class:`World`):
   and, for ``skills.credit = "random"``, ``draw(rng, n) -> [(Diagnosis, Trace)]``, random edits.
 
 The loop keeps the rollouts since the last accepted edit (at most ``skills.window`` rounds: older ones
-ran another library), blames and diagnoses (skills/evolve.py), writes at most ``budget`` edits
+ran another library), blames (reading, where the scenario can, which line the failed outputs imitate:
+skills/imitation.py) and diagnoses (skills/evolve.py), writes at most ``budget`` edits
 (``skills.max_edits`` by default), refuses a candidate that breaks a size limit or empties the library
 (skills/limits.py) before any validation run, counts an accepted edit that empties a role, gates the rest one at a time (skills/gate.py), and on an accept clears the
 window. Every accepted edit records its validation gain and, with ``heldout``, its held-out gain: the
@@ -51,6 +52,10 @@ class World:
     and carries its standard error: ``heldout_worse_accepted`` counts those more than one standard error worse)."""
     gated: Callable[[Diagnosis, GateResult, list[Skill]], None] | None = None
     """Called after each gated edit with the candidate library (an accepted one's holders change, say)."""
+    imitation: Callable[[list[tuple[Trace, int]]], list[dict[str, float]]] | None = None
+    """What a failed step's output imitates, per line its prompt carried (skills/imitation.py ``Read``): a blame the
+    failed outputs do not bear out moves to the line they imitate (a scenario whose model can score text; used while
+    ``skills.imitation`` is on)."""
 
 
 @dataclass
@@ -93,9 +98,13 @@ class EditLoop:
             if self.world.draw is None:
                 raise ValueError("skills.credit = 'random': this scenario draws no random edits")
             return self.world.draw(rng, budget)[:budget]
-        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback)
+        read = self.world.imitation if self.cfg.imitation else None
+        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback, read)
         self.counts["diagnoses_by_diagnoser"] += found.by_diagnoser
         self.counts["diagnoses_by_fallback"] += found.by_fallback
+        if read is not None:
+            self.counts["blame_moved_by_imitation"] += found.moved
+            self.counts["blame_unread_by_imitation"] += found.unread
         return [(d, c.trace) for d, c in zip(found.diagnoses, found.cases)][:budget]
 
     # --- one pass ------------------------------------------------------------------------------
