@@ -133,7 +133,7 @@ def planted_row(seed: int, overrides: list[str], db: str, meta: dict) -> dict:
     the end (the same problems), each correct line's and the planted line's fate, the edit counts and each gated
     edit's verdict and validation scores, and how many accepted edits lowered held-out success by more than one
     standard error of their paired differences."""
-    from market.schema import make_engine
+    from market.database import make_engine
     from skills.library import SkillLibrary
     from tests.skills import planted_world as W
 
