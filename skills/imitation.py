@@ -11,9 +11,10 @@ them apart is what the failed outputs look like, so a scenario whose model can s
     imitation_l   = margin({l}) - margin({})
 
 the pull of line l, shown alone, towards the output the step wrote rather than the one it should have written,
-against no line at all. A wrong worked example pulls its way (on the planted-line world, SmolLM2-135M:
-+5 to +6 nats for the off-by-one example, -1 to -3 for each correct one, on every failed step read); a correct
-line pulls away. A step whose output was right, or that the reader cannot score, reads as no step.
+against no line at all. A wrong worked example pulls its way, a correct one away: on the planted-line world
+(tests/skills/planted_world.py, SmolLM2-135M, 8 misread messages) the off-by-one example pulls +4.9 to +6.7 nats
+on every one, the two correct examples -2.6 to +0.9 (mean -1.2) and -2.9 to -0.9 (mean -1.9); the mean over a
+line's failed steps is what counts. A step whose output was right, or that the reader cannot score, reads as no step.
 
 :func:`reattribute` reads up to ``STEPS`` failed steps of each blamed line (the lowest-advantage rollouts of its
 agent that carried it, below their group's mean) and keeps the blame where the failed outputs imitate the blamed

@@ -1,12 +1,15 @@
 """The planted-line case in the suite: GRSE and the evidence gate on a new LLM world with one wrong worked example
 among correct ones (tests/skills/planted_world.py, written on the public text-world API), real SmolLM2.
 
-The issue's acceptance, for one seed at the smallest size that still has an edit pass the gate can judge:
-every accepted edit leaves held-out success no lower than one standard error of its paired differences, the
-correct lines survive, the planted one is pruned or revised. Five seeds at the world's own size:
-``python -m experiments.skill_evolution --what planted --seeds 5`` (docs/results/skill_evolution.md): held-out
-success 0.75 -> 1.00 in all five, the planted line pruned or revised in four, the correct lines kept in four (in
-seed 3 a correct line the planted one interacts with was pruned instead, a real improvement the gate let through).
+The issue's acceptance, for seed 0 at the smallest size that still has an edit pass the gate can judge (64
+episodes, one pass) and for seed 3 at the world's own size (two passes: with one it refuses its only edit and
+keeps every line): every accepted edit leaves held-out success no lower than one standard error of its paired
+differences, the correct lines survive, the planted one is pruned or revised. Seed 3 is the seed where
+group-relative credit alone blamed a correct line the planted one interacts with and the gate let its prune
+through (a real improvement); the read of what the failed outputs imitate (skills/imitation.py) moves that blame
+to the planted line. Five seeds at the world's own size: ``python -m experiments.skill_evolution --what planted
+--seeds 5`` (docs/results/skill_evolution.md): held-out success 0.75 -> 1.00 in all five, the correct lines kept
+in all five, the planted line pruned in four and revised in one.
 """
 
 import numpy as np
@@ -56,20 +59,24 @@ def test_a_lines_fate_is_kept_revised_or_pruned(library):
 
 
 @pytest.mark.slow
-def test_grse_and_the_gate_prune_the_planted_line_and_keep_the_correct_ones():
+@pytest.mark.parametrize("seed, sets", [(0, ["run.episodes=64", "planted_world.heldout=24"]),  # one edit pass
+                                        (3, [])])  # the world's own size: two passes (at one, seed 3 refuses its edit)
+def test_grse_and_the_gate_prune_the_planted_line_and_keep_the_correct_ones(seed, sets):
     from experiments.skill_evolution import PLANTED, fates
     from scenarios import build_model, load
 
-    exp = load(PLANTED, ["run.episodes=64", "planted_world.heldout=24"], seed=0)  # 4 rounds, one edit pass
+    exp = load(PLANTED, sets, seed=seed)
     model = build_model(exp)
-    for _ in range(exp.run.episodes // exp.market.batch):
+    rounds = exp.run.episodes // exp.market.batch
+    for _ in range(rounds):
         model.step()
     evolver = model.policy.evolver
     report = evolver.report()
-    assert report["edit_passes"] == 1 and report["skill_edits_proposed"] > 0
+    assert report["edit_passes"] == rounds // exp.skills.every and report["skill_edits_proposed"] > 0
     for gain in evolver.loop.gains:  # every accepted edit: no held-out drop beyond its noise
         assert gain["heldout_gain"] >= -gain["heldout_se"], gain
     assert report["heldout_worse_accepted"] == 0
     fate = fates(evolver._library(), {W.CORRECT[0]: "correct_1", W.CORRECT[1]: "correct_2", W.WRONG: "planted"})
     assert fate["correct_1"] == fate["correct_2"] == "kept", fate
     assert fate["planted"] in ("pruned", "revised"), (fate, evolver.loop.gains, report)
+    assert seed != 3 or report["blame_moved_by_imitation"] > 0, report  # credit alone blamed a correct line here
