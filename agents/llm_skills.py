@@ -201,7 +201,7 @@ class SkillEvolver:
         """What each failed step's output imitates (skills/imitation.py ``Read``): per line its prompt carried, the
         failed output's log-probability less the correct output's with that line alone, less the same with no line;
         one privileged pass (``forced``) per engine. {} for a step whose output was right or whose state was not kept,
-        and for every step where the engine cannot teacher-force."""
+        and where the engine cannot teacher-force."""
         policy = self.policy
         asks, spans = [], []
         for trace, n in steps:
@@ -219,14 +219,14 @@ class SkillEvolver:
             context = policy.task.context(states[n], role.name)
             spans.append((len(asks), list(lines), policy.engines.get(index, policy.backend)))
             for line in ("", *lines.values()):
-                asks.append((Prompt(role.frozen, line, context, max_tokens=role.max_tokens, stop=role.stop), wrote, right))
+                prompt = Prompt(role.frozen, line, context, max_tokens=role.max_tokens, stop=role.stop)
+                asks.append((prompt, wrote, right))
         margins = np.full(len(asks), np.nan)
         for engine in {id(s[2]): s[2] for s in spans if s}.values():
             idx = [i for s in spans if s and s[2] is engine for i in range(s[0], s[0] + len(s[1]) + 1)]
             try:
                 logp = engine.forced([asks[i][0] for i in idx for _ in (0, 1)], [t for i in idx for t in asks[i][1:]])
-            except (NoPrivilegedPass, AttributeError):
-                self.counts["imitation_unscored"] += len(idx)
+            except (NoPrivilegedPass, AttributeError):  # no read: the loop counts the blames left unread
                 continue
             margins[idx] = [float(a.sum() - b.sum()) for a, b in zip(logp[::2], logp[1::2])]
         return [{} if s is None or np.isnan(margins[s[0]]) else

@@ -12,7 +12,8 @@ Only current skills can be blamed (a rollout may have run a version an accepted 
 The diagnoser (skills/editor.py) names each blamed skill's failure and edit; a diagnosis it cannot
 give (None: an LLM's malformed verdict) goes to ``fallback`` when there is one, and each target is
 edited at most once per pass. Given a reader of what failed outputs imitate (``read``, skills/imitation.py),
-the blamed lines are read first: a blame the failed outputs do not bear out moves to the line they imitate. ``random`` and ``none`` have no blame step: the caller draws its random
+the blamed lines are read first: a blame the failed outputs do not bear out moves to the line they imitate.
+``random`` and ``none`` have no blame step: the caller draws its random
 edits (what the gate alone buys) or makes none.
 """
 

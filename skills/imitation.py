@@ -60,13 +60,15 @@ def failed_steps(batch: Batch, credit: GroupCredit, k: int) -> list[tuple[Trace,
         if trace is None:
             continue
         nodes = trace.graph.nodes
-        out += [(trace, n) for n in nodes if name in nodes[n]["skills"] and (nodes[n]["agent"] or nodes[n]["role"]) == agent]
+        out += [(trace, n) for n in nodes
+                if name in nodes[n]["skills"] and (nodes[n]["agent"] or nodes[n]["role"]) == agent]
         if len(out) >= STEPS:
             break
     return out[:STEPS]
 
 
-def reattribute(found: list[Case], batch: Batch, credit: GroupCredit, library: SkillLibrary, read: Read) -> Reattributed:
+def reattribute(found: list[Case], batch: Batch, credit: GroupCredit, library: SkillLibrary,
+                read: Read) -> Reattributed:
     """The blamed cases, each kept or moved to the line its failed outputs imitate (the module's docstring); a line
     blamed twice is diagnosed once, at its first place."""
     column = {key: k for k, key in enumerate(batch.keys)}
