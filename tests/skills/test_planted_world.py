@@ -80,3 +80,35 @@ def test_grse_and_the_gate_prune_the_planted_line_and_keep_the_correct_ones(seed
     assert fate["correct_1"] == fate["correct_2"] == "kept", fate
     assert fate["planted"] in ("pruned", "revised"), (fate, evolver.loop.gains, report)
     assert seed != 3 or report["blame_moved_by_imitation"] > 0, report  # credit alone blamed a correct line here
+
+
+def test_the_evolvers_read_scores_each_carried_line_alone_against_no_line(monkeypatch):
+    """agents/llm_skills.py's imitation read on a real round of the planted-line world, its engine a stand-in whose
+    log-probabilities are a function of the prompt's one line and the completion: the planted line pulls towards
+    the failed output, the correct ones away, a right output or an engine that cannot teacher-force reads as none."""
+    from agents import text_scenario
+    from experiments.skill_evolution import PLANTED
+    from scenarios import build_model, load
+    from tests.scenarios.test_wordmath_skills import Scripted
+
+    class Forcing(Scripted):
+        def forced(self, prompts, completions):
+            pull = {W.WRONG: 2.0, W.CORRECT[0]: -1.0, W.CORRECT[1]: -3.0, "": 0.0}
+            return [np.array([pull[p.skills] if c != self.right else 0.0, -0.5]) for p, c in zip(prompts, completions)]
+
+    monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Forcing())
+    model = build_model(load(PLANTED, ["run.episodes=16", "planted_world.heldout=2", "planted_world.validation=2"]))
+    model.step()
+    evolver, names = model.policy.evolver, {line: name for (_, line), name in model.policy.catalogue.names.items()}
+    trace, n = next((r.trace, n) for _, rollouts in evolver.window[-1] for r in rollouts
+                    for n in r.trace.graph.nodes if r.trace.graph.nodes[n]["role"] == "reader")
+    evolver.policy.backend.right = evolver.policy.task.lesson(trace.states[n], "reader")[1]
+    (read,) = evolver._imitation([(trace, n)])
+    carried = trace.graph.nodes[n]["skills"]
+    expected = {names[W.WRONG]: 2.0, names[W.CORRECT[0]]: -1.0, names[W.CORRECT[1]]: -3.0}
+    assert carried and read == {name: expected[name] for name in carried}
+    trace.graph.nodes[n]["output"] = evolver.policy.backend.right  # a right output is no failed step
+    assert evolver._imitation([(trace, n)]) == [{}]
+    trace.graph.nodes[n]["output"] = "order 1"
+    del Forcing.forced  # an engine without a teacher-forced pass: nothing read
+    assert evolver._imitation([(trace, n)]) == [{}]
