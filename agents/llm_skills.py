@@ -52,7 +52,7 @@ import time
 import numpy as np
 
 from agents import parse
-from agents.backends.base import Prompt
+from agents.backends.base import NoPrivilegedPass, Prompt
 from market.database import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.limits import tokens
@@ -79,7 +79,7 @@ class SkillEvolver:
             evaluate=lambda skills, q, s: self._score(self.model, self._holdings(skills, self.loop.library)),
             questions=np.zeros(0), seeds=np.zeros(0), write=self._write, draw=self._random,
             heldout=lambda skills: self._heldout(self.model, self._holdings(skills, self.loop.library)),
-            gated=self._gated), diagnoser=self.llm, fallback=self.rule if self.llm else None)
+            gated=self._gated, imitation=self._imitation), diagnoser=self.llm, fallback=self.rule if self.llm else None)
 
     @property
     def window(self) -> list[list[tuple]]:
@@ -205,6 +205,41 @@ class SkillEvolver:
                 return f"{d.action}: {name!r} is not a current skill"
         return ""
 
+    def _imitation(self, steps: list[tuple[Trace, int]]) -> list[dict[str, float]]:
+        """What each failed step's output imitates (skills/imitation.py ``Read``): per line its prompt carried, the
+        failed output's log-probability less the correct output's with that line alone, less the same with no line;
+        one privileged pass (``forced``) per engine. {} for a step whose output was right or whose state was not kept,
+        and where the engine cannot teacher-force."""
+        policy = self.policy
+        asks, spans = [], []
+        for trace, n in steps:
+            node, index = trace.graph.nodes[n], policy.role_index.get(trace.graph.nodes[n]["role"])
+            states = getattr(trace, "states", [])
+            if index is None or policy.roles[index].tool or n >= len(states):
+                spans.append(None)
+                continue
+            role = policy.roles[index]
+            wrote, right = (node["output"] or "").strip(), policy.task.lesson(states[n], role.name)[1].strip()
+            lines = {name: policy.catalogue.lines[name] for name in node["skills"] if name in policy.catalogue.lines}
+            if not wrote or not right or wrote == right or not lines:
+                spans.append(None)
+                continue
+            context = policy.task.context(states[n], role.name)
+            spans.append((len(asks), list(lines), policy.engines.get(index, policy.backend)))
+            for line in ("", *lines.values()):
+                prompt = Prompt(role.frozen, line, context, max_tokens=role.max_tokens, stop=role.stop)
+                asks.append((prompt, wrote, right))
+        margins = np.full(len(asks), np.nan)
+        for engine in {id(s[2]): s[2] for s in spans if s}.values():
+            idx = [i for s in spans if s and s[2] is engine for i in range(s[0], s[0] + len(s[1]) + 1)]
+            try:
+                logp = engine.forced([asks[i][0] for i in idx for _ in (0, 1)], [t for i in idx for t in asks[i][1:]])
+            except (NoPrivilegedPass, AttributeError):  # no read: the loop counts the blames left unread
+                continue
+            margins[idx] = [float(a.sum() - b.sum()) for a, b in zip(logp[::2], logp[1::2])]
+        return [{} if s is None or np.isnan(margins[s[0]]) else
+                {name: float(margins[s[0] + 1 + j] - margins[s[0]]) for j, name in enumerate(s[1])} for s in spans]
+
     def _random(self, rng, n: int) -> list[tuple[Diagnosis, Trace]]:
         """Random (agent, skill) columns the window's rollouts used: revise 1/2, prune 1/4, add 1/4."""
         library = self.loop.library
@@ -325,7 +360,8 @@ class SkillEvolver:
         loop = self.loop.report()
         out = {f"skill_{k}": loop.get(k, 0) for k in ("edits_proposed", "edits_accepted", "edits_rejected")}
         out |= {k: int(self.counts[k]) for k in ("edit_passes", "skill_rewrites_malformed")}
-        out |= {k: v for k, v in loop.items() if k.startswith("edits_refused") or k.endswith(("gain_accepted", "worse_accepted"))}
+        out |= {k: v for k, v in loop.items() if k.startswith(("edits_refused", "blame_"))
+                or k.endswith(("gain_accepted", "worse_accepted"))}
         out |= {f"births_{k}": int(v) for k, v in sorted(self.policy.catalogue.checks.items())}
         if self.cfg.credit != "random":
             by, fallback = loop.get("diagnoses_by_diagnoser", 0), loop.get("diagnoses_by_fallback", 0)

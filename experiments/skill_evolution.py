@@ -43,7 +43,8 @@ SIZE = ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.va
 KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
-        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted")
+        "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted",
+        "blame_moved_by_imitation", "blame_unread_by_imitation")
 ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
                      ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
         "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"]))}
@@ -132,7 +133,7 @@ def planted_row(seed: int, overrides: list[str], db: str, meta: dict) -> dict:
     the end (the same problems), each correct line's and the planted line's fate, the edit counts and each gated
     edit's verdict and validation scores, and how many accepted edits lowered held-out success by more than one
     standard error of their paired differences."""
-    from market.schema import make_engine
+    from market.database import make_engine
     from skills.library import SkillLibrary
     from tests.skills import planted_world as W
 

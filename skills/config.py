@@ -31,6 +31,12 @@ class SkillsConfig:
     diagnoser: Literal["rule", "llm"] = "rule"
     """Who names a blamed skill's failure and edit: the rule diagnoser, which reads the trace's checks, or a
     language model the scenario passes in (skills/editor.py)."""
+    imitation: bool = True
+    """Before diagnosis, read which line the blamed lines' failed outputs imitate (skills/imitation.py: each line
+    shown alone, the failed output's log-probability against the correct one's) and move a blame the outputs do
+    not bear out to the line they do: group-relative credit is linear in a line's presence and cannot split a
+    failure that needs two lines together. Used where the scenario's model can score text (LLM worlds with a
+    privileged pass); false: blame by credit alone."""
     constrained: bool = True
     """The LLM diagnoser's verdict is decoded under a constraint: picked from the closed set of well-formed
     verdicts (skills/editor.py ``verdicts``) by the backend's ``choose`` (hf: log-likelihood; vllm: guided

@@ -135,16 +135,17 @@ def cases(batch: Batch, credit: GroupCredit, library: SkillLibrary, cfg: Diagnos
         raise ValueError("cases need the rollouts' traces: build the batch with skills.credit.batch")
     order = [k for k in np.argsort(credit.credit, kind="stable")
              if credit.credit[k] < 0 and credit.support[k] >= cfg.min_support][: cfg.max_cases]
-    out = []
-    for k in order:
-        agent, name = batch.keys[k]
-        used = batch.usage[:, :, k] > 0  # [Q, G]
-        q, g = np.unravel_index(np.argmin(np.where(used, credit.advantage, np.inf)), used.shape)
-        co_used = {s: float((used & (batch.usage[:, :, j] > 0)).sum() / used.sum())
-                   for j, (a, s) in enumerate(batch.keys) if a == agent and j != k}
-        out.append(Case(agent, library.get(name), float(credit.credit[k]), int(credit.support[k]),
-                        batch.traces[q][g], co_used))
-    return out
+    return [case_of(batch, credit, library, k) for k in order]
+
+
+def case_of(batch: Batch, credit: GroupCredit, library: SkillLibrary, k: int) -> Case:
+    """The evidence about column k: its credit and support, its lowest-advantage rollout, its co-usage."""
+    agent, name = batch.keys[k]
+    used = batch.usage[:, :, k] > 0  # [Q, G]
+    q, g = np.unravel_index(np.argmin(np.where(used, credit.advantage, np.inf)), used.shape)
+    co_used = {s: float((used & (batch.usage[:, :, j] > 0)).sum() / used.sum())
+               for j, (a, s) in enumerate(batch.keys) if a == agent and j != k}
+    return Case(agent, library.get(name), float(credit.credit[k]), int(credit.support[k]), batch.traces[q][g], co_used)
 
 
 def to_edit(diagnosis: Diagnosis, **content) -> Edit:

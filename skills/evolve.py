@@ -12,7 +12,9 @@ agents/llm_skills.py on LLM agents' skill lines), by ``skills.credit``:
 Only current skills can be blamed (a rollout may have run a version an accepted edit retired since).
 The diagnoser (skills/editor.py) names each blamed skill's failure and edit; a diagnosis it cannot
 give (None: an LLM's malformed verdict) goes to ``fallback`` when there is one, and each target is
-edited at most once per pass. ``random`` and ``none`` have no blame step: the caller draws its random
+edited at most once per pass. Given a reader of what failed outputs imitate (``read``, skills/imitation.py),
+the blamed lines are read first: a blame the failed outputs do not bear out moves to the line they imitate.
+``random`` and ``none`` have no blame step: the caller draws its random
 edits (what the gate alone buys) or makes none.
 """
 
@@ -25,6 +27,7 @@ import numpy as np
 from skills.config import SkillsConfig
 from skills.credit import batch, group_relative_credit, presence_credit
 from skills.editor import Case, Diagnoser, Diagnosis, cases
+from skills.imitation import Read, reattribute
 from skills.library import SkillLibrary
 from skills.shapley import Utility
 
@@ -37,12 +40,16 @@ class Blame:
     cases: list[Case] = field(default_factory=list)  # the evidence of each diagnosis, aligned
     by_diagnoser: int = 0  # diagnoses the diagnoser gave
     by_fallback: int = 0  # diagnoses the fallback gave in its place
+    moved: int = 0  # blamed lines whose blame moved to the line the failed outputs imitate (skills/imitation.py)
+    unread: int = 0  # blamed lines the imitation reader had no failed step of
 
 
 def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig, diagnoser: Diagnoser,
-          fallback: Diagnoser | None = None, utility: Utility | None = None) -> Blame:
+          fallback: Diagnoser | None = None, utility: Utility | None = None, read: Read | None = None) -> Blame:
     """``groups``: (question, [Rollout] * G) pairs (skills/credit.py), G = agents.group, the same for every group
-    (the world grouped them); at most ``skills.max_edits`` diagnoses, most negative credit first."""
+    (the world grouped them); at most ``skills.max_edits`` diagnoses, most negative credit first; ``utility``: the
+    skills' Shapley values (``memory_shapley``, skills/shapley.py); ``read``: what failed outputs imitate
+    (skills/imitation.py)."""
     if credit not in BLAMING:
         raise ValueError(f"skills.credit = {credit!r} has no blame step (expected one of {BLAMING})")
     if not groups:
@@ -62,8 +69,11 @@ def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig
     current = {s.name for s in library.current()}
     gc = replace(gc, credit=np.where([name in current for _, name in b.keys], gc.credit, 0.0))
     found = cases(b, gc, library, skills.diagnosis_config())
-    given = diagnoser.diagnose(found)
     out, targets = Blame([]), set()
+    if read is not None and found:
+        moved = reattribute(found, b, gc, library, read)
+        found, out.moved, out.unread = moved.cases, moved.moved, moved.unread
+    given = diagnoser.diagnose(found)
     for case, d in zip(found, given):
         if d is None and fallback is not None:
             d = fallback.diagnose([case])[0]

@@ -12,7 +12,8 @@ A scenario supplies only what is its own (:class:`World`):
   and, for ``skills.credit = "random"``, ``draw(rng, n) -> [(Diagnosis, Trace)]``, random edits.
 
 The loop keeps the rollouts since the last accepted edit (at most ``skills.window`` rounds: older ones
-ran another library), blames and diagnoses (skills/evolve.py), writes at most ``budget`` edits
+ran another library), blames (reading, where the scenario can, which line the failed outputs imitate:
+skills/imitation.py) and diagnoses (skills/evolve.py), writes at most ``budget`` edits
 (``skills.max_edits`` by default), refuses a candidate that breaks a size limit or empties the library
 (skills/limits.py) before any validation run, counts an accepted edit that empties a role, gates the rest one at a time (skills/gate.py), and on an accept clears the
 window. Every accepted edit records its validation gain and, with ``heldout``, its held-out gain: the
@@ -58,6 +59,10 @@ class World:
     several edits, gated as one candidate. An accepted one keeps the credit's evidence window: it was not drawn
     from that evidence, and emptying the window for it would cost the credit the rounds it was still gathering
     about the skills the edit left alone."""
+    imitation: Callable[[list[tuple[Trace, int]]], list[dict[str, float]]] | None = None
+    """What a failed step's output imitates, per line its prompt carried (skills/imitation.py ``Read``): a blame the
+    failed outputs do not bear out moves to the line they imitate (a scenario whose model can score text; used while
+    ``skills.imitation`` is on)."""
 
 
 @dataclass
@@ -104,9 +109,13 @@ class EditLoop:
         utility = library_utility(self.library.current(), self.world.evaluate, self.world.questions, self.world.seeds,
                                   self.cfg.shapley, rng) if self.credit == "memory_shapley" else None
         self.utility = utility.values if utility is not None else self.utility  # what retrieval reads (skills/shapley.py)
-        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback, utility)
+        read = self.world.imitation if self.cfg.imitation else None
+        found = blame(self.evidence(), self.credit, self.library, self.cfg, self.diagnoser, self.fallback, utility, read)
         self.counts["diagnoses_by_diagnoser"] += found.by_diagnoser
         self.counts["diagnoses_by_fallback"] += found.by_fallback
+        if read is not None:
+            self.counts["blame_moved_by_imitation"] += found.moved
+            self.counts["blame_unread_by_imitation"] += found.unread
         return [(d, c.trace) for d, c in zip(found.diagnoses, found.cases)][:budget]
 
     # --- one pass ------------------------------------------------------------------------------

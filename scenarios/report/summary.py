@@ -104,6 +104,27 @@ def _ledger_check(engine, data) -> str:
             f"the stored final balance of {_count(len(stored), 'agent')}")
 
 
+def diagnoses(summary: dict, library) -> list[str]:
+    """The edit passes' diagnoses, where a language model gave them: how many verdicts it gave and the rule
+    diagnoser answered in place of (the verdict parse rate), and the unusable verdicts the library keeps with their
+    raw text (``skill_diagnosis_failure``): how many, and the first one's error, so a reader sees why it failed. A
+    count that differs from the run summary's ``diagnoses_malformed`` is said."""
+    failures = library.diagnosis_failures()
+    if "diagnoses_llm" not in summary and not failures:
+        return []
+    by, fallback = int(summary.get("diagnoses_llm", 0)), int(summary.get("diagnoses_fallback", 0))
+    rate = f" (verdicts parsed: {by / (by + fallback):.0%})" if by + fallback else ""
+    text = f"**Diagnoses.** {by} by the language model, {fallback} by the rule fallback{rate}; "
+    text += f"{_count(len(failures), 'unusable verdict')} kept in `skill_diagnosis_failure`"
+    if failures:
+        first = failures[0]
+        wrote = short(first.output.replace("`", "'"), 60)
+        text += f" (the first, on `{first.skill}`: {first.error}; it wrote `{wrote}`)"
+    if "diagnoses_malformed" in summary and summary["diagnoses_malformed"] != len(failures):
+        text += f"; **the run's summary counts {summary['diagnoses_malformed']}**"
+    return [text + ".", ""]
+
+
 def _count(n: int, noun: str) -> str:
     """``1 episode``, ``0 episodes``: the report is read by people."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
@@ -151,6 +172,7 @@ def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str]
         versions = library.versions()
         lines += [f"**Skill library** `{library.name}`: {len(versions)} versions, "
                   f"{len(library.current())} current, {sum(v.status == 'rejected' for v in versions)} rejected.", ""]
+        lines += diagnoses(s, library)
         if "skill_evolution" in paths and not isinstance(data.summary.get("credit"), dict):
             lines += ["The run's summary has no `credit` (skill -> value): the skill figures show no credit.", ""]
     else:

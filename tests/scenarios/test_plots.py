@@ -200,14 +200,27 @@ def test_report_reads_a_library_and_credit_stored_with_the_run(tmp_path):
     library = SkillLibrary(engine, summary["run_id"])
     library.add("solo", "One skill.", "Do it.\n")
     library.apply([Edit("revise", "solo", body="Do it twice.\n")], gate=GateResult(True, 0.1, 0.2, np.zeros(1)))
+    from skills.editor import Malformed
+
+    library.record_failures([Malformed("solo@1", '{"failure": "wrong `kind`"}', "failure 'wrong' is not one of ...")])
+    verdicts = {"diagnoses_llm": 3, "diagnoses_fallback": 1, "diagnoses_malformed": 1}
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE run SET summary = ? WHERE id = ?",
-                             (json.dumps({**summary, "credit": {"solo": 0.3}}), summary["run_id"]))
+                             (json.dumps({**summary, "credit": {"solo": 0.3}, **verdicts}), summary["run_id"]))
     from scenarios.report import write_report
 
     written = write_report(engine, summary["run_id"], tmp_path / "report")
     assert {"skill_lineage", "skill_evolution"} <= written["figures"].keys()
-    assert "2 versions, 1 current, 0 rejected" in written["summary"].read_text()
+    text = written["summary"].read_text()
+    assert "2 versions, 1 current, 0 rejected" in text
+    assert ("**Diagnoses.** 3 by the language model, 1 by the rule fallback (verdicts parsed: 75%); 1 unusable verdict "
+            "kept in `skill_diagnosis_failure` (the first, on `solo@1`: failure 'wrong' is not one of ...; it wrote "
+            "`{\"failure\": \"wrong 'kind'\"}`).") in text
+    assert "the run's summary counts" not in text
+    from scenarios.report.summary import diagnoses
+
+    assert "**the run's summary counts 2**" in diagnoses({**verdicts, "diagnoses_malformed": 2}, library)[0]
+    assert diagnoses({}, SkillLibrary(engine, "no-llm")) == []
 
 
 def test_report_on_a_blocks_run(tmp_path):
