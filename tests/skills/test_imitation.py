@@ -47,8 +47,8 @@ def library_of(library):
 def test_credit_alone_blames_the_correct_line_the_failure_needs(library):
     library_of(library)
     cfg = SkillsConfig(min_support=2)
-    b = batch(groups(), cfg.credit_config())
-    gc = group_relative_credit(b.rewards, b.usage, b.questions, cfg.credit_config(), b.acted)
+    b = batch(groups(), cfg.credit_config(group=4))
+    gc = group_relative_credit(b.rewards, b.usage, b.questions, cfg.credit_config(group=4), b.acted)
     right, wrong = (gc.credit[b.keys.index(("1", name))] for name in ("right", "wrong"))
     assert right < wrong < 0  # linear credit cannot split the interaction: both blamed, the correct one more
     assert [c.skill.name for c in cases(b, gc, library, DiagnosisConfig(min_support=2))][0] == "right"
@@ -72,8 +72,8 @@ def test_blame_with_the_reader_diagnoses_the_imitated_line_and_never_the_correct
 def test_a_blame_the_failed_outputs_bear_out_stays_and_an_unread_one_too(library):
     library_of(library)
     cfg = SkillsConfig(min_support=2)
-    b = batch(groups(), cfg.credit_config())
-    gc = group_relative_credit(b.rewards, b.usage, b.questions, cfg.credit_config(), b.acted)
+    b = batch(groups(), cfg.credit_config(group=4))
+    gc = group_relative_credit(b.rewards, b.usage, b.questions, cfg.credit_config(group=4), b.acted)
     found = cases(b, gc, library, DiagnosisConfig(min_support=2))
     both_imitated = reattribute(found, b, gc, library, lambda steps: [{"right": 1.0, "wrong": 3.0} for _ in steps])
     assert [c.skill.name for c in both_imitated.cases] == ["right", "wrong"] and both_imitated.moved == 0
