@@ -341,10 +341,20 @@ class SkillEvolver:
         return self._scores[key]
 
     def _accuracy(self, model, world, holdings=None, per_problem=False):
+        """Success of the frozen market on ``world``'s fixed problems. It leaves the training run as it found it
+        (restored after): the market's random stream (the next training problems, the auctions' draws, births), the
+        policy's action counter (its sampling seeds, its summary counts), the rows' last actions (what births
+        rewrite) and its forfeit memory; else the gated arm trains on other problems than the ungated one."""
         policy = self.policy
         skills, lines = holdings or (policy.skills, {})
-        with policy.evaluating(), policy.holding(skills, lines):
-            episodes = model.run_episodes(world=world, batch=world.fixed.size, settle=False)
+        saved = (model.rng.bit_generator.state, policy.counts.copy(), dict(policy.recent),
+                 {k: set(v) for k, v in policy.bench.items()})
+        try:
+            with policy.evaluating(), policy.holding(skills, lines):
+                episodes = model.run_episodes(world=world, batch=world.fixed.size, settle=False)
+        finally:
+            model.rng.bit_generator.state = saved[0]
+            policy.counts, policy.recent, policy.bench = saved[1:]
         success = np.array([e["success"] for e in episodes], dtype=float)
         return success if per_problem else float(success.mean())
 
