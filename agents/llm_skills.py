@@ -1,47 +1,42 @@
 """Skill evolution for LLM agents: credit over their skill lines, a diagnosis, an LLM-written edit, the gate.
 
-The loop recsys runs on rule clauses (scenarios/recsys/evolve.py), here on the lines LLM agents
-carry (agents/llm_policy.py; each line a skill of the run's library, skills/catalogue.py), set by
-the ``[skills]`` section (skills/config.py).
+The loop recsys runs on rule clauses (scenarios/recsys/evolve.py), here on the lines LLM agents carry
+(agents/llm_policy.py; each a skill of the run's library, skills/catalogue.py), set by ``[skills]`` (skills/config.py).
 
-**Rollouts.** A training round runs B worlds, ``agents.group`` consecutive ones on one question
-(the world draws them: market.protocols.World.group). In world b an acting agent's prompt carries
-each of its acting skill lines with probability ``skills.p_use``, drawn once per round, world and
-row: the randomised contrast the credit reads (without it the G rollouts of a question differ only
-by sampling and routing). Every action is a node of world b's trace (skills/workflow.py): role,
-agent, the skills its prompt carried, status (``ok``; an invalid, empty, over-long or illegal
-output is a failed node of its role: agents/llm_policy.py ``status_of``) and output, after the
-world's previous step; the trace ends with the question's correct answer (``task.lesson``). A
-rollout's reward is the world's success, less the workflow penalty ``skills.penalty``.
+**Rollouts.** A training round runs B worlds, ``agents.group`` consecutive ones on one question (the world draws them:
+market.protocols.World.group). In world b an acting agent's prompt carries each of its acting skill lines with
+probability ``skills.p_use``, drawn once per round, world and row: the randomised contrast the credit reads (without it
+the G rollouts of a question differ only by sampling and routing). Every action is a node of world b's trace
+(skills/workflow.py): role, agent, the skills its prompt carried, status (``ok``; an invalid, empty, over-long or
+illegal output is a failed node of its role: agents/llm_policy.py ``status_of``) and output, after the world's previous
+step; the trace ends with the question's correct answer (``task.lesson``). A rollout's reward is the world's success,
+less the workflow penalty ``skills.penalty``.
 
-**An edit pass** every ``skills.every`` rounds, on the rollouts since the last accepted edit (at most
-``skills.window`` rounds): one pass of the edit loop every library runs (skills/loop.py), to which this
-module gives its rollouts, its evaluator (the frozen market) and its edit writer:
+**An edit pass** every ``skills.every`` rounds, on the rollouts since the last accepted edit (at most ``skills.window``
+rounds): one pass of the edit loop every library runs (skills/loop.py), to which this module gives its rollouts, its
+evaluator (the frozen market) and its edit writer:
 
-1. blame (skills/evolve.py): ``grse`` or ``presence`` credit over (agent, skill) -> the blamed skills,
-   worst first -> the diagnoser (``skills.diagnoser``: ``rule`` reads the trace's statuses; ``llm``
-   asks the agents' own model, one batched greedy call through the policy's backend, for the JSON
-   verdict of skills/editor.py, in its short form; a verdict that does not parse, or names a skill or role the library
-   does not have, is written to the ``skill_diagnosis_failure`` table and the rule diagnoser answers
-   instead, counted as a fallback). ``random``: random (agent, skill) columns the rollouts used, with
-   revise 1/2, prune 1/4, add 1/4 (what the gate alone buys).
-2. the edit's text, written by the model as births write theirs (agents/llm_births.py), with the world's
-   prompts (agents/prompts.py): ``revise``
-   rewrites the skill as a worked example from the cited step (what the role was given, what it
-   wrote, the correct output); ``add`` asks for one more general line for the role, held by every
-   agent of that role; ``prune`` takes the line from every agent; ``merge`` gives the partner's holders
-   the target instead. A rewrite that does not parse is counted and the edit dropped.
-3. the gate (skills/gate.py): the frozen market (its auctions, greedy completions, no payments)
-   plays the scenario's fixed validation problems (``world.validation``) with the current skills and
-   with the candidate, paired; a candidate passes only with the evidence ``skills.confidence`` asks for
-   (or a prune within the one-standard-error rule where the problems can see ``skills.min_harm``). An
-   accepted edit changes the rows (each a new skill-set version) and its held-out gain is measured
-   beside its validation gain (``validation_gain_accepted``, ``heldout_gain_accepted``); a rejected one
-   is written with status ``rejected`` and both scores. Edits are gated one at a time, after the size
-   checks of skills/limits.py.
+1. blame (skills/evolve.py): ``grse`` or ``presence`` credit over (agent, skill) -> the blamed skills, worst first ->
+   the diagnoser (``skills.diagnoser``: ``rule`` reads the trace's statuses; ``llm`` asks the agents' own model, one
+   batched greedy call through the policy's backend, for the JSON verdict of skills/editor.py, in its short form; a
+   verdict that does not parse, or names a skill or role the library does not have, is written to the
+   ``skill_diagnosis_failure`` table and the rule diagnoser answers instead, counted as a fallback). ``random``: random
+   (agent, skill) columns the rollouts used, with revise 1/2, prune 1/4, add 1/4 (what the gate alone buys).
+2. the edit's text, written by the model as births write theirs (agents/llm_births.py), with the world's prompts
+   (agents/prompts.py): ``revise`` rewrites the skill as a worked example from the cited step (what the role was given,
+   what it wrote, the correct output); ``add`` asks for one more general line for the role, held by every agent of
+   that role; ``prune`` takes the line from every agent; ``merge`` gives the partner's holders the target instead. A
+   rewrite that does not parse is counted and the edit dropped.
+3. the gate (skills/gate.py): the frozen market (its auctions, greedy completions, no payments) plays the scenario's
+   fixed validation problems (``world.validation``) with the current skills and with the candidate, paired; a
+   candidate passes only with the evidence ``skills.confidence`` asks for (or a prune within the one-standard-error
+   rule where the problems can see ``skills.min_harm``). An accepted edit changes the rows (each a new skill-set
+   version) and its held-out gain is measured beside its validation gain (``validation_gain_accepted``,
+   ``heldout_gain_accepted``); a rejected one is written with status ``rejected`` and both scores. Edits are gated one
+   at a time, after the size checks of skills/limits.py.
 
-``heldout_accuracy_initial`` is the frozen market's held-out accuracy before the first edit pass, on
-the problems ``heldout_accuracy`` is measured on at the end.
+``heldout_accuracy_initial`` is the frozen market's held-out accuracy before the first edit pass, on the problems
+``heldout_accuracy`` is measured on at the end. No frozen run changes the training run (``_accuracy``).
 """
 
 from __future__ import annotations
@@ -55,6 +50,7 @@ from agents import parse
 from agents.backends.base import NoPrivilegedPass, Prompt
 from market.database import make_engine
 from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
+from skills.catalogue import summary
 from skills.limits import tokens
 from skills.loop import EditLoop, World
 from skills.shapley import retrieve
@@ -78,7 +74,7 @@ class SkillEvolver:
         self.loop = EditLoop(SkillLibrary(make_engine("sqlite://"), "unattached"), skills, World(
             evaluate=lambda skills, q, s: self._score(self.model, self._holdings(skills, self.loop.library)),
             questions=np.zeros(0), seeds=np.zeros(0), write=self._write, draw=self._random,
-            heldout=lambda skills: self._heldout(self.model, self._holdings(skills, self.loop.library)),
+            heldout=lambda skills: self._score(self.model, self._holdings(skills, self.loop.library), "heldout"),
             gated=self._gated, imitation=self._imitation), diagnoser=self.llm, fallback=self.rule if self.llm else None)
 
     @property
@@ -165,11 +161,8 @@ class SkillEvolver:
 
     def _diagnose(self, prompts: list[str]) -> list[str]:
         """The LLM diagnoser's ``generate``: one greedy batch on the agents' engine, charged to no agent."""
-        own = self.policy.prompts  # the world's (agents/prompts.py)
-        asks = [Prompt(own.diagnose_system, own.diagnose_demo, p, max_tokens=96) for p in prompts]
         with self.policy.evaluating():
-            texts = [c.text for c in self.policy._generate(asks, [-1] * len(asks))]
-        return texts
+            return [c.text for c in self.policy._generate(self._asks(prompts), [-1] * len(prompts))]
 
     def _birth_check(self, role: str, line: str, kind: str) -> str:
         """A birth's rewrite (skills/catalogue.py): why it fails the cheap check ("" if it passes): its size in tokens
@@ -189,10 +182,12 @@ class SkillEvolver:
 
     def _choose(self, prompts: list[str], options: list[list[str]]) -> list[int]:
         """The LLM diagnoser's constrained decoding (``skills.constrained``): each verdict picked from its closed set."""
-        own = self.policy.prompts  # the world's (agents/prompts.py)
-        asks = [Prompt(own.diagnose_system, own.diagnose_demo, p, max_tokens=96) for p in prompts]
         with self.policy.evaluating():
-            return self.policy.backend.choose(asks, options)
+            return self.policy.backend.choose(self._asks(prompts), options)
+
+    def _asks(self, prompts: list[str]) -> list[Prompt]:
+        own = self.policy.prompts  # the world's (agents/prompts.py)
+        return [Prompt(own.diagnose_system, own.diagnose_demo, p, max_tokens=96) for p in prompts]
 
     def _known(self, d: Diagnosis) -> str:
         """A verdict's target (and a merge's partner) must be a current skill, an add's a role with an LLM."""
@@ -277,7 +272,7 @@ class SkillEvolver:
             if line is None:
                 return None
             name = policy.catalogue.reserve(d.target, policy._kind(line))
-            return to_edit(d, name=name, description=_summary(line), body=line)
+            return to_edit(d, name=name, description=summary(line), body=line)
         if d.target not in current:
             return None
         skill = current[d.target]
@@ -292,7 +287,7 @@ class SkillEvolver:
         line = self._rewrite(own.explore_ask.format(given=given, wrote=wrote, correct=correct), own.explore_demo)
         if line is None or line == skill.body:
             return None
-        return to_edit(d, description=_summary(line), body=line)
+        return to_edit(d, description=summary(line), body=line)
 
     def _rewrite(self, ask: str, demo: str) -> str | None:
         cfg = self.policy.cfg
@@ -326,25 +321,28 @@ class SkillEvolver:
             held.append(tuple(out[-policy.cfg.max_skills:]))
         return held, {s.name: s.body for s in skills}
 
-    def _score(self, model, holdings) -> np.ndarray:
-        """[n] success of the frozen market on the validation problems with the rows holding ``holdings``."""
-        key = (tuple(holdings[0]), tuple(sorted(holdings[1].items())))
+    def _score(self, model, holdings, split: str = "validation") -> np.ndarray:
+        """[n] success of the frozen market on the ``split`` problems (validation: the gate's; heldout: an accepted
+        edit's paired gain) with the rows holding ``holdings``, once per pass."""
+        key = (split, tuple(holdings[0]), tuple(sorted(holdings[1].items())))
         if key not in self._scores:
-            self._scores[key] = self._accuracy(model, model.world.validation, holdings, per_problem=True)
-        return self._scores[key]
-
-    def _heldout(self, model, holdings) -> np.ndarray:
-        """[n] held-out success of the frozen market with the rows holding ``holdings`` (an accepted edit's paired gain)."""
-        key = ("heldout", tuple(holdings[0]), tuple(sorted(holdings[1].items())))
-        if key not in self._scores:
-            self._scores[key] = self._accuracy(model, model.world.heldout, holdings, per_problem=True)
+            self._scores[key] = self._accuracy(model, getattr(model.world, split), holdings, per_problem=True)
         return self._scores[key]
 
     def _accuracy(self, model, world, holdings=None, per_problem=False):
+        """Success of the frozen market on ``world``'s fixed problems, restoring what it changes of the training run:
+        the market's random stream (the next training problems, auctions, births), the policy's action counter (its
+        sampling seeds), the rows' last actions (births rewrite them), forfeit memory. Else a gated arm trains apart."""
         policy = self.policy
         skills, lines = holdings or (policy.skills, {})
-        with policy.evaluating(), policy.holding(skills, lines):
-            episodes = model.run_episodes(world=world, batch=world.fixed.size, settle=False)
+        saved = (model.rng.bit_generator.state, policy.counts.copy(), dict(policy.recent),
+                 {k: set(v) for k, v in policy.bench.items()})
+        try:
+            with policy.evaluating(), policy.holding(skills, lines):
+                episodes = model.run_episodes(world=world, batch=world.fixed.size, settle=False)
+        finally:
+            model.rng.bit_generator.state = saved[0]
+            policy.counts, policy.recent, policy.bench = saved[1:]
         success = np.array([e["success"] for e in episodes], dtype=float)
         return success if per_problem else float(success.mean())
 
@@ -371,9 +369,7 @@ class SkillEvolver:
             else:
                 out["diagnoses_rule"] = by
         out["skill_pass_seconds"] = round(float(self.counts["skill_pass_seconds"]), 2)
-        if self.initial is not None:
-            out["heldout_accuracy_initial"] = self.initial
-        return out
+        return out | ({"heldout_accuracy_initial": self.initial} if self.initial is not None else {})
 
     def state_dict(self) -> dict:
         return {"rng": self.rng.bit_generator.state, "rounds": self.rounds, "counts": dict(self.counts),
@@ -388,8 +384,7 @@ class SkillEvolver:
 
 
 class StepTrace(Trace):
-    """A rollout's trace plus the observation each step acted on (``states``: what an edit's rewrite
-    reads, ``task.lesson``)."""
+    """A rollout's trace plus the observation each step acted on (``states``: what an edit's rewrite reads)."""
 
     def __init__(self, reference: str = ""):
         super().__init__(reference)
@@ -402,8 +397,3 @@ def _rollout(reward: float, trace_state: dict, states: list) -> Rollout:
     trace.states = [np.asarray(s) for s in states]
     return Rollout(reward, trace)
 
-
-def _summary(line: str) -> str:
-    from skills.catalogue import summary
-
-    return summary(line)

@@ -182,3 +182,32 @@ def test_births_rewrites_are_checked_where_skills_evolve_and_marked_unchecked_wh
         if credit == "grse":
             assert summary["births_passed"] == len(births) and summary["skill_edits_accepted"] == 0
     assert summaries == {"none": {"unchecked"}, "grse": {"passed"}}
+
+
+def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
+    """The evolver's frozen runs (held-out before training, the gate's validation) restore the market's random
+    stream and the policy's counters, last actions and forfeit memory: an evolver with every line always carried
+    (p_use 1) and no edit pass trains on the same problems, with the same ledger, as no evolver."""
+    from agents import text_scenario
+    from agents.llm_skills import SkillEvolver
+    from market import MarketConfig, MarketModel, PopulationConfig
+    from scenarios import wordmath
+
+    def model(evolve: bool):
+        m = MarketModel(*text_scenario.build(wordmath.Wordmath, wordmath.Config(heldout=4, validation=4)),
+                        MarketConfig(batch=4, clearing="random"), PopulationConfig(initial_agents=6, births=False),
+                        seed=3)
+        if evolve:
+            m.policy.evolver = SkillEvolver(m.policy, SkillsConfig(p_use=1.0, every=10**6), 2, seed=3)
+        return m
+
+    plain, evolved = model(False), model(True)
+    for _ in range(3):
+        plain.step(), evolved.step()
+        policy = evolved.policy
+        before = (evolved.rng.bit_generator.state, dict(policy.counts), dict(policy.recent), dict(policy.bench))
+        policy.evolver._accuracy(evolved, evolved.world.validation)
+        assert (evolved.rng.bit_generator.state, dict(policy.counts), dict(policy.recent), dict(policy.bench)) == before
+    assert evolved.policy.evolver.initial is not None  # the held-out run before training ran
+    assert evolved.ledger.hash == plain.ledger.hash
+    assert evolved.rng.bit_generator.state == plain.rng.bit_generator.state
