@@ -16,8 +16,8 @@ skills:
 
 Why the reweight: a library that holds a tuned baseline should be able to become it. Edits that double or halve
 one weight at a time rarely get there, and a run's prunes (each allowed one standard error by the gate's rule)
-can drift below it. The writer proposes both reweights of each role in a pass whose credit edits changed nothing
-(:func:`floor`; scenarios/recsys/evolve.py), and they face the same gate as every edit: a share step must
+can drift below it. The writer proposes the share step of each role in a pass whose credit edits changed nothing,
+and the baseline alone in the run's last edit pass (:func:`floor`; scenarios/recsys/evolve.py says why), and they face the same gate as every edit: a share step must
 improve validation NDCG with evidence; the baseline alone is a prune, so it may cost up to one standard error
 (between two libraries the validation users cannot tell apart, the one that is the tuned baseline). A conditional skill (a rule for a
 segment: blame's business) is never touched, and while a weighted role holds one every reweight waits (floor):
@@ -150,10 +150,11 @@ def reweight(d: Diagnosis, current: dict, baseline) -> list[Edit] | None:
             for s in terms if (r := rules_.get(s.name, s.rule)) != s.rule] or None
 
 
-def floor(library: SkillLibrary, baseline, agents: dict[str, str]) -> list[Diagnosis]:
-    """Per weighted role, the reweights (the next share step, the baseline alone) that can be written and that the gate
-    has not refused on this library already (a refused candidate left a rejected version, written by a reweight of
-    the same kind, of the current version of its first target, with the same rule). None at all while a weighted
+def floor(library: SkillLibrary, baseline, agents: dict[str, str], step: bool = True,
+          alone: bool = True) -> list[Diagnosis]:
+    """Per weighted role, the reweights asked for (``step``: the next share step; ``alone``: the baseline alone) that
+    can be written and that the gate has not refused on this library already (a refused candidate left a rejected
+    version, written by a reweight of the same kind, of the current version of its first target, with the same rule). None at all while a weighted
     role holds a conditional skill: moving any weight changes which requests the rollouts serve well, and so the
     credit's contrast on that skill, which is still the credit's to judge (at toy size, a recall reweight beside
     planted rank rules turned one GRSE prune into a revise)."""
@@ -166,7 +167,7 @@ def floor(library: SkillLibrary, baseline, agents: dict[str, str]) -> list[Diagn
                and v.edit_id in edits and json.loads(edits[v.edit_id].diagnosis or "{}").get("failure") == REWEIGHT}
     out = []
     for role in WEIGHTED:
-        for action in ("revise", "prune"):
+        for action in ("revise",) * step + ("prune",) * alone:
             d = Diagnosis(agents.get(role, role), role, REWEIGHT, None, action, role, None, "")
             first = (reweight(d, current, baseline) or [None])[0]
             if first is not None and (current[first.target].id, first.rule or current[first.target].rule,

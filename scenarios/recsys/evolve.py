@@ -14,12 +14,14 @@ the evidence window (``window`` iterations, cleared on an accept) and the valida
 (skills/gate.py) on the validation users' NDCG@k. What recsys gives the loop is its own: the rollouts
 (the pipeline run on the questions), the evaluator (NDCG@k of a library on the validation users, and on
 the test users for the held-out gain of each accepted edit) and the edit writer
-(:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue) and the floor: in a pass whose
-credit edits changed nothing (the library settled for what the credit can see), the reweights of each weighted role
-towards the tuned baseline's skills (:func:`scenarios.recsys.edits.floor`), through the same gate (every arm but
-``none``). Why only then: on the zoo's development worlds, offered from the first pass the baseline-alone
-candidate passed the prune rule before the credit's edits had made the blend worth keeping, and ended level with
-the baseline where the blend ended above it.
+(:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue) and the floor
+(:func:`scenarios.recsys.edits.floor`), through the same gate (every arm but ``none``): in a pass whose credit edits
+changed nothing (the library settled for what the credit can see), the next step of each weighted role's weight
+towards the tuned baseline's skill; in the run's last edit pass, each role's baseline alone. Why the baseline alone
+only at the end: it is a prune, which the one-standard-error rule lets through on a tie, so offered in any
+earlier pass it could end a blend that the credit's later edits would have lifted above the baseline (on the
+zoo's development worlds it did); as a final check it can only replace a library that ended no better than the
+baseline.
 """
 
 from __future__ import annotations
@@ -48,6 +50,17 @@ class Iteration:
     diagnoses: list = field(default_factory=list)
 
 
+def rounds(exp) -> int:
+    """The runner's rounds in a run (scenarios/run/runner.py): ``ceil(run.episodes / market.batch)``."""
+    return -(-exp.run.episodes // exp.market.batch)
+
+
+def last_pass(step: int, every: int, rounds: int) -> bool:
+    """Whether round ``step`` (counted from 1) holds the run's last edit pass: it is due (``skills.every``) and no
+    other is due before the run's last round."""
+    return step % every == 0 and step + every > rounds
+
+
 class Arm:
     def __init__(self, credit: str, library: SkillLibrary, pipe: P.Pipeline, cfg: Config, skills: SkillsConfig,
                  group: int, agents: dict[str, str], evaluate=None):
@@ -68,7 +81,8 @@ class Arm:
                       write=lambda d, trace, rng: edits.propose(d, self.library, rng, self.operators, baseline),
                       draw=lambda rng, n: [(d, None) for d in edits.random_diagnoses(self.library, n, agents, rng)],
                       heldout=lambda skills: float(self.evaluate(skills, test).mean()),
-                      propose=lambda done: [] if done.accepted else edits.floor(self.library, baseline, agents))
+                      propose=lambda done: edits.floor(self.library, baseline, agents, not done.accepted, self.final))
+        self.final = False  # this pass is the run's last edit pass (set by :meth:`learn`)
         self.loop = EditLoop(library, skills, world, credit=credit)
 
     # ------------------------------------------------------------ scoring
@@ -88,18 +102,21 @@ class Arm:
         used = self.pipe.sample_use(lib, users, self.skills.p_use, np.random.default_rng(seed))
         return lib, self.pipe.run(lib, users, used), users
 
-    def iterate(self, questions: np.ndarray, seed: int, budget: int | None = None) -> Iteration:
+    def iterate(self, questions: np.ndarray, seed: int, budget: int | None = None, final: bool = False) -> Iteration:
         """Team mode: G rollouts per question, then :meth:`learn` from them."""
         lib, out, users = self.rollouts(questions, seed)
         G = self.group
         groups = [(int(q), [Rollout(float(out.reward[i * G + g]), P.trace(out, lib, i * G + g, self.agents))
                             for g in range(G)]) for i, q in enumerate(questions)]
-        return self.learn(groups, seed, budget, Iteration(users, out.ndcg))
+        return self.learn(groups, seed, budget, Iteration(users, out.ndcg), final)
 
-    def learn(self, groups: list, seed: int, budget: int | None = None, it: Iteration | None = None) -> Iteration:
+    def learn(self, groups: list, seed: int, budget: int | None = None, it: Iteration | None = None,
+              final: bool = False) -> Iteration:
         """The rollouts join the evidence; then one pass of the edit loop with at most ``budget`` edits (default
-        ``max_edits``; 0: a round between edit passes only adds the rollouts to the evidence)."""
+        ``max_edits``; 0: a round between edit passes only adds the rollouts to the evidence); ``final``: the run's
+        last edit pass (:func:`last_pass`), where the floor also offers each role's baseline alone."""
         self.loop.observe(groups)
+        self.final = final
         it = it or Iteration(np.zeros(0, dtype=np.int64), np.zeros(0))
         done = self.loop.run(np.random.default_rng([seed, CREDITS.index(self.credit)]), budget)
         it.accepted, it.rejected, it.diagnoses = done.accepted, done.rejected, done.diagnoses

@@ -37,7 +37,7 @@ from market.population import HOUSE_ROW
 from scenarios.recsys import learned_recall, seeds
 from scenarios.recsys import pipeline as P
 from scenarios.recsys.data import QUESTION
-from scenarios.recsys.evolve import Arm
+from scenarios.recsys.evolve import Arm, last_pass, rounds
 from scenarios.recsys.team import arm_names, report
 from skills.catalogue import marks as marks_of
 from skills.catalogue import truncate
@@ -222,6 +222,7 @@ class RecsysMarket(MarketModel):
         population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
         model = cls(env, policy, exp.market, population, seed=exp.run.seed)
         model.world_data, model.cfg_recsys, model.skills, model.group = world, cfg, exp.skills, exp.agents.group
+        model.rounds = rounds(exp)  # the last one's edit pass is the run's last (evolve.last_pass)
         model.learned = learned_recall.for_run(exp, world)  # trained after each round (agents.objective = ca_pg)
         model.main = arm_names(exp)[0]  # the comparison arms (plant_harmful, compare) are team mode's
         model.arm_names = (model.main,)
@@ -278,7 +279,8 @@ class RecsysMarket(MarketModel):
                 rollouts.append(Rollout(float(out.reward[b]), P.trace(out, lib, b, agents)))
             groups.append((int(env.users[i * G]), rollouts))
         due = self.steps % self.skills.every == 0  # an edit pass this round (mesa counts steps from 1)
-        it = self.arms[self.main].learn(groups, int(self.rng.integers(2**62)), None if due else 0)
+        final = last_pass(self.steps, self.skills.every, self.rounds)
+        it = self.arms[self.main].learn(groups, int(self.rng.integers(2**62)), None if due else 0, final=final)
         self.counts[self.main]["accepted"] += it.accepted
         self.counts[self.main]["rejected"] += it.rejected
         if self.learned is not None:  # the next round's recall, trained on this round's questions

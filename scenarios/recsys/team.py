@@ -33,7 +33,7 @@ from market.population import Population
 from market.protocols import Economy
 from scenarios.recsys import learned_recall, seeds
 from scenarios.recsys.data import QUESTION, TEST, VALIDATION
-from scenarios.recsys.evolve import Arm
+from scenarios.recsys.evolve import Arm, last_pass, rounds
 from scenarios.recsys.ranking import coverage
 from scenarios.recsys.pipeline import ROLES, Compiled
 from scenarios.recsys.world import load
@@ -63,6 +63,7 @@ class RecsysTeam(mesa.Model, Economy):
         self.world_data = load(self.cfg, exp.run.seed)
         self.learned = learned_recall.for_run(exp, self.world_data)  # trained after each step (agents.objective = ca_pg)
         self.questions_per_step = exp.market.batch // exp.agents.group
+        self.rounds = rounds(exp)  # the last one's edit pass is the run's last (evolve.last_pass)
         self.population = Population(capacity=len(ROLES) + 1)
         self.ledger = Ledger(self.population)
         rows = self.population.allocate(len(ROLES))
@@ -111,11 +112,12 @@ class RecsysTeam(mesa.Model, Economy):
         seed = int(self.rng.integers(2**62))
         iterations = {}
         due = self.steps % self.skills.every == 0  # an edit pass this step (mesa counts steps from 1)
+        final = last_pass(self.steps, self.skills.every, self.rounds)
         for name in sorted(self.arm_names, key=lambda n: n != "grse"):  # grse first: the others match its budget
             budget = self.skills.max_edits if due else 0
             if name in MATCHED and "grse" in iterations:
                 budget = iterations["grse"].accepted + iterations["grse"].rejected
-            iterations[name] = it = self.arms[name].iterate(questions, seed, budget)
+            iterations[name] = it = self.arms[name].iterate(questions, seed, budget, final)
             self.counts[name]["accepted"] += it.accepted
             self.counts[name]["rejected"] += it.rejected
         if self.learned is not None:  # every arm ran this step's recall; the next step's is trained on its questions

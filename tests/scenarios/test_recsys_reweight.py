@@ -9,6 +9,7 @@ import numpy as np
 from sqlalchemy import create_engine
 
 from scenarios.recsys import edits, rules
+from scenarios.recsys.evolve import last_pass
 from skills import Diagnosis, SkillLibrary, SkillsConfig
 from skills.loop import EditLoop, World
 
@@ -91,3 +92,15 @@ def test_where_the_mix_scores_better_the_reweights_are_refused_once_and_not_prop
     assert edits.floor(lib, BASELINE, AGENTS) == []  # the refused candidates are remembered by the library itself
     edit_loop.run(np.random.default_rng(0))
     assert edit_loop.counts["edits_proposed"] == 4
+
+
+def test_the_baseline_alone_waits_for_the_runs_last_edit_pass():
+    lib = library()
+    kinds = lambda **asked: [(d.target, d.action) for d in edits.floor(lib, BASELINE, AGENTS, **asked)]  # noqa: E731
+    assert kinds(alone=False) == [("recall", "revise"), ("rank", "revise")]  # an earlier pass that settled
+    assert kinds(step=False) == [("recall", "prune"), ("rank", "prune")]  # the last pass, after a credit accept
+    assert kinds(step=False, alone=False) == []
+    # the last edit pass: the last round where it is due, or the last due round before it
+    assert [s for s in range(1, 11) if last_pass(s, 1, 10)] == [10]
+    assert [s for s in range(1, 11) if last_pass(s, 3, 10)] == [9]
+    assert [s for s in range(1, 13) if last_pass(s, 4, 12)] == [12]
