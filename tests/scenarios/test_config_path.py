@@ -99,3 +99,11 @@ def test_a_stored_config_of_the_flat_layout_resumes_as_it_ran():
         with pytest.warns(DeprecatedKey) as said:
             again = from_dict(flat, "stored")
         assert len(said) == 1 and again.to_dict() == stored, name
+
+
+def test_any_objective_module_is_a_value_of_agents_objective_and_a_misspelt_one_is_refused_naming_the_known():
+    """agents.objective reads the objectives' package (one new file is a new value): a known name loads, a typo is
+    refused at load with the known names."""
+    assert load("relay", ["agents.actions=grpo", "agents.objective=eapo"]).agents.objective == "eapo"
+    with pytest.raises(ConfigError, match=r"agents\.objective = 'grpp'.*unknown objective \(known: grpo, "):
+        load("relay", ["agents.objective=grpp"])
