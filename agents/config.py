@@ -152,9 +152,10 @@ class AgentsConfig:
     """The policy update of learned action logits (agents/objectives; docs: concepts/credit-methods.md): grpo (the
     clipped step-level surrogate), or eapo, tree_opsd, focus, process_branching (agents.branches) where a world's
     rule-logit policies give what they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
-    objective recsys takes; agentopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the advantage
-    by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
-    answer in context; the gold answer scored before and after each reply);
+    objective recsys takes; agentopsd, alignopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the
+    advantage by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
+    answer in context; the gold answer scored before and after each reply; alignopsd against the same step of the
+    task's other rollouts, matched by the replies' frozen MiniLM embeddings);
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)

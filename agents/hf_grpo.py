@@ -164,12 +164,15 @@ class HFGRPO:
         ``value_logits`` on each prefix before one (the state it was sampled in); for sero, ``fields["oracle"]``
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
         weighted by its per-token likelihood before this step (the frozen policy's, detached); ``fields["privileged"]``
-        maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py)."""
+        maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
+        ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)
         old, mask, entropy, *hidden = self._scored(pairs, entropy=True, hidden=critic)
         leaves = {"completion": (pairs, old.clone().requires_grad_())}
         tensor = lambda v, dtype: torch.as_tensor(np.asarray(v), dtype=dtype, device=self.device)  # noqa: E731
         signals = {k: tensor(v, torch.long) for k, v in fields.items() if k in ("effect", "state")}
+        if "thought" in fields:  # the replies' frozen sentence embeddings, [n, D]
+            signals["thought"] = tensor(fields["thought"], torch.float32)
         if critic:
             logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
             signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])

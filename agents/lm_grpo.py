@@ -22,7 +22,8 @@ and parsed action), focus's ``state`` (role and state summary), tppo's ``token_l
 (wordmath: the problem's expression, its answer), scored under the adapted model) and batch C's privileged
 passes (agents/privileged_pass.py: the same completions rescored by the engine with the correct output, the
 outcome or a failed sibling's reply in the prompt, and the gold answer's belief before and after each reply;
-their tokens are the learner's ``lm_privileged_tokens``, never an agent's); an objective reading a signal the
+their tokens are the learner's ``lm_privileged_tokens``, never an agent's), and alignopsd's ``thought``, each
+completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use); an objective reading a signal the
 LM learner does not give (candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
@@ -78,6 +79,7 @@ class CompletionLearner(RoundLearner):
                                lora_rank=cfg.lm.lora_rank, max_grad_norm=cfg.max_grad_norm,
                                critic=critic.wanted(objective))
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
+        self._embedder = None  # the frozen MiniLM, loaded by the first round whose objective reads ``thought``
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
 
     @contextlib.contextmanager
@@ -88,6 +90,14 @@ class CompletionLearner(RoundLearner):
         with self.grpo.model.disable_adapter():
             yield
         backend.weights_changed()
+
+    def embedder(self, texts: list[str]) -> np.ndarray:
+        """[n, 384] the texts' unit MiniLM embeddings (agents/bid_head.py Embedder: each distinct text encoded once)."""
+        if self._embedder is None:
+            from agents.bid_head import Embedder
+
+            self._embedder = Embedder()
+        return self._embedder(texts)
 
     @property
     def branches(self) -> int:
@@ -146,6 +156,8 @@ class CompletionLearner(RoundLearner):
             wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, G, lessons, failed, gold)
             fields["privileged"], spent = score(policy.backend, wanted)
             self.counts["lm_privileged_tokens"] += spent
+        if objective is not None and "thought" in objective.needs:  # alignopsd matches turns by what they say
+            fields["thought"] = self.embedder(list(texts))
         stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
         self.policy.weights_changed()
         self.counts["policy_updates"] += 1

@@ -83,6 +83,9 @@ class PolicyBatch:
     """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
     branch: torch.Tensor | None = None
     """[M] bool: the step's rollout restarted from a state another one reached (``agents.branches``; process_branching)."""
+    thought: torch.Tensor | None = None
+    """[M, D] the step's reply as text embedded by the frozen sentence embedder (MiniLM, agents/bid_head.py; unit
+    vectors, D = 384): two steps that say the same thing are near, wherever they fall in their rollouts (alignopsd)."""
 
     def __post_init__(self):
         M, L = self.logp.shape
@@ -94,6 +97,8 @@ class PolicyBatch:
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
+        if self.thought is not None and (self.thought.dim() != 2 or len(self.thought) != M):
+            raise ValueError(f"PolicyBatch.thought has shape {tuple(self.thought.shape)}, expected ({M}, D)")
 
     @classmethod
     def one_token(cls, **fields) -> PolicyBatch:

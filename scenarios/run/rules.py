@@ -68,10 +68,10 @@ RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits", "state")
 """What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
 probability of each sampled action (the reference policy), a critic's logits (agents/critic.py) and
 state ids (equal observations)."""
-LM_SIGNALS = ("effect", "token_logits", "value_logits", "state")
+LM_SIGNALS = ("effect", "token_logits", "value_logits", "state", "thought")
 """What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
-summary, parsed action), state ids (role, state summary) and a token critic's logits; its KL to the base
-model is its own (agents.kl), not an objective's ref_logp."""
+summary, parsed action), state ids (role, state summary), a token critic's logits and the completion's text
+embedded by the frozen MiniLM; its KL to the base model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
 HINDSIGHT_SIGNALS = ("hindsight_logp",)

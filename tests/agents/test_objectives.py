@@ -1,6 +1,7 @@
 """Each batch-B objective on a tiny batch whose loss is worked out by hand from its formula, one
 optimiser step that must raise the rewarded action, and the registry's refusals."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -207,10 +208,11 @@ def rule_batch(theta, name):
         oracle = torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)]
         fields.update(advantage=torch.zeros(4), oracle_logp=oracle,
                       oracle_mask=torch.ones(4, dtype=torch.bool), oracle_weight=torch.full((4,), 0.5))
-    if name in ("agentopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot"):  # privileged passes that agree
-        # with the agent, and a belief no reply moved: grpo's update (stop_segment: less its centred re-check penalty)
+    if name in ("agentopsd", "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot"):  # privileged passes
+        # that agree with the agent, a belief no reply moved, replies that all say the same: grpo's update
+        # (stop_segment: less its centred re-check penalty)
         fields.update(teacher_logp=logp.detach(), hindsight_logp=logp.detach(), sibling_logp=logp.detach(),
-                      belief_before=torch.zeros(4), belief_after=torch.zeros(4))
+                      belief_before=torch.zeros(4), belief_after=torch.zeros(4), thought=torch.ones(4, 2))
     if name.startswith("ca_pg"):  # a recommender whose held-out item is candidate 0
         fields.update(item_logits=theta.expand(4, 3), target=torch.zeros(4, dtype=torch.long), list_len=2)
     return PolicyBatch.one_token(**fields), params
@@ -235,7 +237,7 @@ def test_one_adam_step_raises_the_rewarded_action(name):
 def test_registry_names_needs_and_refusals():
     assert O.NAMES[0] == "grpo"
     assert set(O.NAMES) == {"grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd",
-                            "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching"}
+                            "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching"}
     assert O.needs("grpo") == () and O.needs("empo") == ("effect",) and O.needs("tppo") == ("token_logits",)
     assert set(O.needs("sero")) == {"oracle_logp", "oracle_mask", "oracle_weight"}
     assert set(O.needs("ca_pg")) == {"item_logits", "target", "list_len"}
@@ -263,6 +265,8 @@ def test_policy_batch_checks_shapes_and_lists_its_signals():
                               entropy=t([0.1, 0.2]), effect=torch.tensor([0, 1]))
     assert b.logp.shape == (2, 1) and bool(b.mask.all())
     assert b.provided() & set(O.SIGNALS) == {"effect"}
+    with pytest.raises(ValueError, match="thought"):  # one embedding per step
+        dataclasses.replace(b, thought=torch.ones(3, 4))
 
 
 def test_objective_settings_from_the_config_reach_the_objective_and_bad_ones_are_refused():

@@ -88,7 +88,8 @@ def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_a
     assert O.needs("agentopsd") == ("teacher_logp",) and O.needs("trial") == ("hindsight_logp",)
     assert set(O.needs("cepo")) == {"teacher_logp", "sibling_logp"}
     for name, signal in [("agentopsd", "teacher_logp"), ("trial", "hindsight_logp"), ("cepo", "sibling_logp"),
-                         ("h2sd", "teacher_logp"), ("stop_segment", "belief_after"), ("rredcot", "belief_before")]:
+                         ("h2sd", "teacher_logp"), ("stop_segment", "belief_after"), ("rredcot", "belief_before"),
+                         ("alignopsd", "teacher_logp, thought")]:
         with pytest.raises(ConfigError, match=f"{name}.*{signal}"):  # relay's rule logits have no privileged pass
             load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={name}"])
     objective = O.for_agents(load("wordmath", ['agents.actions="grpo"', "agents.objective=agentopsd",
@@ -96,6 +97,11 @@ def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_a
     assert (objective.cfg.gamma, objective.cfg.lam) == (0.5, 0.5)
     with pytest.raises(ConfigError, match="cepo.eps_w"):
         load("wordmath", ['agents.actions="grpo"', "agents.objective=cepo", "agents.objective_settings.cepo.eps_w=2"])
+    objective = O.for_agents(load("wordmath", ['agents.actions="grpo"', "agents.objective=alignopsd",
+                                               "agents.objective_settings.alignopsd.tau=0.8"]).agents)
+    assert (objective.cfg.tau, objective.cfg.temperature, objective.needs) == (0.8, 0.5, ("teacher_logp", "thought"))
+    with pytest.raises(ConfigError, match="alignopsd.tau"):
+        load("wordmath", ['agents.actions="grpo"', "agents.objective=alignopsd", "agents.objective_settings.alignopsd.tau=1.5"])
 
 
 def test_h2sd_scales_successes_by_the_teacher_and_pulls_failures_towards_it():
@@ -135,3 +141,43 @@ def test_rredcot_gives_a_failures_penalty_to_the_segment_that_lowered_the_belief
     w = [1.5, 0.5, 1.0, 0.5, 1.5]
     assert g[:, 0].tolist() == pytest.approx([-a * x / 5 for a, x in zip([1, 1, 1, -1, -1], w)])
     assert g[4, 0] > g[3, 0] > 0  # the failure's belief-lowering step is pushed down three times as hard
+
+
+A, B, C = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]  # three steps' embeddings, cosine 0 between them
+
+
+def test_alignopsd_matches_turns_by_what_they_say_not_by_their_index():
+    # a success takes steps [a, b], a failure [b, a]; the teacher's gap g: success [+1, 0], failure [0, -1].
+    # Matched by embedding, the success's a (+1) faces the failure's a (-1): c = [2, 0] and [0, -2]; by index every
+    # contrast would be 1 (and the weights uniform). Each turn is its own span (disjoint profiles: JSD = ln 2);
+    # z = sign(A) c / T = [4, 0] and [0, 4]; w = 2 u / sum u per episode
+    b = batch([1.0, 1.0, -1.0, -1.0], [0, 0, 1, 1], teacher_logp=[[0.0], [-1.0], [-1.0], [-2.0]])
+    b.thought = t([A, B, B, A])
+    _, g, stats = grad("alignopsd", b)
+    w = [2 / (1 + math.exp(-4)), 2 * math.exp(-4) / (1 + math.exp(-4))]
+    assert g[:, 0].tolist() == pytest.approx([-w[0] / 4, -w[1] / 4, w[1] / 4, w[0] / 4])
+    assert g[0, 0] < g[1, 0] < 0 < g[2, 0] < g[3, 0]  # the success's a rises most, the failure's a falls most
+    assert stats["matched"] == 1.0 and stats["spans"] == 4.0
+    # both rollouts in the same order (the failure's a now first): index and embedding agree, the weights follow a
+    b = batch([1.0, 1.0, -1.0, -1.0], [0, 0, 1, 1], teacher_logp=[[0.0], [-1.0], [-2.0], [-1.0]])
+    b.thought = t([A, B, A, B])
+    assert grad("alignopsd", b)[1][:, 0].tolist() == pytest.approx([-w[0] / 4, -w[1] / 4, w[0] / 4, w[1] / 4])
+
+
+def test_alignopsd_turns_that_match_the_same_sibling_step_form_one_span_and_share_its_weight():
+    # a success says a, then c twice (one step spread over two turns); a failure a, c. The success's two c turns
+    # have the same profile (the failure's c: JSD 0), one span: contrast mean (2 + 0) / 2 = 1 for both, z = 2.
+    # The failure's c faces both (p = 1/2 each): c = 0 - (2 + 0) / 2 = -1, z = -1 x -1 / 0.5 = 2; a's contrast is 0
+    b = batch([1.0, 1.0, 1.0, -1.0, -1.0], [0, 0, 0, 1, 1], teacher_logp=[[-1.0], [1.0], [-1.0], [-1.0], [-1.0]])
+    b.thought = t([A, C, C, A, C])
+    _, g, stats = grad("alignopsd", b)
+    e2 = math.exp(2)
+    w = [3 / (1 + 2 * e2), 3 * e2 / (1 + 2 * e2), 3 * e2 / (1 + 2 * e2), 2 / (1 + e2), 2 * e2 / (1 + e2)]
+    assert g[:, 0].tolist() == pytest.approx([-w[0] / 5, -w[1] / 5, -w[2] / 5, w[3] / 5, w[4] / 5])
+    assert g[1, 0] == g[2, 0] < g[0, 0] < 0 and stats["spans"] == 4.0
+    # the failure's turns say something else (cosine 0 < tau): nothing matches, every profile is "unmatched", each
+    # episode one span whose turns share one weight: grpo's even spread, whatever the gaps
+    b = batch([1.0, 1.0, 1.0, -1.0, -1.0], [0, 0, 0, 1, 1], teacher_logp=[[-1.0], [1.0], [-1.0], [-1.0], [-1.0]])
+    b.thought = t([A, C, C, B, B])
+    _, g, stats = grad("alignopsd", b)
+    assert g[:, 0].tolist() == pytest.approx([-1 / 5] * 3 + [1 / 5] * 2) and stats["matched"] == 0.0
