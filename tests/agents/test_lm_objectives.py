@@ -26,7 +26,7 @@ def backend():
 
 @pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("focus", 1),
                                            ("sero", 1), ("tppo", 3), ("agentopsd", 1), ("trial", 1), ("cepo", 1),
-                                           ("h2sd", 1), ("stop_segment", 1), ("rredcot", 1)])
+                                           ("h2sd", 1), ("stop_segment", 1), ("rredcot", 1), ("alignopsd", 1)])
 def test_updates_move_the_rewarded_completions_up(backend, name, updates):
     """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
     after one update of ``name`` (on a fresh adapter and critic) each rewarded completion gains on its sibling.
@@ -44,11 +44,13 @@ def test_updates_move_the_rewarded_completions_up(backend, name, updates):
                   "effect": effect_ids([("a", "s", "4"), ("a", "s", "5"), ("a", "t", "blue"), ("a", "t", "green")]),
                   "state": np.array([0, 0, 1, 1]),
                   "oracle": [ids("4"), ids("4"), ids(" green"), ids(" green")]}
-        if name in ("agentopsd", "trial", "cepo", "h2sd"):  # privileged per-token log-probs, right-aligned by the
+        if name in ("agentopsd", "alignopsd", "trial", "cepo", "h2sd"):  # privileged per-token log-probs, right-aligned by the
             # learner: an informed teacher that finds the rewarded completions likelier than the agent does, the others less
             own, mask = grpo._scored(pairs)[:2]
             informed = [own[i][mask[i]].numpy() + v for i, v in enumerate((1.0, -1.0, -1.0, 1.0))]
-            fields["privileged"] = {k: informed for k in objective.needs}
+            fields["privileged"] = {k: informed for k in objective.needs if k != "thought"}
+        if name == "alignopsd":  # each group's two replies say the same kind of thing: matched to each other
+            fields["thought"] = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
         if name in ("stop_segment", "rredcot"):  # the gold answer's belief, one number per step: the rewarded replies raise it
             fields["privileged"] = {"belief_before": np.full(4, -2.0), "belief_after": np.array([-1.0, -3.0, -3.0, -1.0])}
         before = mean_logprob(grpo, pairs)
