@@ -92,11 +92,12 @@ class CompletionLearner(RoundLearner):
         backend.weights_changed()
 
     def embedder(self, texts: list[str]) -> np.ndarray:
-        """[n, 384] the texts' unit MiniLM embeddings (agents/bid_head.py Embedder: each distinct text encoded once)."""
+        """[n, 384] the texts' unit MiniLM embeddings (agents/bid_head.py), on the learner's device; not cached:
+        completions rarely repeat across rounds, so a cache would only grow."""
         if self._embedder is None:
-            from agents.bid_head import Embedder
+            from agents.bid_head import MiniLM
 
-            self._embedder = Embedder()
+            self._embedder = MiniLM(str(self.grpo.device))
         return self._embedder(texts)
 
     @property

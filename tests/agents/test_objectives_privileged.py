@@ -181,3 +181,15 @@ def test_alignopsd_turns_that_match_the_same_sibling_step_form_one_span_and_shar
     b.thought = t([A, C, C, B, B])
     _, g, stats = grad("alignopsd", b)
     assert g[:, 0].tolist() == pytest.approx([-1 / 5] * 3 + [1 / 5] * 2) and stats["matched"] == 0.0
+
+
+def test_alignopsd_default_threshold_on_the_shipped_embedder_matches_one_problems_steps_by_kind():
+    """What the LoRA learner gives as ``thought`` (the frozen MiniLM, agents/bid_head.py): at tau = 0.75 two
+    rollouts' expressions for one wordmath problem match, in either order of the operands, and an expression
+    never matches an answer."""
+    from agents.bid_head import MiniLM
+
+    e = torch.as_tensor(MiniLM()(["(12 + 7) * 3", "(7 + 12) * 3", "12 * 3 + 7", "57", "Answer: 57"]), dtype=torch.float64)
+    sim, tau = e @ e.T, O.make("alignopsd").cfg.tau
+    assert sim[0, 1] >= tau and sim[0, 2] >= tau and sim[3, 4] >= tau
+    assert bool((sim[:3, 3:] < tau).all())
