@@ -25,8 +25,8 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads),
 ``pair`` and ``check`` (the problem with one private condition changed, and what a state's standing submission
 would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads) and ``given`` (the task such a
-worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis
-prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
+worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the framework's own rewrite
+and diagnosis prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
 
 A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
 acts wherever ``may_act`` lets it, without a model, its text applied by ``act`` like any completion.

@@ -83,8 +83,8 @@ def test_the_framework_hands_over_each_state_checked_against_the_problem_and_its
     assert set(signals) == {"paired"} and signals["paired"].shape == (3, 2)
     price = batch.states[0]["price"]  # the seller's counter: the last offer passed it
     assert price == batch.states[0]["ask"] < problem["budget"] - 1
-    np.testing.assert_allclose(signals["paired"][-1], [WORLD.reward(batch.states[0]),
-                                                       (problem["budget"] - price) / (problem["budget"] - pair["floor"])])
+    in_pair = (problem["budget"] - price) / (problem["budget"] - pair["floor"])
+    np.testing.assert_allclose(signals["paired"][-1], [WORLD.reward(batch.states[0]), in_pair])
     np.testing.assert_allclose(signals["paired"][:2], 0.0)
 
 
