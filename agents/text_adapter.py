@@ -49,6 +49,12 @@ class TextBoard:
     def problem(self, seed: int, pid: int):
         return self.world.problem(np.random.default_rng([seed, pid]))
 
+    def paired(self, seed: int, pid: int):
+        """The problem's pair (``TextWorld.pair``), drawn on the problem's own stream after the problem: the
+        same problem, the same pair."""
+        rng = np.random.default_rng([seed, pid])
+        return self.world.pair(self.world.problem(rng), rng)
+
     def state_at(self, obs_row: np.ndarray):
         """The state an observation row saw: the current batch's, or replayed from the move log."""
         stage, seed, pid, b, serial, turn = (int(x) for x in obs_row)
@@ -152,15 +158,25 @@ class TextBatch(World):
 
     def credit_signals(self, obs: np.ndarray, actions: np.ndarray, b: int, steps: np.ndarray) -> dict:
         """The world's ``credit_signals``, one value per step, from the states its observations saw (replayed
-        from the move log) and the role that moved each (the log's entry at the step's turn)."""
+        from the move log) and the role that moved each (the log's entry at the step's turn); where the world
+        pairs (``TextWorld.pair``), ``paired`` [T+1, 2]: each state's standing submission checked against its
+        own problem and against the pair."""
         world = self.board.world
-        if not world.credit_signals:
+        if not world.signals():
             return {}
         states = [self.board.state_at(row) for row in obs]
-        moves = self.board.moves.get((int(obs[0][4]), b), [])
-        roles = [moves[int(row[5])][0] if int(row[5]) < len(moves) else "" for row in obs[:-1]]
-        rows = [world.step_signals(states[t], states[t + 1], roles[t]) for t in range(len(obs) - 1)]
-        return {name: [r[name] for r in rows] for name in world.credit_signals}
+        out = {}
+        if world.credit_signals:
+            moves = self.board.moves.get((int(obs[0][4]), b), [])
+            roles = [moves[int(row[5])][0] if int(row[5]) < len(moves) else "" for row in obs[:-1]]
+            rows = [world.step_signals(states[t], states[t + 1], roles[t]) for t in range(len(obs) - 1)]
+            out = {name: [r[name] for r in rows] for name in world.credit_signals}
+        if world.has_pair():
+            seed, pid = int(obs[0][1]), int(obs[0][2])
+            own, other = self.board.problem(seed, pid), self.board.paired(seed, pid)
+            out["paired"] = np.array([[world.check(s, own), world.check(s, other)] for s in states],
+                                     dtype=np.float64).reshape(len(states), 2)
+        return out
 
     @property
     def solved(self) -> np.ndarray:

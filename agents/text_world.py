@@ -22,9 +22,11 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``{"problem": problem, "history": []}``), ``may_act`` (which roles may act in a state), ``stages`` and
 ``stage`` (a few short state summaries the agents' yes/no wake-up question reads), ``solved``,
 ``correct`` (the correct output of a role at a state: births from failures, skill diagnoses and the
-``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads) and ``given`` (the task such a worked example shows: by default what the role
-reads), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis
-prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
+``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads),
+``pair`` and ``check`` (the problem with one private condition changed, and what a state's standing submission
+would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads) and ``given`` (the task such a
+worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the framework's own rewrite
+and diagnosis prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
 
 A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
 acts wherever ``may_act`` lets it, without a model, its text applied by ``act`` like any completion.
@@ -146,11 +148,34 @@ class TextWorld:
         leaves ``after`` equal to ``before``."""
         raise NotImplementedError(f"{type(self).__name__}.step_signals(before, after, role)")
 
+    def pair(self, problem, rng: np.random.Generator):
+        """``problem`` with one private condition changed (what the agents never read: a floor price, a hidden
+        fact), drawn with ``rng``; a new problem, ``problem`` left as it is. With :meth:`check`, optional: the
+        ``paired`` credit signal (the ``pacpo`` estimator) needs both."""
+        raise NotImplementedError(f"{type(self).__name__}.pair(problem, rng)")
+
+    def check(self, state, problem) -> float:
+        """The outcome checker: what the world would pay if the episode ended now on ``state``'s standing
+        submission (the offer on the table, the answer so far), judged against ``problem`` (the state's own or
+        its :meth:`pair`); 0 where nothing submitted would pay. Against the state's own problem at an ended
+        episode it is :meth:`reward`."""
+        raise NotImplementedError(f"{type(self).__name__}.check(state, problem)")
+
     # --- read by the framework --------------------------------------------------------------------
     @classmethod
     def has_correct(cls) -> bool:
         """Whether the world defines :meth:`correct`."""
         return cls.correct is not TextWorld.correct
+
+    @classmethod
+    def has_pair(cls) -> bool:
+        """Whether the world defines :meth:`pair` and :meth:`check`: then it provides the ``paired`` signal."""
+        return cls.pair is not TextWorld.pair and cls.check is not TextWorld.check
+
+    @classmethod
+    def signals(cls) -> tuple[str, ...]:
+        """Every credit signal the world provides: its ``credit_signals``, and ``paired`` where it pairs."""
+        return tuple(cls.credit_signals) + (("paired",) if cls.has_pair() else ())
 
     @classmethod
     def skill_pool(cls) -> dict[str, list[tuple[float, list[str]]]]:

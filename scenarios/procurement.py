@@ -17,6 +17,11 @@ The roles, on one frozen SmolLM2-135M by default:
 * ``splitter`` (a tool, no LLM): offers half the seller's price first, then halfway between the
   buyer's last offer and the seller's price.
 
+Paired worlds (``pair``, ``check``: the ``paired`` credit signal of the ``pacpo`` estimator): a problem's pair is
+the same lot with the seller's floor moved (drawn again from the same band, at least 5% of the budget away), and
+the outcome checker pays a state's standing offer (the deal's price once there is one) as a deal would be paid
+against either floor: the surplus share if it reaches that floor, else 0.
+
 The oracle (``correct``) knows the floor: the best offer is the floor itself. The complete agent (the
 framework's baseline) is one negotiator holding the whole pool (``WRONG`` included) with the summed token
 budget, playing every turn (the first role that may act in every state); the curated one holds the pool
@@ -46,6 +51,16 @@ def split(state) -> str:
 WRONG = ("example: Budget $200. Seller: $200 for 4 monitors. => I offer $200.",  # overpays: no surplus
          "example: Budget $90. Seller: $90 for 2 headsets. => I accept.")  # no offer: refused
 """Worked examples wrong on purpose: the market should route around their holders."""
+
+
+def floor(budget: int, rng) -> int:
+    """The seller's private floor: 50-80% of the budget."""
+    return int(budget * rng.uniform(0.5, 0.8))
+
+
+def surplus(problem, price: int) -> float:
+    """The share of the possible surplus a deal at ``price`` wins, in [0, 1]."""
+    return max(0.0, min(1.0, (problem["budget"] - price) / max(problem["budget"] - problem["floor"], 1)))
 
 
 def wake_examples() -> list[str]:
@@ -83,7 +98,19 @@ class Procurement(TextWorld):
     def problem(self, rng):
         budget = int(rng.integers(6, 40)) * 10
         return {"item": f"{int(rng.integers(2, 9))} {ITEMS[int(rng.integers(len(ITEMS)))]}", "budget": budget,
-                "floor": int(budget * rng.uniform(0.5, 0.8))}
+                "floor": floor(budget, rng)}
+
+    def pair(self, problem, rng):
+        moved = floor(problem["budget"], rng)
+        while abs(moved - problem["floor"]) < problem["budget"] // 20:
+            moved = floor(problem["budget"], rng)
+        return {**problem, "floor": moved}
+
+    def check(self, state, problem):
+        standing = state["price"] if state["price"] is not None else state["offer"]
+        if standing is None or standing < problem["floor"]:
+            return 0.0
+        return surplus(problem, standing)
 
     def start(self, problem):
         return {"problem": problem, "ask": problem["budget"], "offer": None, "price": None,
@@ -127,8 +154,7 @@ class Procurement(TextWorld):
         return state["price"] is not None
 
     def reward(self, state):
-        p = state["problem"]
-        return max(0.0, min(1.0, (p["budget"] - state["price"]) / max(p["budget"] - p["floor"], 1)))
+        return surplus(state["problem"], state["price"])
 
     def solved(self, state):
         return state["price"] is not None

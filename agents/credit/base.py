@@ -43,6 +43,9 @@ class Trajectory:
     """[T+1] a solver's value of each state (cast)."""
     conditions: list[frozenset] | None = None
     """[T+1] the atomic task conditions already satisfied (knowgpo)."""
+    paired: np.ndarray | None = None
+    """[T+1, 2] what each state's standing submission would pay if the episode ended there, in the world and in
+    its paired world (one private condition changed): the outcome checker's two verdicts (pacpo)."""
     # --- per step: length T ------------------------------------------------------------------
     deps: list[tuple[int, ...]] | None = None
     """[T] the earlier steps whose output each step read (depgpo)."""

@@ -24,6 +24,7 @@ def trajectories(draw, outcome, empty: bool):
         reward=vec(T), role=[f"r{s}" for s in states[:T]], state=states, progress=np.array(states) / 2.0,
         meter=np.zeros(T + 1) if empty else vec(T + 1), solver=vec(T + 1),
         conditions=[frozenset() if empty else frozenset(range(s)) for s in states],
+        paired=np.zeros((T + 1, 2)) if empty else np.abs(vec(2 * T + 2)).reshape(T + 1, 2),
         deps=[() if empty or t == 0 else (t - 1,) for t in range(T)], logp=vec(T), entropy=vec(T),
         embedding=np.zeros((T, 4)) if empty else np.eye(4)[np.array(states[:T], dtype=int)],
         results=[np.zeros(2 ** m) if empty else vec(2 ** m) for _ in range(T)],
