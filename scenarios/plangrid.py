@@ -62,8 +62,14 @@ class PlanGrid(TextWorld):
              Role("renderer", "Draw the plan as 4 rows of 4 characters. Reply only: grid: <row>/<row>/<row>/<row>.",
                   max_tokens=20, wake="Is there a plan to draw?"))
     pool = {"planner": ["example: One X in row two, column three, on a field of dots. => "
-                        "plan: row=2 col=3 mark=X fill=."],
-            "renderer": ["example: plan: row=2 col=3 mark=X fill=. => grid: ..../..X./..../...."]}
+                        "plan: row=2 col=3 mark=X fill=.",
+                        "example: One # in row four, column one, on a field of dashes. => "
+                        "plan: row=4 col=1 mark=# fill=-",
+                        "example: One O in row one, column four, on a field of plus signs. => "
+                        "plan: row=1 col=4 mark=O fill=+"],
+            "renderer": ["example: plan: row=2 col=3 mark=X fill=. => grid: ..../..X./..../....",
+                         "example: plan: row=4 col=1 mark=# fill=- => grid: ----/----/----/#---",
+                         "example: plan: row=1 col=4 mark=O fill=+ => grid: +++O/++++/++++/++++"]}
     stages = ("A request waits for a plan.", "A plan waits to be drawn.")
     horizon = 4
     credit_signals = ("plan", "prefix")
