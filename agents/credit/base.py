@@ -81,6 +81,12 @@ class Trajectory:
     hit: np.ndarray | None = None
     """[T] 1: the step's search query retrieved a gold clue within the retriever's cutoff, 0: it did not, -1: the
     step issued no query (sid_span)."""
+    plan: list[str] | None = None
+    """[T] the plan the step wrote, as canonical text ("" for a step that wrote none): rollouts with the same plan
+    are renders of one plan (dars)."""
+    prefix: np.ndarray | None = None
+    """[T] a planner step: the share of its plan's fields right before the first wrong one (0 for a plan it could not
+    write); -1: a step of another role (dars)."""
 
     def __len__(self) -> int:
         return len(self.agent)

@@ -32,6 +32,7 @@ def trajectories(draw, outcome, empty: bool):
         evidence=np.zeros(T) if empty else np.clip(vec(T), 0, 1), labels=[LABELS[s] for s in states[:T]],
         selection=np.array([-1 if s == 0 else s - 1 for s in states[:T]]), score=np.zeros(T) if empty else vec(T),
         profit=vec(T), skill=[f"s{a}" for a in states[:T]], hit=np.array([s - 1 for s in states[:T]], dtype=int),
+        plan=[f"p{s}" if s else "" for s in states[:T]], prefix=np.array([s / 2 - 0.5 for s in states[:T]]),
     )
 
 
