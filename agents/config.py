@@ -154,7 +154,9 @@ class AgentsConfig:
     rule-logit policies give what they read; ca_pg trains recsys's learned recall source (scenarios/recsys/learned_recall.py) and is the one
     objective recsys takes; agentopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the advantage
     by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
-    answer in context; the gold answer scored before and after each reply);
+    answer in context; the gold answer scored before and after each reply); distil trains on the replies the policy
+    writes with the correct output in context that the world verifies, hint_sd distils the steps the world locates
+    as faulty towards an EMA teacher told the correct output;
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)
