@@ -81,9 +81,10 @@ def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: in
 
 
 def teacher_samples(backend, prompts, lessons, rows) -> tuple[list[str | None], int]:
-    """(each step's teacher sample, None outside ``rows``; privileged tokens spent): the policy's reply under the
-    step's prompt (its temperature and seed) with the correct output ``lessons[i]`` as the reference paragraph,
-    one batched ``generate`` counted as a privileged pass (``Stats.privileged``), never as the agents' usage."""
+    """(each step's teacher sample, None outside ``rows`` and where it wrote nothing whole: empty, or cut at its
+    token cap or timeout; privileged tokens spent): the policy's reply under the step's prompt (its temperature and
+    seed) with the correct output ``lessons[i]`` as the reference paragraph, one batched ``generate`` counted as a
+    privileged pass (``Stats.privileged``), never as the agents' usage."""
     rows = list(rows)
     before = backend.stats.privileged_tokens
     with backend.stats.privileged():
