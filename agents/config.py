@@ -155,7 +155,9 @@ class AgentsConfig:
     objective recsys takes; agentopsd, alignopsd, trial, cepo, h2sd, stop_segment and rredcot (LLM worlds) redistribute the
     advantage by privileged passes (the same tokens rescored with the correct output, the outcome or a failed sibling's
     answer in context; the gold answer scored before and after each reply; alignopsd against the same step of the
-    task's other rollouts, matched by the replies' frozen MiniLM embeddings);
+    task's other rollouts, matched by the replies' frozen MiniLM embeddings); distil trains on the replies the policy
+    writes with the correct output in context that the world verifies, hint_sd distils the steps the world locates
+    as faulty towards an EMA teacher told the correct output;
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)

@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from agents.critic import TokenCritic, wanted
 from agents.learner import Learner, autocast, k3, penalised
-from agents.objectives.batch import BELIEF, PolicyBatch, step_mean
+from agents.objectives.batch import BELIEF, JUDGED, PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
 
 
@@ -163,7 +163,9 @@ class HFGRPO:
         Signals: ``effect`` and ``state`` ids from ``fields``; ``token_logits`` from the critic on each prefix through a token,
         ``value_logits`` on each prefix before one (the state it was sampled in); for sero, ``fields["oracle"]``
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
-        weighted by its per-token likelihood before this step (the frozen policy's, detached); ``fields["privileged"]``
+        weighted by its per-token likelihood before this step (the frozen policy's, detached); for distil,
+        ``fields["teacher_sample"]`` holds each completion's teacher sample (token ids, empty: none), scored under the
+        current policy with grad as the oracle is; ``located`` and ``teacher_verified`` [n] bool from ``fields``; ``fields["privileged"]``
         maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)
@@ -173,15 +175,18 @@ class HFGRPO:
         signals = {k: tensor(v, torch.long) for k, v in fields.items() if k in ("effect", "state")}
         if "thought" in fields:  # the replies' frozen sentence embeddings, [n, D]
             signals["thought"] = tensor(fields["thought"], torch.float32)
+        signals.update({k: tensor(v, torch.bool) for k, v in fields.items() if k in JUDGED})
         if critic:
             logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
             signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])
+        for name in ("oracle", "teacher_sample"):  # other completions of the same prompts, scored with grad
+            if name in fields:
+                other = [(p, o) for (p, _), o in zip(pairs, fields[name])]
+                other_logp, other_mask = self._scored(other)
+                leaves[name] = other, other_logp.clone().requires_grad_()
+                signals.update({f"{name}_logp": leaves[name][1], f"{name}_mask": other_mask})
         if "oracle" in fields:
-            oracle_pairs = [(p, o) for (p, _), o in zip(pairs, fields["oracle"])]
-            oracle_logp, oracle_mask = self._scored(oracle_pairs)
-            leaves["oracle"] = oracle_pairs, oracle_logp.clone().requires_grad_()
-            signals.update(oracle_logp=leaves["oracle"][1], oracle_mask=oracle_mask,
-                           oracle_weight=step_mean(oracle_logp, oracle_mask).exp())
+            signals["oracle_weight"] = step_mean(signals["oracle_logp"].detach(), signals["oracle_mask"]).exp()
         for name, rows in fields.get("privileged", {}).items():  # per-token arrays, right-aligned as the completions
             if name in BELIEF:  # one number per step
                 signals[name] = tensor(rows, torch.float32)

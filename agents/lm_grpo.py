@@ -14,7 +14,7 @@ the shared SmolLM2::
 with rho the completion's length-normalised ratio. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
 advantage: the KL term, a critic (tppo, pact: their advantages are the critic's, and it learns from
-failures too) or an oracle (sero's supervision needs no contrast).
+failures too), an oracle (sero's supervision needs no contrast) or a failure's lesson (distil, hint_sd).
 ``agents.objective`` other than grpo replaces the surrogate (agents/objectives, on the completions' tokens:
 log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
 and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's and focus's
@@ -22,6 +22,8 @@ and parsed action), focus's ``state`` (role and state summary), tppo's ``token_l
 (wordmath: the problem's expression, its answer), scored under the adapted model) and batch C's privileged
 passes (agents/privileged_pass.py: the same completions rescored by the engine with the correct output, the
 outcome or a failed sibling's reply in the prompt, and the gold answer's belief before and after each reply;
+hint_sd's rescoring by an EMA of the adapter weights, agents/ema_weights.py, and the world's fault locator;
+distil's teacher samples, written with the correct output in the prompt and verified by the world;
 their tokens are the learner's ``lm_privileged_tokens``, never an agent's), and alignopsd's ``thought``, each
 completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use); an objective reading a signal the
 LM learner does not give (candidate scores) is refused at load.
@@ -56,7 +58,8 @@ from agents.credit.step_advantages import step_advantages
 from agents.hf_grpo import HFGRPO
 from agents.learner import RoundLearner, to_cpu
 from agents.objectives.batch import PRIVILEGED
-from agents.privileged_pass import contexts, failed_replies, score
+from agents.ema_weights import EMAWeights
+from agents.privileged_pass import contexts, failed_replies, located, score, teacher_samples, verified
 
 
 class CompletionLearner(RoundLearner):
@@ -78,6 +81,8 @@ class CompletionLearner(RoundLearner):
             self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm.lr, clip=cfg.clip, kl=cfg.kl,
                                lora_rank=cfg.lm.lora_rank, max_grad_norm=cfg.max_grad_norm,
                                critic=critic.wanted(objective))
+        self.ema = EMAWeights([p for p in self.grpo.model.parameters() if p.requires_grad], objective.cfg.ema) \
+            if objective is not None and "hint_logp" in objective.needs else None  # hint_sd's slow teacher
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self._embedder = None  # the frozen MiniLM, loaded by the first round whose objective reads ``thought``
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
@@ -129,8 +134,10 @@ class CompletionLearner(RoundLearner):
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
             advantage = step_advantages(model, cfg.estimator(), G, np.stack(actions), logp)
         policy, objective = self.policy, self.objective
-        oracle = objective is not None and "oracle_logp" in objective.needs  # sero: the task's correct output
-        dense = bool(cfg.kl) or critic.wanted(objective) or oracle
+        needs = set(objective.needs) if objective is not None else set()
+        oracle = "oracle_logp" in needs  # sero: the task's correct output
+        taught = bool(needs & {"teacher_sample_logp", "located"})  # distil, hint_sd: failures' lessons, contrast or not
+        dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
                    trace.obs[t, b])
@@ -142,24 +149,40 @@ class CompletionLearner(RoundLearner):
         messages = [p.messages() for p in prompts]
         pairs = self.grpo.encode(messages, list(texts))
         worlds = np.array(worlds)
+        roles = [role for role, _, _ in effects]
         fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // G,
                   "episode": worlds, "effect": effect_ids(effects), "state": effect_ids([e[:2] for e in effects])}
-        privileged = set(objective.needs) & set(PRIVILEGED) if objective is not None else set()
-        lessons = [policy.task.lesson(obs, role)[1] for obs, (role, _, _) in zip(seen, effects)] \
-            if oracle or privileged & {"teacher_logp", "sibling_logp"} else None  # the correct output at each state
+        privileged = needs & set(PRIVILEGED)
+        lessons = [policy.task.lesson(obs, role)[1] for obs, role in zip(seen, roles)] \
+            if oracle or taught or privileged & {"teacher_logp", "sibling_logp", "hint_logp"} else None  # the correct output at each state
         if oracle:
             fields["oracle"] = [c for _, c in self.grpo.encode(messages, lessons)]
+        failed = ~trace.solved[worlds].astype(bool)
+        if "located" in needs:  # hint_sd: the world's fault locator
+            fields["located"] = located(policy.task.verify, texts, roles, seen, failed)
+        if "teacher_sample_logp" in needs:  # distil: the teacher writes, for failed episodes' steps; the world verifies
+            samples, spent = teacher_samples(policy.backend, prompts, lessons, np.flatnonzero(failed))
+            self.counts["lm_privileged_tokens"] += spent
+            fields["teacher_verified"] = verified(policy.task.verify, samples, roles, seen)
+            fields["teacher_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
         if privileged:  # batch C: the same completions rescored with what the agent did not see
-            roles = [role for role, _, _ in effects]
-            failed = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
+            siblings = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None
             gold = [policy.task.question(obs)[1] for obs in seen] if privileged & {"belief_before", "belief_after"} else None
-            wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, G, lessons, failed, gold)
+            wanted = contexts(privileged, prompts, texts, worlds, roles, trace.solved, G, lessons, siblings, gold)
+            slow = {name: wanted.pop(name) for name in ("hint_logp",) if name in wanted}  # the EMA teacher's
             fields["privileged"], spent = score(policy.backend, wanted)
+            if slow:
+                with self.ema.swapped():
+                    hinted, more = score(policy.backend, slow)
+                fields["privileged"].update(hinted)
+                spent += more
             self.counts["lm_privileged_tokens"] += spent
         if objective is not None and "thought" in objective.needs:  # alignopsd matches turns by what they say
             fields["thought"] = self.embedder(list(texts))
         stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
+        if self.ema is not None:
+            self.ema.update()
         self.policy.weights_changed()
         self.counts["policy_updates"] += 1
         self.counts["lm_completions_trained"] += len(pairs)
@@ -173,7 +196,8 @@ class CompletionLearner(RoundLearner):
         head = self.grpo.critic
         return {"adapter": to_cpu(get_peft_model_state_dict(self.grpo.model)),
                 "critic": None if head is None else to_cpu(head.state_dict()),
-                "optimizer": self.grpo.learner.state_dict(), "counts": dict(self.counts), "cuda_rng": cuda}
+                "optimizer": self.grpo.learner.state_dict(), "counts": dict(self.counts), "cuda_rng": cuda,
+                "ema": None if self.ema is None else self.ema.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         from peft import set_peft_model_state_dict
@@ -182,6 +206,8 @@ class CompletionLearner(RoundLearner):
         if self.grpo.critic is not None:
             self.grpo.critic.load_state_dict(state["critic"])
         self.grpo.learner.load_state_dict(state["optimizer"])
+        if self.ema is not None:
+            self.ema.load_state_dict(state["ema"])
         self.counts = dict(state["counts"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])

@@ -11,7 +11,13 @@ with one more paragraph at the end of what the agent reads. Three contexts, one 
 * ``hindsight_logp``: the episode's outcome, the feedback that came after the step;
 * ``belief_before``, ``belief_after``: not the reply but the gold final answer (the world's ``question``) is
   scored, after the step's prompt and after the prompt with the step's reply in it: the policy's belief in the
-  answer where the step began and once it committed to its reply (the mean per-token log-probability).
+  answer where the step began and once it committed to its reply (the mean per-token log-probability);
+* ``hint_logp``: the teacher's context, scored by an exponential moving average of the policy's weights (the
+  learner swaps them in for the pass, agents/ema_weights.py);
+* teacher samples (:func:`teacher_samples`): not a score but a reply, the policy *sampling* under the teacher's
+  context, which the learner then scores under the step's own prompt (distil);
+* ``located``, ``teacher_verified`` (:func:`located`, :func:`verified`): the world's verifier (the text task's ``verify``) on what
+  was written: the agent's reply at a failed episode's step (the fault locator), the teacher's sample.
 
 Only what the objective reads is scored. The pass is the learner's cost: the engine counts it in
 ``Stats.privileged_tokens`` (not the agents' tokens, not the round's usage) and the learner in its own
@@ -57,8 +63,10 @@ def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: in
     if "hindsight_logp" in needs:
         out["hindsight_logp"] = [told(p, HINDSIGHT.format(verdict="succeeded" if solved[b] else "failed"))
                                  for p, b in zip(prompts, worlds)]
-    if "teacher_logp" in needs or "sibling_logp" in needs:
+    if {"teacher_logp", "sibling_logp", "hint_logp"} & set(needs):
         out["teacher_logp"] = [told(p, REFERENCE.format(answer=c)) for p, c in zip(prompts, lessons)]
+    if "hint_logp" in needs:  # the teacher's context, for the EMA teacher: the caller scores it apart, under its weights
+        out["hint_logp"] = out["teacher_logp"]
     if "sibling_logp" in needs:
         siblings = []
         for p, b, role, teacher in zip(prompts, worlds, roles, out["teacher_logp"]):
@@ -70,6 +78,34 @@ def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: in
         out["belief_before"] = list(zip(prompts, gold))
         out["belief_after"] = [(told(p, REPLIED.format(reply=t)), g) for p, t, g in zip(prompts, texts, gold)]
     return {k: v for k, v in out.items() if k in needs}
+
+
+def teacher_samples(backend, prompts, lessons, rows) -> tuple[list[str | None], int]:
+    """(each step's teacher sample, None outside ``rows`` and where it wrote nothing whole: empty, or cut at its
+    token cap or timeout; privileged tokens spent): the policy's reply under the step's prompt (its temperature and
+    seed) with the correct output ``lessons[i]`` as the reference paragraph, one batched ``generate`` counted as a
+    privileged pass (``Stats.privileged``), never as the agents' usage."""
+    rows = list(rows)
+    before = backend.stats.privileged_tokens
+    with backend.stats.privileged():
+        done = backend.generate([told(prompts[i], REFERENCE.format(answer=lessons[i])) for i in rows]) if rows else []
+    out: list[str | None] = [None] * len(prompts)
+    for i, completion in zip(rows, done):
+        out[i] = completion.text if completion.finish == "stop" and completion.text.strip() else None
+    return out, backend.stats.privileged_tokens - before
+
+
+def located(verify, texts, roles, seen, failed) -> np.ndarray:
+    """[n] bool, the world's fault locator: a step of a failed episode (``failed[i]``) whose reply ``texts[i]`` the
+    world's verifier ``verify(role, text, obs_row)`` (the text task's) rejects at its state ``seen[i]``."""
+    return np.array([bool(f) and not verify(role, text, obs) for text, role, obs, f in zip(texts, roles, seen, failed)],
+                    dtype=bool)
+
+
+def verified(verify, samples, roles, seen) -> np.ndarray:
+    """[n] bool: the world's verifier accepts each step's teacher sample (a step without one: False)."""
+    return np.array([text is not None and verify(role, text, obs) for text, role, obs in zip(samples, roles, seen)],
+                    dtype=bool)
 
 
 def score(backend, wanted: dict) -> tuple[dict, int]:

@@ -111,6 +111,15 @@ class TextBoard:
         state = self.state_at(obs_row)
         return self.world.given(state, role), self.world.correct(state, role)
 
+    def verify(self, role: str, text: str, obs_row: np.ndarray) -> bool:
+        """The world as verifier: ``text`` written by ``role`` at this state does what the correct output does (each
+        acted on its own copy of the state, accepted, and the two next states equal, ``==``)."""
+        state = self.state_at(obs_row)
+        written, right = copy.deepcopy(state), copy.deepcopy(state)
+        if self.world.act(written, role, text.strip()) or self.world.act(right, role, self.world.correct(state, role)):
+            return False
+        return bool(written == right)
+
     def question(self, obs_row: np.ndarray) -> tuple[str, str]:
         """The problem a world plays ("stream:id": the G rollouts of a group share it) and its correct outcome."""
         seed, pid = int(obs_row[1]), int(obs_row[2])

@@ -72,6 +72,11 @@ class TextTask(Protocol):
     def lesson(self, obs_row: np.ndarray, role: str) -> tuple[str, str]:
         """(what the agent was given, the correct output) at a state: material for explore births."""
 
+    def verify(self, role: str, text: str, obs_row: np.ndarray) -> bool:
+        """Whether ``text`` by ``role`` at this state does what the correct output (:meth:`lesson`) does: the world's
+        verifier of a teacher's sample and its fault locator (agents/privileged_pass.py). Needed only where
+        :meth:`lesson` is (a world that knows the correct output)."""
+
     def question(self, obs_row: np.ndarray) -> tuple[object, str]:
         """(the question a world's first observation poses, as a string id; its correct final answer):
         skill evolution (agents/llm_skills.py) groups rollouts by question and shows diagnosers the answer.

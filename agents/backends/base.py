@@ -13,8 +13,9 @@ market never loops over agents calling a model). Two operations:
 
 A learner may also ask for the **privileged pass** (``forced``): the per-token log-probabilities
 of completions the agents already wrote, teacher-forced under *another* prompt (one holding what the
-agent did not see: the correct output, a failed sibling's answer, later feedback). It is the learner's
-work, not an agent's action, so its tokens go to ``Stats.privileged_tokens`` alone: neither the
+agent did not see: the correct output, a failed sibling's answer, later feedback), and may sample the
+policy's own reply under such a prompt with ``generate`` inside ``Stats.privileged`` (a teacher's sample). It is
+the learner's work, not an agent's action, so its tokens go to ``Stats.privileged_tokens`` alone: neither the
 counters a round stores (``prompt_tokens``, ``completion_tokens``: the round's usage rows) nor the
 tokens an agent is charged (agents/llm_calls.py charges what ``generate`` and ``score`` return).
 
@@ -24,6 +25,8 @@ and a trainable part (``skills``: what births rewrite), then the observation.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -116,6 +119,22 @@ class Stats:
     def stop(self) -> None:
         self.seconds += time.perf_counter() - self._t0
         self.calls += 1
+
+    @contextlib.contextmanager
+    def privileged(self):
+        """Engine calls inside are a privileged pass (a learner's teacher sampling with ``generate``): their prompt
+        and completion tokens go to ``privileged_tokens``, their time to ``privileged_s``, and every other counter is
+        left as it was before them: in no agent's usage, no round's, no phase timing's."""
+        before = dataclasses.replace(self)
+        try:
+            yield
+        finally:
+            tokens = self.prompt_tokens + self.completion_tokens - before.prompt_tokens - before.completion_tokens
+            seconds = self.seconds - before.seconds
+            for f in dataclasses.fields(self):
+                setattr(self, f.name, getattr(before, f.name))
+            self.privileged_tokens += tokens
+            self.privileged_s += seconds
 
 
 class Backend(Protocol):

@@ -76,6 +76,19 @@ class PolicyBatch:
     sibling_logp: torch.Tensor | None = None
     """[M, L] under the step's prompt plus a failed sibling's answer in its group (cepo; with no failed
     sibling, the teacher's own: no contrast)."""
+    hint_logp: torch.Tensor | None = None
+    """[M, L] under the step's prompt plus the correct output at its state as feedback, by an EMA of the policy's
+    weights (hint_sd's teacher)."""
+    located: torch.Tensor | None = None
+    """[M] bool: the world's fault locator: the step belongs to a failed episode and its reply does not do what the
+    correct output at its state does (hint_sd distils these alone)."""
+    teacher_sample_logp: torch.Tensor | None = None
+    """[M, L'] log-probability under the current policy, *without* the privileged paragraph (with grad), of a
+    completion the policy sampled *with* it: the teacher's sample for the step's state (distil)."""
+    teacher_sample_mask: torch.Tensor | None = None
+    """[M, L'] bool: the teacher sample's real tokens; a row with none: the step has no teacher sample."""
+    teacher_verified: torch.Tensor | None = None
+    """[M] bool: the world judges the step's teacher sample correct (it does what the correct output does)."""
     belief_before: torch.Tensor | None = None
     """[M] the policy's belief in the gold final answer where the step began: the answer's mean per-token
     log-probability after the step's prompt (stop_segment, rredcot)."""
@@ -89,11 +102,16 @@ class PolicyBatch:
 
     def __post_init__(self):
         M, L = self.logp.shape
-        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", *PRIVILEGED[:3]):
+        for name in ("old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", *PER_TOKEN):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
-        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", "branch", *BELIEF):
+        if self.teacher_sample_logp is not None and self.teacher_sample_mask is not None \
+                and self.teacher_sample_logp.shape != self.teacher_sample_mask.shape:
+            raise ValueError(f"PolicyBatch.teacher_sample_mask has shape {tuple(self.teacher_sample_mask.shape)}, "
+                             f"teacher_sample_logp {tuple(self.teacher_sample_logp.shape)}")
+        for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", "branch",
+                     "located", "teacher_verified", *BELIEF):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
@@ -112,10 +130,15 @@ class PolicyBatch:
 
 
 BELIEF = ("belief_before", "belief_after")
-PRIVILEGED = ("teacher_logp", "hindsight_logp", "sibling_logp", *BELIEF)
-"""The signals a privileged pass gives (agents/privileged_pass.py asks for them, agents/hf_grpo.py lays them out)."""
+PER_TOKEN = ("teacher_logp", "hindsight_logp", "sibling_logp", "hint_logp")
+PRIVILEGED = (*PER_TOKEN, *BELIEF)
+"""The signals a privileged pass scores (agents/privileged_pass.py asks for them, agents/hf_grpo.py lays them out)."""
+JUDGED = ("located", "teacher_verified")
+"""Per-step verdicts of the world's verifier on what was written (agents/privileged_pass.py)."""
+SAMPLED = ("teacher_sample_logp", "teacher_sample_mask")
+"""A completion the policy samples under a privileged prompt, scored under the step's own (agents/hf_grpo.py)."""
 TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask",
-          *PRIVILEGED[:3])
+          *SAMPLED, *PER_TOKEN)
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)
 
 

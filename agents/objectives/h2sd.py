@@ -4,8 +4,8 @@ The teacher is the policy with the correct output at the step's state in its pro
 agents/objectives/privileged.py). A success's step is scaled by how probable the informed teacher finds it
 (its per-token likelihood, normalised to mean 1 over the batch's successes: a lucky success the teacher would
 not have written counts less); a failure's step is distilled towards the hinted teacher by the reverse KL
-on the agent's own tokens (the score-function estimate: the gradient of KL(pi || q) is E_pi[(log pi - log q)
-grad log pi], so tokens the teacher finds likelier than the agent did go up, the others down)::
+on the agent's own tokens (privileged.py ``reverse_kl``, shared with hint_sd: tokens the teacher finds likelier
+than the agent did go up, the others down)::
 
     w_m   = exp(mean_t log q(y_t)) / mean_{k in S} exp(mean_t log q(y_k,t))        m in S (successes)
     L     = grpo's clipped surrogate on A_m w_m  over S
@@ -23,7 +23,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.objectives.batch import PolicyBatch, step_mean
 from agents.objectives.grpo import Config as Grpo
-from agents.objectives.privileged import reweighted
+from agents.objectives.privileged import reverse_kl, reweighted
 from market.strict import STRICT
 
 NEEDS = ("teacher_logp",)
@@ -43,9 +43,6 @@ def loss(batch: PolicyBatch, cfg: Config) -> tuple:
     likelihood = step_mean(teacher, batch.mask).exp()
     weight = torch.where(success, likelihood / likelihood[success].mean() if success.any() else likelihood, 0)
     surrogate, stats = reweighted(batch, weight, cfg.grpo)
-    gap = torch.where(batch.mask, batch.logp.detach() - teacher, 0)
-    kl = step_mean(gap * batch.logp, batch.mask)[~success]
-    distil = kl.mean() if kl.numel() else surrogate.new_zeros(())
-    stats.update(reverse_kl=float(step_mean(gap, batch.mask)[~success].mean()) if kl.numel() else 0.0,
-                 success_weight_max=float(weight.max()))
+    distil, gap = reverse_kl(batch, teacher, ~success)
+    stats.update(reverse_kl=gap, success_weight_max=float(weight.max()))
     return surrogate + cfg.beta * distil, stats

@@ -57,6 +57,22 @@ def turn_gap(informed: torch.Tensor, batch: PolicyBatch, mean: bool = False) -> 
     return step_mean(g, batch.mask) if mean else g.sum(1)
 
 
+def reverse_kl(batch: PolicyBatch, teacher: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, float]:
+    r"""Distillation of the ``rows`` [M] bool towards the ``teacher`` [M, L] by the reverse KL on the agent's own tokens
+    (h2sd's failures, hint_sd's located steps): (its score-function estimate, mean over the rows of each step's
+    mean per-token KL estimate; 0 and 0.0 with no row). The gradient of KL(pi || q) is
+    E_pi[(log pi - log q) grad log pi], so a token the teacher finds likelier than the agent did goes up, the
+    others down::
+
+        L = mean_{m in rows} mean_t sg(log pi(y_t) - log q(y_t)) log pi(y_t)
+    """
+    gap = torch.where(batch.mask, batch.logp.detach() - teacher.detach(), 0)
+    kl = step_mean(gap * batch.logp, batch.mask)[rows]
+    if not kl.numel():
+        return batch.logp.new_zeros(()), 0.0
+    return kl.mean(), float(step_mean(gap, batch.mask)[rows].mean())
+
+
 def belief_gain(batch: PolicyBatch) -> torch.Tensor:
     """[M] how much each step's reply moved the policy's belief in the gold answer (stop_segment, rredcot):
     belief_after - belief_before, stop-grad."""

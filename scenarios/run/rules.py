@@ -76,9 +76,12 @@ ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
 HINDSIGHT_SIGNALS = ("hindsight_logp",)
 """What the LoRA learner's privileged pass gives on any world: the completions rescored with the outcome in context."""
-TEACHER_SIGNALS = ("teacher_logp", "sibling_logp", "belief_before", "belief_after")
-"""What it adds where the world knows the correct output at a state (its SPEC's oracle): rescored with it, and with
-a failed sibling's answer in its place; the gold answer's likelihood before and after each reply."""
+TEACHER_SIGNALS = ("teacher_logp", "sibling_logp", "belief_before", "belief_after", "hint_logp", "located",
+                   "teacher_sample_logp", "teacher_sample_mask", "teacher_verified")
+"""What it adds where the world knows the correct output at a state (its SPEC's oracle): rescored with it (by the
+policy, and by an EMA of its weights), and with a failed sibling's answer in its place; the gold answer's likelihood
+before and after each reply; the world's verdict on a failed step's reply (the fault locator); the policy's own
+samples with the correct output in context, verified by the world, scored without it."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:

@@ -95,3 +95,36 @@ def test_the_oracle_and_the_critic_reach_the_lm_learner_through_the_market(objec
         lm.grpo.critic.head.weight.zero_()
     lm.load_state_dict(state)
     assert torch.equal(lm.grpo.critic.head.weight, weight)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["distil", "hint_sd"])
+def test_a_failures_lesson_reaches_the_lm_learner_through_the_market(objective):
+    """One round of wordmath, one problem x 4 rollouts: every completion trains (a failure's lesson needs no contrast
+    in its group); distil's teachers write for the failed episodes' steps alone, at the learner's cost, and the world
+    verifies what they wrote; hint_sd's locator picks failed steps only, and its EMA teacher follows the update and
+    travels in the checkpoint."""
+    model = market(3, "market.batch=4", f"agents.objective={objective}")
+    model.run_episodes()
+    steps = [(b, done.text) for generations in model.policy.unwrapped.generations for b, _, _, done, _ in generations]
+    failed_steps = sum(not model.trace.solved[b] for b, _ in steps)
+    usage = model.policy.unwrapped.backend.stats.completion_tokens
+    lm = model.policy.action_learner
+    model.policy.learn(model)
+    stats = model.policy.stats
+    assert stats["lm_completions"] == len(steps) > 0 and lm.counts["policy_updates"] == 1
+    assert model.policy.unwrapped.backend.stats.completion_tokens == usage  # the agents' usage: untouched
+    assert failed_steps > 0  # this seed's round has failures (SmolLM2 at 0.3 fails most problems)
+    if objective == "distil":
+        assert 0 < stats["teacher_samples"] <= failed_steps and stats["teacher_verified"] <= stats["teacher_samples"]
+        assert lm.counts["lm_privileged_tokens"] > 0
+        return
+    assert 0 < stats["located"] <= failed_steps and lm.counts["lm_privileged_tokens"] > 0
+    adapter = [p for p in lm.grpo.model.parameters() if p.requires_grad]
+    moved = [float((a - p.detach()).abs().max()) for a, p in zip(lm.ema.average, adapter)]
+    assert max(moved) > 0  # the average lags the updated weights
+    state = lm.state_dict()
+    with torch.no_grad():
+        lm.ema.average[0].zero_()
+    lm.load_state_dict(state)
+    assert torch.equal(lm.ema.average[0], state["ema"]["average"][0].to(lm.ema.average[0].device))

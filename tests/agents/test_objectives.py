@@ -213,6 +213,11 @@ def rule_batch(theta, name):
         # (stop_segment: less its centred re-check penalty)
         fields.update(teacher_logp=logp.detach(), hindsight_logp=logp.detach(), sibling_logp=logp.detach(),
                       belief_before=torch.zeros(4), belief_after=torch.zeros(4), thought=torch.ones(4, 2))
+    if name == "distil":  # the failures' teacher (told the answer) wrote action 0, and the world verified it
+        fields.update(teacher_sample_logp=torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)],
+                      teacher_sample_mask=torch.ones(4, dtype=torch.bool), teacher_verified=sign < 0)
+    if name == "hint_sd":  # the failures located; a hinted teacher that disowns their action
+        fields.update(hint_logp=logp.detach() - 1.0, located=sign < 0)
     if name.startswith("ca_pg"):  # a recommender whose held-out item is candidate 0
         fields.update(item_logits=theta.expand(4, 3), target=torch.zeros(4, dtype=torch.long), list_len=2)
     return PolicyBatch.one_token(**fields), params
@@ -237,7 +242,8 @@ def test_one_adam_step_raises_the_rewarded_action(name):
 def test_registry_names_needs_and_refusals():
     assert O.NAMES[0] == "grpo"
     assert set(O.NAMES) == {"grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd",
-                            "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching"}
+                            "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching", "distil",
+                            "hint_sd"}
     assert O.needs("grpo") == () and O.needs("empo") == ("effect",) and O.needs("tppo") == ("token_logits",)
     assert set(O.needs("sero")) == {"oracle_logp", "oracle_mask", "oracle_weight"}
     assert set(O.needs("ca_pg")) == {"item_logits", "target", "list_len"}

@@ -89,7 +89,8 @@ def test_each_declares_its_privileged_signal_and_a_world_without_it_is_refused_a
     assert set(O.needs("cepo")) == {"teacher_logp", "sibling_logp"}
     for name, signal in [("agentopsd", "teacher_logp"), ("trial", "hindsight_logp"), ("cepo", "sibling_logp"),
                          ("h2sd", "teacher_logp"), ("stop_segment", "belief_after"), ("rredcot", "belief_before"),
-                         ("alignopsd", "teacher_logp, thought")]:
+                         ("alignopsd", "teacher_logp, thought"), ("distil", "teacher_verified"),
+                         ("hint_sd", "located")]:
         with pytest.raises(ConfigError, match=f"{name}.*{signal}"):  # relay's rule logits have no privileged pass
             load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={name}"])
     objective = O.for_agents(load("wordmath", ['agents.actions="grpo"', "agents.objective=agentopsd",
@@ -193,3 +194,42 @@ def test_alignopsd_default_threshold_on_the_shipped_embedder_matches_one_problem
     sim, tau = e @ e.T, O.make("alignopsd").cfg.tau
     assert sim[0, 1] >= tau and sim[0, 2] >= tau and sim[3, 4] >= tau
     assert bool((sim[:3, 3:] < tau).all())
+
+
+def test_distil_raises_the_verified_teacher_samples_tokens_and_ignores_an_unverified_one():
+    # four failed steps; the teacher (the policy with the correct output in context) wrote a sample for three:
+    # row 0's two tokens (log-probs -2, -1 under the agent's own prompt) and row 3's one token (-0.5) verified,
+    # row 1's sample (-3) rejected by the world, row 2 none. CE = mean over verified of -mean_t = (1.5 + 0.5) / 2
+    b = batch([-1.0] * 4, [0, 1, 2, 3], teacher_logp=[[0.0]] * 4)
+    b.teacher_sample_logp = t([[-2.0, -1.0], [0.0, -3.0], [0.0, 0.0], [0.0, -0.5]]).requires_grad_()
+    b.teacher_sample_mask = t([[True, True], [False, True], [False, False], [False, True]], torch.bool)
+    b.teacher_verified = t([True, False, False, True], torch.bool)
+    value, g, stats = grad("distil", b)
+    assert value == pytest.approx(1.0 + 1.0)  # grpo's -mean A (on-policy) + beta x CE
+    sample = b.teacher_sample_logp.grad
+    # descent raises each verified token: row 0's two share its half, row 3's one token has the other half
+    assert sample.flatten().tolist() == pytest.approx([-0.25, -0.25, 0.0, 0.0, 0.0, 0.0, 0.0, -0.5])
+    assert g[:, 0].tolist() == pytest.approx([0.25] * 4)  # the agent's own tokens: grpo's gradient alone
+    assert (stats["teacher_samples"], stats["teacher_verified"]) == (3.0, 2.0)
+    b.teacher_verified = t([False] * 4, torch.bool)  # nothing verified: grpo alone, the samples untouched
+    b.teacher_sample_logp.grad = None
+    assert grad("distil", b)[0] == pytest.approx(1.0) and b.teacher_sample_logp.grad is None
+
+
+def test_hint_sd_distils_the_located_failing_step_alone():
+    # a failed episode of three one-token steps and a success; the world located step 1 (its reply is not what the
+    # correct output does); the hinted EMA teacher disagrees with the agent at every step (-5, -3, 0, -4 vs -1)
+    b = batch([-1.0, -1.0, -1.0, 1.0], [0, 0, 0, 1], hint_logp=[[-5.0], [-3.0], [0.0], [-4.0]])
+    b.located = t([False, True, False, False], torch.bool)
+    value, g, stats = grad("hint_sd", b)
+    # grpo: -A / 4 per step; the located step adds its reverse-KL gradient (log pi - log q) = -1 + 3 = 2
+    assert g[:, 0].tolist() == pytest.approx([0.25, 0.25 + 2.0, 0.25, -0.25])
+    assert stats["located"] == 1.0 and stats["hint_reverse_kl"] == pytest.approx(2.0)
+    # without the locator's verdict nothing is distilled: grpo's gradient on every step, whatever the teacher says
+    b.located = t([False] * 4, torch.bool)
+    b.logp.grad = None
+    assert grad("hint_sd", b)[1][:, 0].tolist() == pytest.approx([0.25, 0.25, 0.25, -0.25])
+    # a located step whose token the teacher likes more than the agent did is raised instead
+    b = batch([-1.0, 1.0], [0, 1], hint_logp=[[0.5], [-1.0]])
+    b.located = t([True, False], torch.bool)
+    assert grad("hint_sd", b)[1][0, 0] == pytest.approx(0.5 - 1.5)

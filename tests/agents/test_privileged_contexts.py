@@ -4,7 +4,7 @@ failed sibling a step is contrasted with, and one forced call for all of them (a
 import numpy as np
 
 from agents.backends.base import Prompt, Stats
-from agents.privileged_pass import REFERENCE, contexts, failed_replies, score
+from agents.privileged_pass import REFERENCE, contexts, failed_replies, located, score, verified
 
 P = [Prompt("sys", "", f"state {i}") for i in range(4)]
 TEXTS = ["I offer $50", "I offer $70", "I offer $60", "I offer $90"]
@@ -43,3 +43,35 @@ def test_one_forced_call_scores_every_distinct_pair_and_beliefs_are_per_step_mea
     assert engine.calls == [2] and spent == 20  # (P0, "a b") once, (P1, "x y z") once, in one call
     assert [list(r) for r in out["teacher_logp"]] == [[1.0, 2.0], [1.0, 2.0]]
     assert out["belief_before"].tolist() == [2.0, 1.5]
+
+
+def test_the_ema_teachers_context_is_the_teachers_and_a_privileged_generate_is_the_learners_cost():
+    got = contexts(("hint_logp",), P, TEXTS, WORLDS, ROLES, SOLVED, 4, lessons=["I offer $40"] * 4)
+    assert set(got) == {"hint_logp"} and got["hint_logp"][1] == (Prompt("sys", "", "state 1" + REFERENCE.format(
+        answer="I offer $40")), TEXTS[1])
+    stats = Stats(prompts=2, prompt_tokens=100, completion_tokens=10, seconds=1.0, calls=2, prefill_tokens=90)
+    with stats.privileged():  # what a generate call counts, moved to the learner's counters
+        stats.prompts, stats.prompt_tokens, stats.completion_tokens = 5, 130, 14
+        stats.seconds, stats.calls, stats.prefill_tokens = 1.5, 3, 120
+    assert (stats.prompts, stats.prompt_tokens, stats.completion_tokens, stats.seconds, stats.calls,
+            stats.prefill_tokens) == (2, 100, 10, 1.0, 2, 90)
+    assert stats.privileged_tokens == 34 and stats.privileged_s == 0.5
+
+
+def test_the_world_verifies_a_reply_by_what_it_does_and_locates_a_failed_episodes_wrong_step():
+    from agents.text_adapter import TextBatch, TextBoard
+    from scenarios import wordmath
+
+    board = TextBoard(wordmath.Wordmath())
+    world = TextBatch(board, seed=0, horizon=8, fixed=np.array([3, 3]))
+    world.reset(2, np.random.default_rng(0))
+    obs = world.observe()
+    problem = world.states[0]["problem"]
+    right, wrong = problem.expression, " + ".join(sorted(problem.numbers))  # 35 / 5 + 7 and 35 + 5 + 7
+    assert wrong != right
+    assert board.verify("extractor", right, obs[0]) and board.verify("extractor", f" {right}\n", obs[0])
+    assert not board.verify("extractor", wrong, obs[0]) and not board.verify("extractor", "no idea", obs[0])
+    roles, seen = ["extractor"] * 3, [obs[0], obs[0], obs[1]]
+    # world 0 failed, world 1 succeeded: only world 0's wrong reply is located
+    assert located(board.verify, [right, wrong, wrong], roles, seen, [True, True, False]).tolist() == [False, True, False]
+    assert verified(board.verify, [right, None, wrong], roles, seen).tolist() == [True, False, False]

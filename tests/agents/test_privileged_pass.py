@@ -46,3 +46,22 @@ def test_a_chat_server_refuses_the_privileged_pass_in_one_line():
     with pytest.raises(NoPrivilegedPass, match="openai.*privileged pass") as err:
         client.forced(PROMPTS[:1], ["5"])
     assert "\n" not in str(err.value)
+
+
+def test_a_teachers_samples_are_written_with_the_reference_in_context_and_charged_to_the_learner():
+    from agents.privileged_pass import teacher_samples
+
+    hf = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=2))
+    asked = [Prompt("You are a terse assistant.", "", "What is 2 + 3?", max_tokens=8, temperature=0.7, seed=s)
+             for s in (1, 2, 3)]
+    before = (hf.stats.prompt_tokens, hf.stats.completion_tokens, hf.stats.seconds, hf.stats.calls, hf.stats.privileged_tokens)
+    samples, spent = teacher_samples(hf, asked, ["5", "5", "5"], [0, 2])
+    assert samples[1] is None and all(isinstance(samples[i], str) or samples[i] is None for i in (0, 2))
+    # the agents' counters did not move; the learner's moved by the two prompts and what was written
+    assert (hf.stats.prompt_tokens, hf.stats.completion_tokens, hf.stats.seconds, hf.stats.calls) == before[:4]
+    assert spent == hf.stats.privileged_tokens - before[4] > 2 * 20
+    # the samples are the policy's under the reference paragraph: the same seed and prompt give the same reply
+    from agents.privileged_pass import REFERENCE, told
+
+    again = hf.generate([told(asked[0], REFERENCE.format(answer="5"))])[0]
+    assert samples[0] in (again.text, None) and (samples[0] is None) == (again.finish != "stop" or not again.text.strip())
