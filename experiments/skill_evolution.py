@@ -1,7 +1,7 @@
 """Skill evolution you can trust, measured: LLM verdict parse rates (free vs constrained decoding) and holland vs
 holland + GRSE on wordmath, paired seeds; rows to benchmarks/results/skill_evolution.jsonl.
 
-    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse,planted] [--set KEY=VALUE ...]
+    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse,probe,planted] [--set KEY=VALUE ...]
     python -m experiments.skill_evolution --recsys SUMMARIES.json --recsys-command "..."
 
 ``--recsys`` reads the run summaries experiments/recsys_compare.py wrote beside its ``--out`` tables and writes one
@@ -14,10 +14,13 @@ fits the shared two-core machine; ``--set`` changes it), with the run's summary 
 
 * ``verdicts``: ``skills.credit = grse``, ``skills.diagnoser = llm``, ``skills.constrained`` false then true on the
   same seed; the parse rate is the model's usable verdicts over all it gave (the rest: the rule fallback);
-* ``grse``: ``skills.credit`` none (holland alone: births only) then grse (the gated edit passes) on the same seed;
+* ``grse``: ``skills.credit`` none (holland alone: births only) then grse (the gated edit passes, its evidence the
+  training rounds) on the same seed;
   held-out accuracy before training and at the end, edits proposed / accepted / rejected, the accepted edits'
   validation gain against their held-out gain, seconds per pass (the grse arm diagnoses with the LLM: its verdicts
   give the parse rate of a real run);
+* ``probe``: as ``grse``, the GRSE arm's evidence a frozen probe at each pass (``skills.evidence = "probe"``), so
+  its training is holland alone's until an edit is accepted;
 * ``planted``: GRSE and the gate on the planted-line world (tests/skills/planted_world.toml, its own size):
   the correct lines' and the planted line's fate, held-out success before and after the edit passes.
 """
@@ -44,10 +47,12 @@ KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", 
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
         "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted",
-        "blame_moved_by_imitation", "blame_unread_by_imitation")
+        "blame_moved_by_imitation", "blame_unread_by_imitation", "probe_episodes")
 ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
                      ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
-        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"]))}
+        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"])),
+        "probe": (("holland", ["skills.credit=none"]),
+                  ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm", "skills.evidence=probe"]))}
 
 
 PATTERNS = (  # (blamed skill, steps: (role, status, output)) of a wordmath rollout; {e}: the right expression
@@ -110,7 +115,7 @@ def verdict_rows(n: int, seed: int, meta: dict) -> list[dict]:
     return rows
 
 
-FILES = {"verdicts": "runs", "grse": "wordmath", "planted": "planted"}
+FILES = {"verdicts": "runs", "grse": "wordmath", "probe": "wordmath_probe", "planted": "planted"}
 """Each run experiment's rows beside OUT (OUT itself holds the verdict cases' rows, ``--cases``)."""
 PLANTED = "tests/skills/planted_world.toml"
 """The planted-line world: a reader pool of two correct worked examples and one wrong (tests/skills/planted_world.py)."""

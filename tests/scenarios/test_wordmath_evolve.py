@@ -211,3 +211,34 @@ def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
     assert evolved.policy.evolver.initial is not None  # the held-out run before training ran
     assert evolved.ledger.hash == plain.ledger.hash
     assert evolved.rng.bit_generator.state == plain.rng.bit_generator.state
+
+
+def test_a_probe_is_the_credits_evidence_and_leaves_training_as_it_was(scripted):
+    """``skills.evidence = "probe"``: the training rounds carry every line (p_use reaches only the probe) and keep
+    their own problems, so at p_use 0.5 the run trains with the same ledger as no evolver; each probe is
+    ``skills.probe`` questions of G rollouts that differ in the lines their prompts carried."""
+    from agents import text_scenario
+    from agents.llm_skills import SkillEvolver
+    from market import MarketConfig, MarketModel, PopulationConfig
+    from scenarios import wordmath
+
+    def model(evolve: bool):
+        m = MarketModel(*text_scenario.build(wordmath.Wordmath, wordmath.Config(heldout=4, validation=4)),
+                        MarketConfig(batch=4, clearing="random"), PopulationConfig(initial_agents=6, births=False),
+                        seed=3)
+        if evolve:
+            cfg = SkillsConfig(p_use=0.5, every=10**6, evidence="probe", probe=3)
+            m.policy.evolver = SkillEvolver(m.policy, cfg, 4, seed=3)
+        return m
+
+    plain, evolved = model(False), model(True)
+    carried = set()
+    for _ in range(3):
+        plain.step(), evolved.step()
+        assert evolved.policy.steps == []  # training rounds are not the credit's rollouts
+        groups = evolved.policy.evolver.probe(evolved)
+        assert len(groups) == 3 and all(len(rollouts) == 4 for _, rollouts in groups)
+        carried |= {tuple(sorted((a, tuple(sorted(s))) for a, s in r.used().items())) for _, rs in groups for r in rs}
+    assert len(carried) > 1  # the p_use draws: rollouts of a question carried different lines
+    assert evolved.ledger.hash == plain.ledger.hash
+    assert evolved.rng.bit_generator.state == plain.rng.bit_generator.state
