@@ -55,7 +55,7 @@ def test_skills_credit_none_is_the_off_setting_even_without_a_library():
 
 
 def test_a_group_that_must_divide_the_batch_is_named_in_full():
-    assert refusal("wordmath", ["skills.credit=grse", "agents.group=3"]).endswith(
+    assert refusal("wordmath", ["skills.credit=grse", "skills.evidence=training", "agents.group=3"]).endswith(
         "agents.group = 3: market.batch (16) must be a multiple of 3")
     probe = load("wordmath", ["skills.credit=grse", "skills.evidence=probe", "agents.group=3"])  # it groups its own
     assert (probe.agents.group, probe.market.batch) == (3, 16)

@@ -31,7 +31,8 @@ def test_an_invalid_action_is_a_failed_node_of_its_kind():
 
 
 @pytest.mark.parametrize("sets, key", [
-    (["skills.credit=grse", "agents.group=3"], "agents.group = 3: market.batch (16) must be a multiple"),
+    (["skills.credit=grse", "skills.evidence=training", "agents.group=3"],
+     "agents.group = 3: market.batch (16) must be a multiple"),
     (["skills.credit=grse", "agents.group=0"], "agents.group = 0: scenario 'wordmath''s skill library compares"),
 ])
 def test_groups_that_do_not_fit_are_refused_before_the_model_loads(sets, key):
@@ -46,7 +47,8 @@ def test_grse_with_the_llm_diagnoser_edits_the_library_through_the_gate(tmp_path
     the database (gated skill_edit rows, the failure table); every skill a live agent holds is current;
     lineage and export work on the run."""
     sets = ["run.episodes=16", "market.batch=8", "wordmath.heldout=4", "wordmath.validation=4",
-            "population.initial_agents=6", "skills.credit=grse", "skills.diagnoser=llm", "skills.min_support=1"]
+            "population.initial_agents=6", "skills.credit=grse", "skills.diagnoser=llm", "skills.min_support=1",
+            "skills.probe=2"]
     out = cli("run", "wordmath", "--json", "--out", str(tmp_path), *[x for kv in sets for x in ("--set", kv)])
     summary = json.loads(out.strip().splitlines()[-1])
     run = summary["run_id"]
