@@ -3,8 +3,8 @@
 Every line of the pool, and every line a birth or an edit writes, is a skill of the run's library
 (skills/library.py; named per role and kind by skills/catalogue.py). A row holds a list of skill names;
 its wake-up prompt carries its general lines and its yes/no worked examples, its acting prompt its
-general lines and its other worked examples (in a training round of skill evolution, each with
-probability ``skills.p_use``: agents/llm_skills.py).
+general lines and its other worked examples (in the rollouts skill evolution reads, a training round or a frozen
+probe by ``skills.evidence``, each with probability ``skills.p_use``: agents/llm_skills.py).
 """
 
 from __future__ import annotations
@@ -82,11 +82,11 @@ class SkillLines:
 
     def _acting_skills(self, b: int, row: int, read: str) -> list[str]:
         """What row's acting prompt in world b carries when it reads ``read``: all its acting skills (or the ones
-        the evolver's memory retrieves for it: ``skills.shapley.retrieve``), in a training round of skill
-        evolution those the evolver draws for this rollout (``skills.p_use``)."""
+        the evolver's memory retrieves for it: ``skills.shapley.retrieve``), in a rollout skill evolution reads (a
+        training round, or its probe: ``skills.evidence``) those the evolver draws for it (``skills.p_use``)."""
         carried = self._carried(row, wake=False)
         if self.evolver is not None:
             carried = self.evolver.retrieved(read, carried)
-        if self.evolver is None or self._evaluating:
+        if self.evolver is None or not self.evolver.contrasting(self._evaluating):
             return carried
         return self.evolver.applied(b, row, carried)

@@ -144,7 +144,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
         training round's ``steps`` and decides which of an acting row's skills its prompt carries."""
         self.steps: list[dict[int, tuple]] = []
-        """Per act() call of a training round while skills evolve: world -> (row, status, output, skills used)."""
+        """Per act() call of a round the skill evolver reads (agents/llm_skills.py ``contrasting``): world -> (row,
+        status, output, skills used)."""
         self._step: dict[int, tuple] | None = None  # the act() call's entry of ``steps`` being filled
         self.base_weights = contextlib.nullcontext
         """A context in which the backend runs the untrained model (the baselines'); a learner of the
@@ -249,7 +250,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         payloads: list[str | None] = [None] * B
         calls: list[tuple[int, int, Prompt]] = []
         exploring = self.explore_temperature is not None and not self._evaluating
-        self._step = {} if self.evolver is not None and not self._evaluating else None
+        self._step = {} if self.evolver is not None and self.evolver.contrasting(self._evaluating) else None
         temperature = self.explore_temperature if exploring else self.cfg.temperature
         for b in np.flatnonzero(winners >= 0).tolist():
             row = int(winners[b])

@@ -70,6 +70,7 @@ class SkillEvolver:
                                 choose=self._choose if constrained else None) if skills.diagnoser == "llm" else None
         self.rule = RuleDiagnoser(skills.diagnosis_config())
         self.model = None  # the model of the round being learned from: the gate plays its frozen market
+        self.probing = False  # a probe (skills.evidence = "probe") is playing: its rollouts carry the p_use draws
         policy.catalogue.check = self._birth_check  # births' rewrites are checked from now on
         self.loop = EditLoop(SkillLibrary(make_engine("sqlite://"), "unattached"), skills, World(
             evaluate=lambda skills, q, s: self._score(self.model, self._holdings(skills, self.loop.library)),
@@ -90,29 +91,54 @@ class SkillEvolver:
         lines = {name: self.policy.catalogue.lines[name] for name in carried}
         return retrieve(read, lines, self.loop.utility, cfg.retrieve, cfg.weight)
 
+    def contrasting(self, evaluating: bool) -> bool:
+        """Whether the episodes being played are the credit's rollouts: their prompts carry the p_use draws and the
+        policy records their steps. ``skills.evidence``: training rounds (not the frozen runs), or the probe only."""
+        return self.probing if self.cfg.evidence == "probe" else not evaluating
+
     def applied(self, b: int, row: int, carried: list[str]) -> list[str]:
-        """The skills row's prompt carries in world b this round (each with probability p_use)."""
+        """The skills row's prompt carries in world b of the credit's rollouts (each with probability p_use)."""
         if (b, row) not in self.mask:  # drawn when first asked: the same draws for the same run
             self.mask[b, row] = self.rng.random(self.policy.cfg.max_skills) < self.cfg.p_use
         return [name for name, keep in zip(carried, self.mask[b, row]) if keep]
 
     def rollouts(self, model) -> list[tuple]:
-        """The round's (question, G rollouts) groups, from the policy's step records and the market's trace."""
-        trace, policy, G = model.trace, self.policy, self.group
-        steps, policy.steps = policy.steps[-len(trace.path):], []
-        ids = model.population.ids
-        B = trace.solved.size
-        questions, answers = zip(*(policy.task.question(trace.obs[0, b]) for b in range(B)))
+        """The training round's (question, G rollouts) groups, from the policy's step records and the market's trace."""
+        trace = model.trace
+        steps, self.policy.steps = self.policy.steps[-len(trace.path):], []
+        return self._groups(steps, trace.obs, trace.solved, model.population.ids)
+
+    def probe(self, model) -> list[tuple]:
+        """``skills.evidence = "probe"``: the frozen market plays ``skills.probe`` fresh questions of the training
+        stream (drawn from the evolver's own stream), G rollouts each, every prompt carrying its p_use draws; their
+        (question, G rollouts) groups. Nothing of the training run changes (``_frozen``)."""
+        pids = np.repeat(self.rng.integers(2**31, size=self.cfg.probe), self.group)
+        world = _Watched(model.world.with_problems(pids))
+        self.probing, self.mask, self.policy.steps = True, {}, []
+        try:
+            episodes = self._frozen(model, world)
+        finally:
+            self.probing, self.mask = False, {}
+        steps, self.policy.steps = self.policy.steps, []
+        solved = np.array([e["success"] for e in episodes], dtype=float)
+        self.counts["probe_episodes"] += len(episodes)
+        return self._groups(steps, np.stack(world.seen), solved, model.population.ids)
+
+    def _groups(self, steps: list[dict], obs: np.ndarray, solved: np.ndarray, ids: np.ndarray) -> list[tuple]:
+        """(question, G rollouts) groups of B worlds played in lockstep: ``steps`` the policy's record per step
+        (world -> row, status, output, skills used), ``obs`` [T, B, F] what each step observed, ``solved`` [B]."""
+        policy, G, B = self.policy, self.group, solved.size
+        questions, answers = zip(*(policy.task.question(obs[0, b]) for b in range(B)))
         traces = [StepTrace(reference=answers[b]) for b in range(B)]
         for t, step in enumerate(steps):
             for b, (row, status, output, used) in sorted(step.items()):
                 last = [len(traces[b].states) - 1] if traces[b].states else []
                 traces[b].invoke(policy.roles[policy.role[row]].name, status, str(int(ids[row])), used, last, output)
-                traces[b].states.append(trace.obs[t, b])
+                traces[b].states.append(obs[t, b])
         groups = []
         for start in range(0, B - G + 1, G):
             if len(set(questions[start:start + G])) == 1:
-                groups.append((questions[start], [Rollout(float(trace.solved[b]), traces[b])
+                groups.append((questions[start], [Rollout(float(solved[b]), traces[b])
                                                   for b in range(start, start + G)]))
         return groups
 
@@ -125,11 +151,14 @@ class SkillEvolver:
         if self.initial is None:
             self.initial = self._accuracy(model, model.world.heldout)
         self.mask = {}  # the next round draws afresh
-        self.loop.observe(self.rollouts(model))
+        if self.cfg.evidence == "training":
+            self.loop.observe(self.rollouts(model))
         self.rounds += 1
         if self.rounds % self.cfg.every:
             return
         start = time.perf_counter()
+        if self.cfg.evidence == "probe":
+            self.loop.observe(self.probe(model))
         self._pass(model)
         self.counts["edit_passes"] += 1
         self.counts["skill_pass_seconds"] += time.perf_counter() - start
@@ -330,21 +359,25 @@ class SkillEvolver:
         return self._scores[key]
 
     def _accuracy(self, model, world, holdings=None, per_problem=False):
-        """Success of the frozen market on ``world``'s fixed problems, restoring what it changes of the training run:
-        the market's random stream (the next training problems, auctions, births), the policy's action counter (its
-        sampling seeds), the rows' last actions (births rewrite them), forfeit memory. Else a gated arm trains apart."""
+        """Success of the frozen market on ``world``'s fixed problems (the current rows' skills, or ``holdings``)."""
+        success = np.array([e["success"] for e in self._frozen(model, world, holdings)], dtype=float)
+        return success if per_problem else float(success.mean())
+
+    def _frozen(self, model, world, holdings=None) -> list[dict]:
+        """The frozen market's episodes on ``world``'s fixed problems, restoring what they change of the training
+        run: the market's random stream (the next training problems, auctions, births), the policy's action counter
+        (its sampling seeds), the rows' last actions (births rewrite them), forfeit memory. Else a gated arm trains
+        apart."""
         policy = self.policy
         skills, lines = holdings or (policy.skills, {})
         saved = (model.rng.bit_generator.state, policy.counts.copy(), dict(policy.recent),
                  {k: set(v) for k, v in policy.bench.items()})
         try:
             with policy.evaluating(), policy.holding(skills, lines):
-                episodes = model.run_episodes(world=world, batch=world.fixed.size, settle=False)
+                return model.run_episodes(world=world, batch=world.fixed.size, settle=False)
         finally:
             model.rng.bit_generator.state = saved[0]
             policy.counts, policy.recent, policy.bench = saved[1:]
-        success = np.array([e["success"] for e in episodes], dtype=float)
-        return success if per_problem else float(success.mean())
 
     def _adopt(self, held, edit: str) -> None:
         """An accepted edit: rows whose skills change get a new skill-set version."""
@@ -357,7 +390,7 @@ class SkillEvolver:
     def report(self) -> dict:
         loop = self.loop.report()
         out = {f"skill_{k}": loop.get(k, 0) for k in ("edits_proposed", "edits_accepted", "edits_rejected")}
-        out |= {k: int(self.counts[k]) for k in ("edit_passes", "skill_rewrites_malformed")}
+        out |= {k: int(self.counts[k]) for k in ("edit_passes", "skill_rewrites_malformed", "probe_episodes")}
         out |= {k: v for k, v in loop.items() if k.startswith(("edits_refused", "blame_"))
                 or k.endswith(("gain_accepted", "worse_accepted"))}
         out |= {f"births_{k}": int(v) for k, v in sorted(self.policy.catalogue.checks.items())}
@@ -381,6 +414,22 @@ class SkillEvolver:
         self.rounds, self.counts, self.initial = state["rounds"], collections.Counter(state["counts"]), state["initial"]
         self.loop.load_state_dict(state.get("loop") or {"window": state["window"]}, _rollout)  # or a pre-loop checkpoint
         self.mask = {}
+
+
+class _Watched:
+    """A world whose observations are kept: a frozen run keeps no trace (market/model.py), and a probe's rollouts
+    read what each step observed."""
+
+    def __init__(self, world):
+        self.world, self.seen = world, []
+
+    def observe(self) -> np.ndarray:
+        obs = self.world.observe()
+        self.seen.append(obs)
+        return obs
+
+    def __getattr__(self, name):
+        return getattr(self.world, name)
 
 
 class StepTrace(Trace):

@@ -137,6 +137,11 @@ class TextBatch(World):
         self.serial = 0
         self.reset(1, np.random.default_rng(0))
 
+    def with_problems(self, problems: np.ndarray) -> "TextBatch":
+        """A batch that plays ``problems`` (ids of this batch's stream) in order: a skill evolver's probe of the
+        training stream (agents/llm_skills.py)."""
+        return TextBatch(self.board, self.seed, self.horizon, fixed=np.asarray(problems))
+
     def reset(self, batch: int, rng: np.random.Generator) -> None:
         if self.fixed is not None:
             self.pid = np.resize(self.fixed, batch)

@@ -1,7 +1,7 @@
 """Skill evolution you can trust, measured: LLM verdict parse rates (free vs constrained decoding) and holland vs
 holland + GRSE on wordmath, paired seeds; rows to benchmarks/results/skill_evolution.jsonl.
 
-    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse,planted] [--set KEY=VALUE ...]
+    python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse,probe,planted] [--set KEY=VALUE ...]
     python -m experiments.skill_evolution --recsys SUMMARIES.json --recsys-command "..."
 
 ``--recsys`` reads the run summaries experiments/recsys_compare.py wrote beside its ``--out`` tables and writes one
@@ -9,15 +9,18 @@ row per (world, seed) to benchmarks/results/skill_evolution_recsys.jsonl: GRSE's
 baseline's, planted skills pruned by GRSE and by presence credit, edits accepted / gated, and the accepted edits'
 validation gain against their test (held-out) gain.
 
-Each row is one ``catallax run wordmath`` (real SmolLM2 on the hf backend) at the size ``SIZE`` (a small one: it
-fits the shared two-core machine; ``--set`` changes it), with the run's summary fields the docs table reads:
+Each row is one ``catallax run wordmath`` (or ``--scenario procurement``; real SmolLM2 on the hf backend) at the size
+``SIZES`` gives (a small one: it fits the shared two-core machine; ``--set`` changes it), with the run's summary fields the docs table reads:
 
 * ``verdicts``: ``skills.credit = grse``, ``skills.diagnoser = llm``, ``skills.constrained`` false then true on the
   same seed; the parse rate is the model's usable verdicts over all it gave (the rest: the rule fallback);
-* ``grse``: ``skills.credit`` none (holland alone: births only) then grse (the gated edit passes) on the same seed;
+* ``grse``: ``skills.credit`` none (holland alone: births only) then grse (the gated edit passes, its evidence the
+  training rounds) on the same seed;
   held-out accuracy before training and at the end, edits proposed / accepted / rejected, the accepted edits'
   validation gain against their held-out gain, seconds per pass (the grse arm diagnoses with the LLM: its verdicts
   give the parse rate of a real run);
+* ``probe``: as ``grse``, the GRSE arm's evidence a frozen probe at each pass (``skills.evidence = "probe"``), so
+  its training is holland alone's until an edit is accepted;
 * ``planted``: GRSE and the gate on the planted-line world (tests/skills/planted_world.toml, its own size):
   the correct lines' and the planted line's fate, held-out success before and after the edit passes.
 """
@@ -38,16 +41,22 @@ from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
 
 OUT = Path("benchmarks/results/skill_evolution.jsonl")
-SIZE = ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.validation=16",
-        "population.initial_agents=6", "skills.min_support=1")
+SIZES = {"wordmath": ("run.episodes=32", "market.batch=8", "wordmath.heldout=16", "wordmath.validation=16",
+                      "population.initial_agents=6", "skills.min_support=1"),
+         "procurement": ("run.episodes=24", "procurement.heldout=16", "procurement.validation=16",
+                         "skills.min_support=1")}
+"""Each scenario's size (``--scenario``): small ones that fit the shared two-core machine."""
 KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
         "births_passed", "births_failed", "births_unchecked", "skill_rewrites_malformed", "heldout_worse_accepted",
-        "blame_moved_by_imitation", "blame_unread_by_imitation")
+        "blame_moved_by_imitation", "blame_unread_by_imitation", "probe_episodes", "heldout_success",
+        "heldout_reward")
 ARMS = {"verdicts": (("free", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=false"]),
                      ("constrained", ["skills.credit=grse", "skills.diagnoser=llm", "skills.constrained=true"])),
-        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"]))}
+        "grse": (("holland", ["skills.credit=none"]), ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm"])),
+        "probe": (("holland", ["skills.credit=none"]),
+                  ("holland+grse", ["skills.credit=grse", "skills.diagnoser=llm", "skills.evidence=probe"]))}
 
 
 PATTERNS = (  # (blamed skill, steps: (role, status, output)) of a wordmath rollout; {e}: the right expression
@@ -110,7 +119,7 @@ def verdict_rows(n: int, seed: int, meta: dict) -> list[dict]:
     return rows
 
 
-FILES = {"verdicts": "runs", "grse": "wordmath", "planted": "planted"}
+FILES = {"verdicts": "runs", "grse": "wordmath", "probe": "wordmath_probe", "planted": "planted"}
 """Each run experiment's rows beside OUT (OUT itself holds the verdict cases' rows, ``--cases``)."""
 PLANTED = "tests/skills/planted_world.toml"
 """The planted-line world: a reader pool of two correct worked examples and one wrong (tests/skills/planted_world.py)."""
@@ -177,6 +186,7 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--what", default="verdicts,grse")
+    p.add_argument("--scenario", default="wordmath", choices=sorted(SIZES), help="the world of grse and probe")
     p.add_argument("--set", dest="overrides", action="append", default=[])
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--cases", type=int, default=0, help="verdicts on this many wordmath-shaped cases (no runs)")
@@ -186,7 +196,7 @@ def main(argv=None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {"command": " ".join(["python -m experiments.skill_evolution", *(sys.argv[1:] if argv is None else argv)]),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
-            "machine": f"{platform.machine()} CPU, 2 cores shared by ~6 sessions", "size": " ".join(SIZE)}
+            "machine": f"{platform.machine()} CPU, 2 cores shared by ~6 sessions", "size": " ".join(SIZES[args.scenario])}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.cases:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -206,7 +216,8 @@ def main(argv=None) -> None:
         db = f"sqlite:///{Path(tmp) / 'runs.db'}"
         for what in args.what.split(","):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                out = args.out if args.out != OUT else OUT.with_name(f"skill_evolution_{FILES[what]}.jsonl")
+                name = FILES[what] if args.scenario == "wordmath" else f"{args.scenario}_{what}"
+                out = args.out if args.out != OUT else OUT.with_name(f"skill_evolution_{name}.jsonl")
                 if what == "planted":
                     row = planted_row(seed, args.overrides, db, {**meta, "size": PLANTED})
                     print(json.dumps(row), flush=True)
@@ -215,9 +226,10 @@ def main(argv=None) -> None:
                     continue
                 for arm, sets in ARMS[what]:
                     start = time.perf_counter()
-                    summary = run_experiment(load("wordmath", [*SIZE, *sets, *args.overrides], seed=seed), db,
+                    sized = [*SIZES[args.scenario], *sets, *args.overrides]
+                    summary = run_experiment(load(args.scenario, sized, seed=seed), db,
                                              progress=False)
-                    row = {"experiment": what, "arm": arm, "seed": seed, **{k: summary[k] for k in KEEP if k in summary},
+                    row = {"experiment": what, "scenario": args.scenario, "arm": arm, "seed": seed, **{k: summary[k] for k in KEEP if k in summary},
                            "seconds": round(time.perf_counter() - start, 1), **meta}
                     if "diagnoses_llm" in row:
                         given = row["diagnoses_llm"] + row["diagnoses_fallback"]

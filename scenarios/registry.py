@@ -138,7 +138,8 @@ class Scenario:
             if not hasattr(policy, "evolve_skills"):
                 raise ScenarioError(f"{self.origin}: SPEC.skill_library, but its policy has no evolve_skills")
             policy.evolve_skills(exp.skills, exp.agents.group, seed=exp.run.seed)
-            world.group = exp.agents.group  # G consecutive worlds share a question
+            if exp.skills.evidence == "training":  # the credit reads the training rounds (a probe groups its own)
+                world.group = exp.agents.group  # G consecutive worlds share a question
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
             from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
 

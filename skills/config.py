@@ -42,6 +42,16 @@ class SkillsConfig:
     verdicts (skills/editor.py ``verdicts``) by the backend's ``choose`` (hf: log-likelihood; vllm: guided
     choice; openai: a JSON schema), so it parses by construction; false: free generation, parsed, the rule
     diagnoser answering where it does not (counted either way)."""
+    evidence: Literal["training", "probe"] = "training"
+    """Where the credit's rollouts come from. ``training``: the training rounds themselves, each world carrying
+    each line with probability ``p_use`` and G consecutive worlds on one question, so the contrast the credit
+    reads costs the training run lines and distinct problems. ``probe``: a controlled experiment apart from
+    training, at every edit pass: the frozen market (greedy, no payments, nothing of the training run changed)
+    plays ``probe`` fresh questions of the training stream G times each, each rollout carrying each line with
+    probability ``p_use``; training keeps every line and its own grouping, so until an edit passes the gate the
+    run is the run without evolution (an LLM world's evolver only: agents/llm_skills.py)."""
+    probe: int = Field(8, ge=1)
+    """``evidence = "probe"``: questions each edit pass plays, G rollouts each (agents.group)."""
     every: int = Field(1, ge=1)
     """Rounds between edit passes (1: after every round); the rollouts of the rounds between are still
     evidence for the next pass."""

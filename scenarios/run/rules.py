@@ -192,15 +192,19 @@ def _groups_divide_the_batch(exp: Experiment) -> str | None:
 def _skill_groups_fit(exp: Experiment) -> str | None:
     """A skill library's credit (skills/credit.py) compares the G = agents.group rollouts of a question, G >= 2 (unset,
     4: scenarios/run/derived.py), and a round holds whole groups; the LM learner groups the same worlds by the same
-    key. A model of its own checks the batch itself (its scenario's rules)."""
+    key. A model of its own checks the batch itself (its scenario's rules); a probe (``skills.evidence``) groups its
+    own frozen batch, and is for LLM worlds' markets only."""
     skills, agents, market = exp.skills, exp.agents, exp.market
     scenario = get_scenario(exp.run.scenario)
     if not (scenario.spec.skill_library and (scenario.own_model is not None or skills.credit != "none")):
         return None
+    if skills.evidence == "probe" and scenario.own_model is not None:
+        return (f"skills.evidence = 'probe': scenario {exp.run.scenario!r} gathers its skills' evidence in its own "
+                f"pipeline (a frozen probe is for LLM worlds' markets); use \"training\"")
     if agents.group < 2:
         return (f"agents.group = {agents.group}: scenario {exp.run.scenario!r}'s skill library compares the G "
                 f"rollouts of a question; set agents.group >= 2")
-    if scenario.own_model is None and market.batch % agents.group:
+    if scenario.own_model is None and skills.evidence == "training" and market.batch % agents.group:
         return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
 
 

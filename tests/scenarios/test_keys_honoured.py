@@ -44,14 +44,21 @@ def test_features_without_learned_bids_are_refused_in_one_line_naming_the_key(tm
                            "market.bid_scheme=holland"]).agents.features == "agent"  # tppo's critic reads them
 
 
+def test_a_probe_is_refused_where_the_scenario_gathers_its_own_evidence():
+    assert "scenario 'recsys' gathers its skills' evidence in its own pipeline" in refusal(
+        "recsys", ["skills.evidence=probe"])
+
+
 def test_skills_credit_none_is_the_off_setting_even_without_a_library():
     assert load("relay", ["skills.credit=none"]).skills.credit == "none"
     assert "scenario 'relay' has no skill library" in refusal("relay", ["skills.credit=none", "skills.every=2"])
 
 
 def test_a_group_that_must_divide_the_batch_is_named_in_full():
-    assert refusal("wordmath", ["skills.credit=grse", "agents.group=3"]).endswith(
+    assert refusal("wordmath", ["skills.credit=grse", "skills.evidence=training", "agents.group=3"]).endswith(
         "agents.group = 3: market.batch (16) must be a multiple of 3")
+    probe = load("wordmath", ["skills.credit=grse", "skills.evidence=probe", "agents.group=3"])  # it groups its own
+    assert (probe.agents.group, probe.market.batch) == (3, 16)
     assert refusal("relay", ["market.bid_scheme=learned", "agents.bid_objective=reinforce", "agents.group=3",
                              "market.batch=8"]).endswith("agents.group = 3: market.batch (8) must be a multiple of 3")
 

@@ -31,7 +31,8 @@ def test_an_invalid_action_is_a_failed_node_of_its_kind():
 
 
 @pytest.mark.parametrize("sets, key", [
-    (["skills.credit=grse", "agents.group=3"], "agents.group = 3: market.batch (16) must be a multiple"),
+    (["skills.credit=grse", "skills.evidence=training", "agents.group=3"],
+     "agents.group = 3: market.batch (16) must be a multiple"),
     (["skills.credit=grse", "agents.group=0"], "agents.group = 0: scenario 'wordmath''s skill library compares"),
 ])
 def test_groups_that_do_not_fit_are_refused_before_the_model_loads(sets, key):
@@ -46,7 +47,8 @@ def test_grse_with_the_llm_diagnoser_edits_the_library_through_the_gate(tmp_path
     the database (gated skill_edit rows, the failure table); every skill a live agent holds is current;
     lineage and export work on the run."""
     sets = ["run.episodes=16", "market.batch=8", "wordmath.heldout=4", "wordmath.validation=4",
-            "population.initial_agents=6", "skills.credit=grse", "skills.diagnoser=llm", "skills.min_support=1"]
+            "population.initial_agents=6", "skills.credit=grse", "skills.diagnoser=llm", "skills.min_support=1",
+            "skills.probe=2"]
     out = cli("run", "wordmath", "--json", "--out", str(tmp_path), *[x for kv in sets for x in ("--set", kv)])
     summary = json.loads(out.strip().splitlines()[-1])
     run = summary["run_id"]
@@ -209,5 +211,36 @@ def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
         policy.evolver._accuracy(evolved, evolved.world.validation)
         assert (evolved.rng.bit_generator.state, dict(policy.counts), dict(policy.recent), dict(policy.bench)) == before
     assert evolved.policy.evolver.initial is not None  # the held-out run before training ran
+    assert evolved.ledger.hash == plain.ledger.hash
+    assert evolved.rng.bit_generator.state == plain.rng.bit_generator.state
+
+
+def test_a_probe_is_the_credits_evidence_and_leaves_training_as_it_was(scripted):
+    """``skills.evidence = "probe"``: the training rounds carry every line (p_use reaches only the probe) and keep
+    their own problems, so at p_use 0.5 the run trains with the same ledger as no evolver; each probe is
+    ``skills.probe`` questions of G rollouts that differ in the lines their prompts carried."""
+    from agents import text_scenario
+    from agents.llm_skills import SkillEvolver
+    from market import MarketConfig, MarketModel, PopulationConfig
+    from scenarios import wordmath
+
+    def model(evolve: bool):
+        m = MarketModel(*text_scenario.build(wordmath.Wordmath, wordmath.Config(heldout=4, validation=4)),
+                        MarketConfig(batch=4, clearing="random"), PopulationConfig(initial_agents=6, births=False),
+                        seed=3)
+        if evolve:
+            cfg = SkillsConfig(p_use=0.5, every=10**6, evidence="probe", probe=3)
+            m.policy.evolver = SkillEvolver(m.policy, cfg, 4, seed=3)
+        return m
+
+    plain, evolved = model(False), model(True)
+    carried = set()
+    for _ in range(3):
+        plain.step(), evolved.step()
+        assert evolved.policy.steps == []  # training rounds are not the credit's rollouts
+        groups = evolved.policy.evolver.probe(evolved)
+        assert len(groups) == 3 and all(len(rollouts) == 4 for _, rollouts in groups)
+        carried |= {tuple(sorted((a, tuple(sorted(s))) for a, s in r.used().items())) for _, rs in groups for r in rs}
+    assert len(carried) > 1  # the p_use draws: rollouts of a question carried different lines
     assert evolved.ledger.hash == plain.ledger.hash
     assert evolved.rng.bit_generator.state == plain.rng.bit_generator.state
