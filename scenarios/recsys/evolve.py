@@ -20,8 +20,8 @@ changed nothing (the library settled for what the credit can see), the next step
 towards the tuned baseline's skill; in the run's last edit pass, each role's baseline alone. Why the baseline alone
 only at the end: it is a prune, which the one-standard-error rule lets through on a tie, so offered in any
 earlier pass it could end a blend that the credit's later edits would have lifted above the baseline (on the
-zoo's development worlds it did); as a final check it can only replace a library that ended no better than the
-baseline.
+zoo's development worlds it did); as a final check it can only replace a library that validation does not tell
+from the baseline (within one standard error, so a library a little above it on validation is replaced too).
 """
 
 from __future__ import annotations
