@@ -54,7 +54,7 @@ softmax clearing)."""
 SCENARIO = {"flagship": "flagship"}  # an arm's scenario file, when it is not wordmath.toml
 SKILL_COUNTS = ("heldout_accuracy_initial", "skill_edits_proposed", "skill_edits_accepted", "skill_edits_rejected",
                 "diagnoses_llm", "diagnoses_fallback", "edit_passes", "skill_pass_seconds")
-QUICK = ["run.episodes=8", "market.batch=4", "wordmath.heldout=4"]
+QUICK = ["run.episodes=8", "market.batch=4", "wordmath.heldout=4", "skills.probe=2"]
 
 
 def run_arm(job: tuple[str, int, list[str], Path | None]) -> dict:
@@ -177,7 +177,7 @@ def main(argv=None) -> int:
                         help="the table; each finished run is appended to OUT with suffix .jsonl as it lands")
     parser.add_argument("--keep", type=Path, help="keep each run's database in this folder")
     parser.add_argument("--report", action="store_true", help="run nothing: the table of every run in the .jsonl")
-    parser.add_argument("--quick", action="store_true", help="toy sizes: 8 episodes, 4 held-out problems")
+    parser.add_argument("--quick", action="store_true", help="toy sizes: 8 episodes, 4 held-out problems, probes of 2")
     parser.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
                         "arms' to ROWS, the trace and edit tables to ROWS-STEM_trace/_edits.jsonl (docs/results pages)")
     args = parser.parse_args(argv)

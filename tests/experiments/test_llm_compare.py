@@ -84,7 +84,9 @@ def test_llm_compare_quick_runs_arms_and_reports_from_its_log(tmp_path, capsys):
     assert llm_compare.main(sets) == 0
     runs = {r["arm"]: r for r in map(json.loads, out.with_suffix(".jsonl").read_text().splitlines())}
     assert runs["holland"]["policy_updates"] == 0 and "edit_passes" not in runs["holland"]
-    assert runs["flagship"]["policy_updates"] >= 1 and runs["flagship"]["edit_passes"] == 2
+    # the flagship's edit passes ran on their probes; whether its LoRA learner updates at this size depends on its
+    # one group a round scoring unequally (the learner's updates: tests/agents/test_lm_grpo.py)
+    assert runs["flagship"]["edit_passes"] == 2
     for run in runs.values():
         assert 0 <= run["heldout_accuracy"] <= 1 and len(run["ledger_hash"]) == 64
         assert run["complete_agent_accuracy"] == runs["holland"]["complete_agent_accuracy"]  # greedy, same problems
