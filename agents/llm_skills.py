@@ -49,7 +49,8 @@ import numpy as np
 from agents import parse
 from agents.backends.base import NoPrivilegedPass, Prompt
 from market.database import make_engine
-from skills import Diagnosis, LLMDiagnoser, Rollout, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
+from agents.llm_rollouts import Watched, decode, groups
+from skills import Diagnosis, LLMDiagnoser, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.catalogue import summary
 from skills.limits import tokens
 from skills.loop import EditLoop, World
@@ -106,14 +107,14 @@ class SkillEvolver:
         """The training round's (question, G rollouts) groups, from the policy's step records and the market's trace."""
         trace = model.trace
         steps, self.policy.steps = self.policy.steps[-len(trace.path):], []
-        return self._groups(steps, trace.obs, trace.solved, model.population.ids)
+        return groups(self.policy, steps, trace.obs, trace.solved, model.population.ids, self.group)
 
     def probe(self, model) -> list[tuple]:
         """``skills.evidence = "probe"``: the frozen market plays ``skills.probe`` fresh questions of the training
         stream (drawn from the evolver's own stream), G rollouts each, every prompt carrying its p_use draws; their
         (question, G rollouts) groups. Nothing of the training run changes (``_frozen``)."""
         pids = np.repeat(self.rng.integers(2**31, size=self.cfg.probe), self.group)
-        world = _Watched(model.world.with_problems(pids))
+        world = Watched(model.world.with_problems(pids))
         self.probing, self.mask, self.policy.steps = True, {}, []
         try:
             episodes = self._frozen(model, world)
@@ -122,25 +123,7 @@ class SkillEvolver:
         steps, self.policy.steps = self.policy.steps, []
         solved = np.array([e["success"] for e in episodes], dtype=float)
         self.counts["probe_episodes"] += len(episodes)
-        return self._groups(steps, np.stack(world.seen), solved, model.population.ids)
-
-    def _groups(self, steps: list[dict], obs: np.ndarray, solved: np.ndarray, ids: np.ndarray) -> list[tuple]:
-        """(question, G rollouts) groups of B worlds played in lockstep: ``steps`` the policy's record per step
-        (world -> row, status, output, skills used), ``obs`` [T, B, F] what each step observed, ``solved`` [B]."""
-        policy, G, B = self.policy, self.group, solved.size
-        questions, answers = zip(*(policy.task.question(obs[0, b]) for b in range(B)))
-        traces = [StepTrace(reference=answers[b]) for b in range(B)]
-        for t, step in enumerate(steps):
-            for b, (row, status, output, used) in sorted(step.items()):
-                last = [len(traces[b].states) - 1] if traces[b].states else []
-                traces[b].invoke(policy.roles[policy.role[row]].name, status, str(int(ids[row])), used, last, output)
-                traces[b].states.append(obs[t, b])
-        groups = []
-        for start in range(0, B - G + 1, G):
-            if len(set(questions[start:start + G])) == 1:
-                groups.append((questions[start], [Rollout(float(solved[b]), traces[b])
-                                                  for b in range(start, start + G)]))
-        return groups
+        return groups(self.policy, steps, np.stack(world.seen), solved, model.population.ids, self.group)
 
     def evidence(self) -> list[tuple]:
         """The (question, rollouts) groups of the window's rounds, oldest first."""
@@ -412,37 +395,5 @@ class SkillEvolver:
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.rounds, self.counts, self.initial = state["rounds"], collections.Counter(state["counts"]), state["initial"]
-        self.loop.load_state_dict(state.get("loop") or {"window": state["window"]}, _rollout)  # or a pre-loop checkpoint
+        self.loop.load_state_dict(state.get("loop") or {"window": state["window"]}, decode)  # or a pre-loop checkpoint
         self.mask = {}
-
-
-class _Watched:
-    """A world whose observations are kept: a frozen run keeps no trace (market/model.py), and a probe's rollouts
-    read what each step observed."""
-
-    def __init__(self, world):
-        self.world, self.seen = world, []
-
-    def observe(self) -> np.ndarray:
-        obs = self.world.observe()
-        self.seen.append(obs)
-        return obs
-
-    def __getattr__(self, name):
-        return getattr(self.world, name)
-
-
-class StepTrace(Trace):
-    """A rollout's trace plus the observation each step acted on (``states``: what an edit's rewrite reads)."""
-
-    def __init__(self, reference: str = ""):
-        super().__init__(reference)
-        self.states: list[np.ndarray] = []
-
-
-def _rollout(reward: float, trace_state: dict, states: list) -> Rollout:
-    trace = StepTrace()
-    trace.load_state_dict(trace_state)
-    trace.states = [np.asarray(s) for s in states]
-    return Rollout(reward, trace)
-
