@@ -208,6 +208,15 @@ def _skill_groups_fit(exp: Experiment) -> str | None:
         return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
 
 
+def _probe_size_is_read(exp: Experiment) -> str | None:
+    """skills.probe sizes the frozen probe of ``skills.evidence = "probe"``; with the training rounds as the evidence
+    a changed size would do nothing."""
+    skills = exp.skills
+    if skills.evidence != "probe" and skills.probe != type(skills)().probe:
+        return (f"skills.probe = {skills.probe}: not read: it sizes the probe of skills.evidence = \"probe\" "
+                f"(now {skills.evidence!r})")
+
+
 def _branches_can_be_played(exp: Experiment) -> str | None:
     """agents.branches restarts worlds from inner states (the scenario's SPEC.branches) for learned action logits, a
     round holding M full rollouts (whole groups) and N branches of each; the tree credits the steps itself, and a
@@ -345,7 +354,7 @@ def _scenario_rules_hold(exp: Experiment) -> str | None:
 RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _learner_tables_are_read, _per_state_logits_have_a_state, _features_are_read,
          _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
          _learned_bids_clear_by_softmax, _branches_can_be_played, _groups_divide_the_batch,
-         _skill_groups_fit, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
+         _skill_groups_fit, _probe_size_is_read, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
          _credit_settings_are_read, _groups_hold_two_rollouts, _scenario_rules_hold)
 """In order: the first problem is the one reported."""
 

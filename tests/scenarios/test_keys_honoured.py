@@ -47,6 +47,9 @@ def test_features_without_learned_bids_are_refused_in_one_line_naming_the_key(tm
 def test_a_probe_is_refused_where_the_scenario_gathers_its_own_evidence():
     assert "scenario 'recsys' gathers its skills' evidence in its own pipeline" in refusal(
         "recsys", ["skills.evidence=probe"])
+    assert refusal("procurement", ["skills.credit=grse", "skills.probe=4"]).endswith(
+        "skills.probe = 4: not read: it sizes the probe of skills.evidence = \"probe\" (now 'training')")
+    assert load("wordmath", ["skills.credit=grse", "skills.probe=4"]).skills.probe == 4  # wordmath ships the probe
 
 
 def test_skills_credit_none_is_the_off_setting_even_without_a_library():
