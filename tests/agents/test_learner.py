@@ -54,19 +54,26 @@ def test_outcome_advantage():
     assert z.sum() == pytest.approx(0) and z[0] == pytest.approx(1 / 0.7071, rel=1e-4)
 
 
+def train_fixed_bids(world, policy, agents: int, rounds: int = 40):
+    """``rounds`` rounds of 32 episodes with fixed bids (only the actions learn), ``agents`` rich agents, no births:
+    the model and each round's success rate."""
+    population = PopulationConfig(initial_agents=agents, initial_wealth=1000.0, min_agents=0, max_agents=agents,
+                                  births=False)
+    model = MarketModel(world, policy, MarketConfig(batch=32, rent=0.0, bid_scheme="fixed"), population, seed=1)
+    success = []
+    for _ in range(rounds):
+        model.step()
+        success.append(model.last_success_rate)
+    return model, success
+
+
 def test_grpo_teaches_rule_agents_the_right_action():
     """Agent k wakes in region k but its rule does the wrong thing (solve_{k+1}); GRPO on its action
     logits must find solve_k, from the episode outcome alone (bids fixed, so only actions learn)."""
     world = RoutingWorld(3)
     inner = RulePolicy(world.space, [f"region == {k} -> solve_{(k + 1) % 3}" for k in range(3)])
     policy = LearnedPolicy(inner, AgentsConfig(actions="grpo", lr=0.2, logits=ActionLogitsConfig(rule_logit=2.0)), seed=1)
-    market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
-    population = PopulationConfig(initial_agents=3, initial_wealth=1000.0, min_agents=0, max_agents=3, births=False)
-    model = MarketModel(world, policy, market, population, seed=1)
-    success = []
-    for _ in range(40):
-        model.step()
-        success.append(model.last_success_rate)
+    model, success = train_fixed_bids(world, policy, agents=3)
     rows = np.flatnonzero(model.population.traders)
     best = policy.action_learner.theta.detach().cpu().numpy()[rows].argmax(axis=1)
     wakes = policy.eligible(np.arange(3)[:, None])[:, rows].argmax(axis=0)  # the region each agent wakes in
@@ -83,13 +90,7 @@ def test_per_state_logits_let_one_rule_that_wakes_everywhere_learn_an_action_per
     inner = RulePolicy(world.space, ["always -> solve_0"])
     cfg = AgentsConfig(actions="grpo", lr=0.2, logits=ActionLogitsConfig(rule_logit=1.0, per_state=per_state))
     policy = LearnedPolicy(inner, cfg, seed=1)
-    market = MarketConfig(batch=32, rent=0.0, bid_scheme="fixed")
-    population = PopulationConfig(initial_agents=1, initial_wealth=1000.0, min_agents=0, max_agents=1, births=False)
-    model = MarketModel(world, policy, market, population, seed=1)
-    success = []
-    for _ in range(40):
-        model.step()
-        success.append(model.last_success_rate)
+    model, success = train_fixed_bids(world, policy, agents=1)
     if per_state:
         row = np.flatnonzero(model.population.traders)
         phi = torch.eye(3)  # regions 0, 1, 2 one-hot: the numeric features
