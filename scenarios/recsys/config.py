@@ -73,9 +73,10 @@ class Config:
     baseline beside them), in team and market mode."""
     start: Literal["initial", "best_baseline", "initial+best_baseline"] = "initial+best_baseline"
     """The library a run starts from: initial (seeds.py's hand-made one), best_baseline (one recall and one rank
-    skill running the tuned baseline best on validation), or both (the default; the baseline's share of each role's
-    weight and whether the initial rerank steps run are chosen on the validation users, so that the start is not
-    far below the baseline it holds: seeds.combined); the planted harmful skills are added in each case."""
+    skill running the tuned baseline best on validation), or both (the default; the best baseline beside a second
+    tuned one where a blend of the two gains on validation with evidence (seeds.tuned_blend), their share of each
+    role's weight and whether the initial rerank steps run are chosen on the validation users, so that the start is
+    not far below the baselines it holds: seeds.combined); the planted harmful skills are added in each case."""
     catalogue: Literal["classic", "full"] = "classic"
     """Operators an edit that adds a skill may draw: classic, or full (also the tuned baselines: ease,
     itemknn_tuned, puresvd_tuned, trending, next). A rule may name any operator either way."""

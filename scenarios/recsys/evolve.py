@@ -17,7 +17,8 @@ the test users for the held-out gain of each accepted edit) and the edit writer
 (:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue) and the floor
 (:func:`scenarios.recsys.edits.floor`), through the same gate (every arm but ``none``): in a pass whose credit edits
 changed nothing (the library settled for what the credit can see), the next step of each weighted role's weight
-towards the tuned baseline's skill; in the run's last edit pass, each role's baseline alone. Why the baseline alone
+towards the tuned baselines' skills (seeds.tuned_blend: the best one, or a validated blend of two); in the run's
+last edit pass, each role's baselines alone. Why the baseline alone
 only at the end: it is a prune, which the one-standard-error rule lets through on a tie, so offered in any
 earlier pass it could end a blend that the credit's later edits would have lifted above the baseline (on the
 zoo's development worlds it did); as a final check it can only replace a library that validation does not tell
@@ -76,7 +77,7 @@ class Arm:
         self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
         self._scores: dict[tuple, np.ndarray] = {}
         test = pipe.data.users(TEST)
-        baseline = frozenset(s[0] for s in seeds.best_baseline(pipe.signals.tuned.best))
+        baseline = frozenset(s[0] for s in seeds.tuned_blend(pipe.signals.tuned.best, pipe, self.validation))
         world = World(self.evaluate, self.validation, np.zeros(self.validation.size, dtype=np.int64),
                       write=lambda d, trace, rng: edits.propose(d, self.library, rng, self.operators, baseline),
                       draw=lambda rng, n: [(d, None) for d in edits.random_diagnoses(self.library, n, agents, rng)],

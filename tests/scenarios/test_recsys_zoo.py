@@ -71,3 +71,27 @@ def test_a_planted_skill_fires_on_the_easier_side_of_its_median():
         lib = Compiled.of([SimpleNamespace(name=name, role=role, rule=rule)])
         fires = w.pipeline.applicable(lib, users)[:, 0]
         assert easy[1][fires].mean() >= easy[1][~fires].mean(), rule
+
+
+class Scripted:
+    """A pipeline whose validation scores are written by hand per blend: the best alone 0.5 for each of 8 users;
+    ease at 30% adds 0.01 for every user (a gain the paired test sees); trending at 50% adds 0.16 for one user only
+    (a larger mean gain, p = 0.5: luck)."""
+
+    def evaluate(self, lib, users):
+        text = " ".join(clause for _, role in lib.key for _, clause in role)
+        score = np.full(users.size, 0.5)
+        if "ease(weight=0.3)" in text:
+            score += 0.01
+        if "trending(weight=0.5)" in text:
+            score[0] += 0.16
+        return score
+
+
+def test_a_blend_of_tuned_baselines_replaces_the_best_alone_only_on_a_gain_the_paired_test_sees():
+    chosen = seeds.tuned_blend("next", Scripted(), np.arange(8))
+    rules = {name: rule for name, _, _, rule in chosen}
+    assert rules == {"recall-next": "always -> next(weight=0.7)", "rank-next": "always -> next(weight=0.7)",
+                     "recall-ease": "always -> ease(weight=0.3)", "rank-ease": "always -> ease(weight=0.3)"}
+    flat = type("Flat", (), {"evaluate": lambda self, lib, users: np.full(users.size, 0.5)})()
+    assert seeds.tuned_blend("next", flat, np.arange(8)) == seeds.best_baseline("next")  # no gain: the best alone
