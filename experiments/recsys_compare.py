@@ -84,11 +84,13 @@ def run(seed: int, overrides: list[str], harm: str, db: str) -> dict:
 
 def columns(s: dict) -> dict[str, tuple[float, float, float]]:
     """Each arm's and baseline's (NDCG@10, Recall@50, coverage) in one seed's summary; ``best``: the strongest tuned
-    baseline on validation."""
+    baseline on validation; ``blend``: the tuned blend the start holds (seeds.tuned_blend), alone."""
     out = {"initial": tuple(s[f"{m}_initial"] for m, _ in METRICS)}
     out |= {a: tuple(s["arms"][a][f"{m}_final"] for m, _ in METRICS) for a, _ in ARMS}
     out |= {b: (s["baselines"][b], s["baselines_recall50"][b], s["baselines_coverage"][b]) for b, _ in BASELINES}
     out["best"] = out[s["baseline_best"]]
+    blend = s["baseline_blend"]
+    out["blend"] = (blend["ndcg10"], blend["recall50"], blend["coverage"])
     return out
 
 
@@ -116,7 +118,7 @@ def table(name: str, results: dict[int, dict]) -> str:
     """One world: arms and baselines (mean ± sd over seeds), the paired differences, the seeds, the verdict."""
     cols = {seed: columns(s) for seed, s in sorted(results.items())}
     rows = [("initial library", "initial"), *((n, a) for a, n in ARMS), *((n, b) for b, n in BASELINES),
-            ("strongest tuned (on validation)", "best")]
+            ("strongest tuned (on validation)", "best"), ("tuned blend (validated; the start holds it)", "blend")]
     head = ["arm", *(n for _, n in METRICS)]
     lines = [f"### {name} ({len(results)} seeds)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, key in rows:
@@ -125,6 +127,9 @@ def table(name: str, results: dict[int, dict]) -> str:
     paired = np.array([np.subtract(c["grse"], c["best"]) for c in cols.values()])
     lines.append("| **GRSE − strongest tuned (paired)** | "
                  + " | ".join(_ms(paired[:, j]) for j in range(len(METRICS))) + " |")
+    over_blend = np.array([np.subtract(c["grse"], c["blend"]) for c in cols.values()])
+    lines.append("| GRSE − tuned blend (paired) | " + " | ".join(_ms(over_blend[:, j]) for j in range(len(METRICS)))
+                 + " |")
 
     head = ["seed", "strongest tuned", "GRSE NDCG@10", "its NDCG@10", "difference", "pruned GRSE / presence / random",
             "edits GRSE (accepted / gated)"]
@@ -145,12 +150,13 @@ def table(name: str, results: dict[int, dict]) -> str:
 
 def overview(worlds: dict[str, dict[int, dict]]) -> str:
     """One line per world: the paired NDCG@10 difference and the two verdicts."""
-    lines = ["### all worlds", "", "| world | GRSE − strongest tuned NDCG@10 | seeds ahead | all pruned GRSE / "
-             "presence | beats | prunes |", "|---|---|---|---|---|---|"]
+    lines = ["### all worlds", "", "| world | GRSE − strongest tuned NDCG@10 | seeds ahead | GRSE − tuned blend | "
+             "all pruned GRSE / presence | beats | prunes |", "|---|---|---|---|---|---|---|"]
     for name, results in worlds.items():
         v = verdict(results)
-        lines.append(f"| {name} | {_ms(v['diff'])} | {v['wins']} of {len(results)} | {v['pruned']['grse']} / "
-                     f"{v['pruned']['presence']} | {_yes(v['beats'])} | {_yes(v['prunes'])} |")
+        blend = np.array([columns(s)["grse"][0] - columns(s)["blend"][0] for s in results.values()])
+        lines.append(f"| {name} | {_ms(v['diff'])} | {v['wins']} of {len(results)} | {_ms(blend)} | "
+                     f"{v['pruned']['grse']} / {v['pruned']['presence']} | {_yes(v['beats'])} | {_yes(v['prunes'])} |")
     return "\n".join(lines)
 
 

@@ -6,7 +6,8 @@ on which it holds is the claim. Each world is written by its seed and run once, 
 the config's defaults (``recsys.data = movielens`` on the written file, three planted harmful skills that hurt on
 any data, ``compare = true``). GRSE "holds" on a world where its final test NDCG@10 is at least the best tuned
 baseline's (chosen on validation) minus one standard error of the paired per-user difference on the test
-users, and is "above" where it is strictly higher.
+users, and is "above" where it is strictly higher. The tuned blend the start holds (seeds.tuned_blend) is set
+beside it, scored alone: what the edits added over the start's tuned part.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def row(seed: int, summary: dict, seconds: float) -> dict:
             "users": r.world["users"], "items": r.world["items"], "mean history": round(r.world["mean_history"], 1),
             "sequential": round(r.sequential, 2), "popular": round(r.popular, 2), "drift": round(r.world["drift"], 2),
             "best tuned": summary["baseline_best"], "best tuned NDCG@10": round(best, 4),
+            "tuned blend": " + ".join(summary["baseline_blend"]["skills"]),
+            "tuned blend NDCG@10": round(summary["baseline_blend"]["ndcg10"], 4),
             "initial": round(summary["ndcg10_initial"], 4),
             **{arm: round(arms[arm]["ndcg10_final"], 4) for arm in ("grse", "presence", "random")},
             "gap": round(grse["ndcg10_final"] - best, 4), "se": grse["ndcg10_se_vs_best"],
@@ -59,6 +62,7 @@ def distribution(rows: list[dict]) -> str:
     n = len(rows)
     gap = np.array([r["gap"] for r in rows])
     se = np.array([r["se"] for r in rows])
+    grse, blend, best = (np.array([r[c] for r in rows]) for c in ("grse", "tuned blend NDCG@10", "best tuned NDCG@10"))
     share = lambda flags: f"{int(np.sum(flags))} of {n} ({100 * np.mean(flags):.0f}%)"  # noqa: E731
     q = np.quantile(gap, [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
     every = {arm: [r[f"pruned {arm}"] == r["planted"] for r in rows] for arm in ("grse", "presence", "random")}
@@ -71,12 +75,18 @@ def distribution(rows: list[dict]) -> str:
              f"| GRSE − best tuned, mean ± sd | {gap.mean():+.4f} ± {gap.std(ddof=1) if n > 1 else 0.0:.4f} |",
              *(f"| all planted pruned: {arm} | {share(every[arm])} |" for arm in ("grse", "presence", "random")),
              f"| GRSE ≥ presence | {share([r['grse'] >= r['presence'] for r in rows])} |",
-             f"| GRSE ≥ random (matched) | {share([r['grse'] >= r['random'] for r in rows])} |"]
+             f"| GRSE ≥ random (matched) | {share([r['grse'] >= r['random'] for r in rows])} |",
+             f"| tuned blend of two chosen (validation gain, p ≤ 0.1) | {share(['+' in r['tuned blend'] for r in rows])} |",
+             f"| tuned blend > best tuned | {share(blend > best)} |",
+             f"| GRSE > tuned blend | {share(grse > blend)} |",
+             f"| GRSE − tuned blend NDCG@10: 10% / median / 90%; mean | "
+             + " / ".join(f"{x:+.4f}" for x in np.quantile(grse - blend, [0.1, 0.5, 0.9]))
+             + f"; {(grse - blend).mean():+.4f} |"]
     return "\n".join(lines)
 
 
 WORLD_COLUMNS = ("world", "layout", "feedback", "genres", "mean history", "sequential", "popular", "best tuned",
-                 "best tuned NDCG@10", "grse", "presence", "gap", "se", "pruned grse", "pruned presence")
+                 "best tuned NDCG@10", "tuned blend NDCG@10", "grse", "presence", "gap", "se", "pruned grse", "pruned presence")
 
 
 def worlds_table(rows: list[dict]) -> str:

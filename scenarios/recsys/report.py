@@ -8,8 +8,8 @@ prune. The baselines (baselines.py) are scored on the same test users and split:
 Recall@50 in ``baselines_recall50``; ``baselines_tuned`` holds each tuned baseline's chosen hyper-parameters
 and validation NDCG@k, ``baseline_best`` the one best on validation (the library ``start = "best_baseline"``
 begins from). With several arms (``compare`` or planted harm), ``arms`` holds each arm's final NDCG@k, Recall@50
-and coverage, and ``baselines_coverage`` each baseline's coverage of its top k: the comparison's columns, kept
-out of a single arm's summary. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
+and coverage, ``baselines_coverage`` each baseline's coverage of its top k, and ``baseline_blend`` the tuned blend
+the default start holds, scored alone: the comparison's columns, kept out of a single arm's summary. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from scenarios.recsys import baselines, ops, seeds
-from scenarios.recsys.data import TEST
+from scenarios.recsys.data import TEST, VALIDATION
 from scenarios.recsys.pipeline import Compiled
 from scenarios.recsys.ranking import coverage, ndcg, recall
 from skills import SkillLibrary
@@ -60,6 +60,17 @@ def baseline_scores(world, k: int) -> dict[str, dict]:
                                 for n in tuned.params}}
 
 
+def blend_scores(world, k: int) -> dict:
+    """The tuned blend alone on the test users: seeds.tuned_blend, the best tuned baseline or a blend of it with a
+    second one where validation shows a gain. Why a row of its own: the default start holds the blend and the floor
+    reweights towards it, so what the edits added is the final library against the blend, not against the best
+    single baseline (experiments/recsys_compare.py sets them side by side)."""
+    skills = seeds.tuned_blend(world.signals.tuned.best, world.pipeline, world.data.users(VALIDATION))
+    out = world.pipeline.run(seeds.compiled(skills), world.data.users(TEST))
+    return {"skills": [s[3] for s in skills if s[1] == "rank"], f"ndcg{k}": round(float(out.ndcg.mean()), 6),
+            "recall50": round(float(out.recall50.mean()), 6), "coverage": round(coverage(out.final, world.data.n_items), 6)}
+
+
 def summary(model, cfg) -> dict:
     k = cfg.k
     main = model.main
@@ -89,6 +100,7 @@ def summary(model, cfg) -> dict:
             out[f"harmful_pruned_{name.replace('-', '_')}"] = len(pruned(model.arms[name].library, planted))
     if len(model.arm_names) > 1:
         out["baselines_coverage"] = covered
+        out["baseline_blend"] = blend_scores(model.world_data, k)
         out["arms"] = {name: {f"ndcg{k}_final": round(final[name]["ndcg"], 6),
                               "recall50_final": round(final[name]["recall50"], 6),
                               "coverage_final": round(final[name]["coverage"], 6),

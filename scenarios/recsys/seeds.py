@@ -150,12 +150,11 @@ _BLENDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _choose_blend(best: str, pipeline, users) -> tuple:
-    from scenarios.recsys.pipeline import Compiled
     from scenarios.recsys.tuned import TUNED
     from skills.gate import p_improves
 
     alone = best_baseline(best)
-    score = lambda skills: pipeline.evaluate(Compiled.of([_Written(*s) for s in skills]), users)  # noqa: E731
+    score = lambda skills: pipeline.evaluate(compiled(skills), users)  # noqa: E731
     base = score(alone)
     chosen, top = alone, 0.0
     for other in (n for n in TUNED if n != best):
@@ -185,15 +184,21 @@ def combined(best: str, pipeline, users) -> tuple:
     are kept or left out the same way (a diversity cap of 2 per genre costs much where the genres are many and
     narrow), so that the start is never below the baseline alone on validation by more than a 5% share of the
     hand-made terms."""
-    from scenarios.recsys.pipeline import Compiled
-
     tuned = tuned_blend(best, pipeline, users)
     mine = {s[0] for s in tuned}
     options = []
     for skills in (INITIAL + tuned, tuple(s for s in INITIAL if s[1] != "rerank") + tuned):
         options += [skills, *(_shared(skills, mine, share) for share in edits.SHARES)]
-    scores = [pipeline.evaluate(Compiled.of([_Written(*s) for s in o]), users).mean() for o in options]
+    scores = [pipeline.evaluate(compiled(o), users).mean() for o in options]
     return options[int(np.argmax(scores))]
+
+
+def compiled(skills: tuple):
+    """Start skills ((name, role, description, rule) tuples) as the pipeline runs them, before any library holds
+    them."""
+    from scenarios.recsys.pipeline import Compiled
+
+    return Compiled.of([_Written(*s) for s in skills])
 
 
 class _Written:
