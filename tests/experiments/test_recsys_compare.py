@@ -36,7 +36,8 @@ def test_compare_writes_one_table_per_world(tmp_path, capsys):
         rows = {line.split(" | ")[0][2:]: [tuple(map(float, m)) for m in CELL.findall(line)]
                 for line in arms.splitlines()[2:]}
         labels = ["initial library", *(n for _, n in recsys_compare.ARMS), *(n for _, n in recsys_compare.BASELINES),
-                  "strongest tuned (on validation)", "**GRSE − strongest tuned (paired)**"]
+                  "strongest tuned (on validation)", "tuned blend (validated; the start holds it)",
+                  "**GRSE − strongest tuned (paired)**", "GRSE − tuned blend (paired)"]
         assert list(rows) == labels and all(len(r) == 3 for r in rows.values())
         grse = np.array([[s["arms"]["grse"][f"{m}_final"] for m, _ in recsys_compare.METRICS] for s in seeds.values()])
         best = np.array([[s["baselines"][s["baseline_best"]], s["baselines_recall50"][s["baseline_best"]],
@@ -46,6 +47,9 @@ def test_compare_writes_one_table_per_world(tmp_path, capsys):
                                    (grse - best).mean(0), atol=1e-4)
         np.testing.assert_allclose([sd for _, sd in rows["**GRSE − strongest tuned (paired)**"]],
                                    (grse - best).std(0, ddof=1), atol=1e-4)
+        blend = np.array([[s["baseline_blend"][m] for m, _ in recsys_compare.METRICS]
+                          for s in seeds.values()])
+        np.testing.assert_allclose([m for m, _ in rows["GRSE − tuned blend (paired)"]], (grse - blend).mean(0), atol=1e-4)
         assert all(0 <= m <= 1 for label, r in rows.items() if "−" not in label for m, _ in r)
 
         lines = [line.strip("| ").split(" | ") for line in per_seed.splitlines()[2:]]
@@ -66,7 +70,7 @@ def test_verdict_needs_four_of_five_seeds_where_presence_falls_short():
         arms = {a: {f"{m}_final": 0.2 + diff for m, _ in ms} for a, _ in recsys_compare.ARMS}
         zero = {b: 0.2 for b, _ in recsys_compare.BASELINES}
         return {"arms": arms, "baseline_best": "ease", "baselines": zero, "baselines_recall50": zero,
-                "baselines_coverage": zero, "harmful_planted": 3, "harmful_pruned_grse": grse,
+                "baselines_coverage": zero, "baseline_blend": {m: 0.2 for m, _ in ms}, "harmful_planted": 3, "harmful_pruned_grse": grse,
                 "harmful_pruned_presence": presence, **{f"{m}_initial": 0.0 for m, _ in ms}}
     mixed = {i: seed(3, 3 if i == 0 else 1, 0.01) for i in range(4)} | {4: seed(2, 3, -0.01)}
     v = recsys_compare.verdict(mixed)
@@ -93,6 +97,8 @@ def test_zoo_rows_and_their_distribution(tmp_path):
     assert world["gap"] == pytest.approx(world["grse"] - world["best tuned NDCG@10"], abs=2e-4) and world["se"] > 0
     assert stats["worlds"] == "1"
     assert stats["GRSE > best tuned"] == ("1 of 1 (100%)" if world["gap"] > 0 else "0 of 1 (0%)")
+    above_blend = world["grse"] > world["tuned blend NDCG@10"]
+    assert stats["GRSE > tuned blend"] == ("1 of 1 (100%)" if above_blend else "0 of 1 (0%)")
     assert stats["all planted pruned: grse"].startswith("1 of 1" if world["pruned grse"] == 3 else "0 of 1")
     lines = [json.loads(x) for x in (tmp_path / "zoo_zoo_worlds.jsonl").read_text().splitlines()]
     assert [int(x["world"]) for x in lines] == [world["world"]]
