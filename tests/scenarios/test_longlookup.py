@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 
+from agents import credit as C
 from agents import text_scenario
 from agents.backends.base import Completion, Stats
 from agents.credit.market import trajectories
@@ -137,3 +138,10 @@ def test_a_market_round_plays_the_world_and_its_groups_carry_the_signals(monkeyp
     for t in steps:
         assert set(np.asarray(t.cited).tolist()) <= {-1, 0, 1}
         assert all(len(ids) in (0, 3) for ids in t.retrieved) and (np.asarray(t.cited) >= 0).any()
+    for group in groups:  # self_credit reads them: a dropped turn a quarter of grpo's, a repeated failing retrieval 1.5x
+        for t, got, a in zip(group, C.make("self_credit")(group).steps, C.make("grpo")(group).steps):
+            if a[0] == 0:  # a group whose rollouts all failed: nothing to move
+                np.testing.assert_allclose(got, 0.0)
+                continue
+            dropped, cited = [0.25, 0.375] if a[0] < 0 else [0.25], [1.0, 1.5] if a[0] < 0 else [1.0]
+            assert all(np.isclose(g / a[0], dropped if c == 0 else cited).any() for g, c in zip(got, t.cited))
