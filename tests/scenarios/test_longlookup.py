@@ -6,6 +6,7 @@ import re
 import zlib
 
 import numpy as np
+import pytest
 
 from agents import credit as C
 from agents import text_scenario
@@ -145,3 +146,34 @@ def test_a_market_round_plays_the_world_and_its_groups_carry_the_signals(monkeyp
                 continue
             dropped, cited = [0.25, 0.375] if a[0] < 0 else [0.25], [1.0, 1.5] if a[0] < 0 else [1.0]
             assert all(np.isclose(g / a[0], dropped if c == 0 else cited).any() for g, c in zip(got, t.cited))
+    summary = text_scenario.metrics(model, [], exp.scenario)  # the held-out market and the complete agent
+    assert summary["backend"] == "scripted" and 0 <= summary["heldout_reward"] <= 1
+    assert 0 <= summary["complete_agent_success"] <= 1
+
+
+@pytest.mark.slow
+def test_smollm2_plays_a_round_and_the_lora_learner_credits_it_with_self_credit(monkeypatch):
+    """The real SmolLM2 through the market and the LoRA learner, small (one group of 4 rollouts): the learner's
+    advantages come from self_credit on the round's own signals (the real estimator, its calls recorded)."""
+    from agents import lm_grpo
+    from scenarios.registry import get_scenario
+
+    calls, real = [], lm_grpo.step_advantages
+
+    def recorded(model, estimator, group, actions, logp):
+        calls.append((estimator.name, real(model, estimator, group, actions, logp)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(lm_grpo, "step_advantages", recorded)
+    exp = load("longlookup", ["agents.actions=grpo", "agents.credit=self_credit", "market.batch=4", "agents.group=4",
+                              "longlookup.heldout=1", "longlookup.validation=1", "run.episodes=4"], seed=3)
+    model = get_scenario("longlookup").make_model(exp)
+    model.step()
+    (name, advantage), = calls
+    outcome = model.trace.solved.astype(float)
+    assert name == "self_credit" and advantage.shape == model.trace.path.shape and np.isfinite(advantage).all()
+    assert (advantage[model.trace.path < 0] == 0).all()
+    if np.ptp(outcome) == 0:  # rollouts that all scored alike: nothing to learn, no update
+        assert (advantage == 0).all() and model.policy.action_learner.counts["policy_updates"] == 0
+    else:
+        assert model.policy.action_learner.counts["policy_updates"] == 1
