@@ -172,7 +172,7 @@ class AgentsConfig:
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
     outcome advantage broadcast to each step), bucket_brigade, proas, traj_graph, knowgpo, casi, delta_ttg,
     taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse, workrover_vtca, graph_grpo,
-    sid_span, abseeker, pacpo, dars. A run whose world lacks the estimator's signals is refused at load, naming them."""
+    sid_span, abseeker, pacpo, dars, self_credit. A run whose world lacks the estimator's signals is refused at load, naming them."""
     credit_settings: CreditSettings = Field(default_factory=CreditSettings)
     """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.
     ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""

@@ -183,8 +183,7 @@ class TextBatch(World):
         if world.credit_signals:
             moves = self.board.moves.get((int(obs[0][4]), b), [])
             roles = [moves[int(row[5])][0] if int(row[5]) < len(moves) else "" for row in obs[:-1]]
-            rows = [world.step_signals(states[t], states[t + 1], roles[t]) for t in range(len(obs) - 1)]
-            out = {name: [r[name] for r in rows] for name in world.credit_signals}
+            out = world.episode_signals(states, roles)
         if world.has_pair():
             seed, pid = int(obs[0][1]), int(obs[0][2])
             own, other = self.board.problem(seed, pid), self.board.paired(seed, pid)

@@ -22,7 +22,8 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``{"problem": problem, "history": []}``), ``may_act`` (which roles may act in a state), ``stages`` and
 ``stage`` (a few short state summaries the agents' yes/no wake-up question reads), ``solved``,
 ``correct`` (the correct output of a role at a state: births from failures, skill diagnoses and the
-``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads),
+``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads;
+``episode_signals`` where a later step decides a signal, as a compaction deciding which earlier turns it kept),
 ``pair`` and ``check`` (the problem with one private condition changed, and what a state's standing submission
 would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads) and ``given`` (the task such a
 worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the framework's own rewrite
@@ -147,6 +148,14 @@ class TextWorld:
         """One step's values of ``credit_signals`` (name -> value), from the state before and after it; a forfeit
         leaves ``after`` equal to ``before``."""
         raise NotImplementedError(f"{type(self).__name__}.step_signals(before, after, role)")
+
+    def episode_signals(self, states: list, roles: list[str]) -> dict:
+        """Every step's values of ``credit_signals`` in one episode (name -> [T] values), from its states (``states``
+        [T + 1]: the state each step acted on, then the last) and the role of each step (``roles`` [T]). By default
+        :meth:`step_signals` of each step; a world whose signal a later step decides (a compaction citing earlier
+        turns: scenarios/longlookup.py) overrides it."""
+        rows = [self.step_signals(states[t], states[t + 1], role) for t, role in enumerate(roles)]
+        return {name: [r[name] for r in rows] for name in self.credit_signals}
 
     def pair(self, problem, rng: np.random.Generator):
         """``problem`` with one private condition changed (what the agents never read: a floor price, a hidden

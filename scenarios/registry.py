@@ -56,7 +56,8 @@ API = 1
 SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
              "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement",
-             "multihop": "scenarios.multihop", "plangrid": "scenarios.plangrid"}
+             "multihop": "scenarios.multihop", "plangrid": "scenarios.plangrid",
+             "longlookup": "scenarios.longlookup"}
 ENTRY_POINTS = "catallax.scenarios"
 
 

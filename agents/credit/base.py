@@ -87,6 +87,12 @@ class Trajectory:
     prefix: np.ndarray | None = None
     """[T] a planner step: the share of its plan's fields right before the first wrong one (0 for a plan it could not
     write); -1: a step of another role (dars)."""
+    cited: np.ndarray | None = None
+    """[T] 1: a search turn some later compaction cited (kept in the context), 0: one a compaction dropped and none
+    cited, -1: a step that searched nothing, or a turn no compaction judged (self_credit)."""
+    retrieved: list[tuple[int, ...]] | None = None
+    """[T] the ids of the facts the step's search retrieved (() for a step that searched nothing): steps of different
+    rollouts match by the Jaccard similarity of these sets (self_credit)."""
 
     def __len__(self) -> int:
         return len(self.agent)

@@ -60,7 +60,7 @@ def test_every_supported_estimator_runs_on_real_relay_groups():
     _, seen, _ = relay_model(rounds=3)
     names = C.supported(provides(relay.SPEC.credit_signals))
     # all but skillgate (no selection labels), scpo (embeddings off), sid_span, abseeker (no queries), pacpo (no pair),
-    # dars (no plans)
+    # dars (no plans), self_credit (no compaction)
     assert len(names) == 18
     for groups, _, _ in seen:
         for group in groups:

@@ -33,6 +33,8 @@ def trajectories(draw, outcome, empty: bool):
         selection=np.array([-1 if s == 0 else s - 1 for s in states[:T]]), score=np.zeros(T) if empty else vec(T),
         profit=vec(T), skill=[f"s{a}" for a in states[:T]], hit=np.array([s - 1 for s in states[:T]], dtype=int),
         plan=[f"p{s}" if s else "" for s in states[:T]], prefix=np.array([s / 2 - 0.5 for s in states[:T]]),
+        cited=np.array([s - 1 for s in states[:T]], dtype=int),
+        retrieved=[() if empty or s == 0 else tuple(range(s)) for s in states[:T]],
     )
 
 
@@ -62,6 +64,6 @@ def test_every_estimator_is_finite_on_degenerate_groups(group):
 def test_equal_outcomes_give_zero_outcome_advantage(group):
     for t in group:
         t.outcome = 1.0
-    for name in ("grpo", "draco", "taspo", "depgpo", "delta_ttg", "proas"):
+    for name in ("grpo", "draco", "taspo", "depgpo", "delta_ttg", "proas", "self_credit"):
         for a in C.make(name)(group).steps:
             np.testing.assert_allclose(a, 0.0, atol=1e-12)
