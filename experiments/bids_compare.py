@@ -276,7 +276,8 @@ def compare_table(rows: list[dict]) -> str:
 
 
 def recsys_table(rows: list[dict]) -> str:
-    lines = ["| bids | test NDCG@10 before | after | Recall@50 before | after | best tuned baseline NDCG@10 |",
+    lines = ["| bids | test NDCG@10 before | test NDCG@10 after | Recall@50 before | Recall@50 after | "
+             "best tuned baseline NDCG@10 |",
              "|---|---|---|---|---|---|"]
     for scheme in RECSYS_SCHEMES:
         runs = [r for r in rows if r["scheme"] == scheme]
