@@ -10,12 +10,12 @@ import pytest
 
 from agents import credit as C
 from agents import text_scenario
-from agents.backends.base import Completion, Stats
 from agents.credit.market import trajectories
 from agents.text_adapter import TextBatch, TextBoard
 from scenarios import build_model, load
 from scenarios import longlookup as L
 from scenarios.multihop import FACTS, PEOPLE, search
+from tests.scenarios.scripted_backend import ScriptedBackend
 
 
 def test_a_problem_is_a_chain_of_colleagues_ending_in_a_city():
@@ -84,15 +84,10 @@ def test_a_full_context_blocks_the_searcher_until_a_compaction():
     assert world.act(state, "compactor", "keep: 2, 3") is None and world.may_act(state, "searcher")
 
 
-class Scripted:
+class Scripted(ScriptedBackend):
     """Follows the chain through the context's facts, but for one prompt in four (by a hash of it): the searcher
     then searches a distractor, the compactor drops the turn naming the chain's latest person, the answerer, who
     answers only once the city is in the context, guesses a wrong one."""
-
-    name = "scripted"
-
-    def __init__(self):
-        self.stats, self.scored_tokens = Stats(), np.zeros(0, dtype=np.int64)
 
     def answer(self, p) -> str:
         """Walks the chain from the question's person through the query log: a turn that searched the current
@@ -114,15 +109,6 @@ class Scripted:
         city = re.search(fr"(?:> |\. ){person} lives in (\w+)\.", p.user) if links == 3 else None
         return f"answer: {'Quimby' if slip else city[1]}" if city else "I do not know yet."
 
-    def generate(self, prompts):
-        return [Completion(self.answer(p), tokens=4, prompt_tokens=9) for p in prompts]
-
-    def score(self, prompts):  # every agent wakes
-        self.scored_tokens = np.full(len(prompts), 9, dtype=np.int64)
-        return np.ones(len(prompts))
-
-    def close(self):
-        pass
 
 
 def test_a_market_round_plays_the_world_and_its_groups_carry_the_signals(monkeypatch):

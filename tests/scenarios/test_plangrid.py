@@ -10,12 +10,12 @@ import numpy as np
 
 from agents import credit as C
 from agents import text_scenario
-from agents.backends.base import Completion, Stats
 from agents.credit.base import Trajectory
 from agents.credit.market import trajectories
 from agents.text_adapter import TextBatch, TextBoard
 from scenarios import build_model, load
 from scenarios import plangrid as P
+from tests.scenarios.scripted_backend import ScriptedBackend
 
 
 def test_grids_are_read_back_field_by_field_and_plans_scored_by_their_right_prefix():
@@ -85,13 +85,8 @@ def test_a_scripted_group_plays_and_dars_splits_its_credit_from_the_world_signal
 WORDS = {**{w: str(i + 1) for i, w in enumerate(P.NUMBERS)}, **{v: k for k, v in P.FILLS.items()}}
 
 
-class Scripted:
+class Scripted(ScriptedBackend):
     """Plans a request and draws a plan right, but for one prompt in three (by a hash of it): a row or column moved."""
-
-    name = "scripted"
-
-    def __init__(self):
-        self.stats, self.scored_tokens = Stats(), np.zeros(0, dtype=np.int64)
 
     def answer(self, p) -> str:
         slip = zlib.crc32(f"{p.user}|{p.seed}|{p.skills}".encode()) % 3 == 0
@@ -102,15 +97,6 @@ class Scripted:
         plan = dict(zip(P.FIELDS, P.PLAN.search(p.user).groups()))
         return "grid: " + P.draw({**plan, "col": str(int(plan["col"]) % 4 + 1)} if slip else plan)
 
-    def generate(self, prompts):
-        return [Completion(self.answer(p), tokens=4, prompt_tokens=9) for p in prompts]
-
-    def score(self, prompts):  # every agent wakes
-        self.scored_tokens = np.full(len(prompts), 9, dtype=np.int64)
-        return np.ones(len(prompts))
-
-    def close(self):
-        pass
 
 
 def test_a_market_round_plays_the_world_and_dars_reads_its_groups(monkeypatch):
