@@ -5,6 +5,7 @@
     python -m experiments.objectives_compare --quick --json # toy size, 1 seed, grpo, eapo, rods, scrl, focus+branches
     python -m experiments.objectives_compare --economy wordmath --workers 2 --readme   # LoRA on SmolLM2 (WORDMATH)
     python -m experiments.objectives_compare --economy procurement --objectives grpo,agentopsd,trial,cepo --listed
+    python -m experiments.objectives_compare --economy multihop --objectives batch_c --listed   # every batch C method
 
 The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
 fees, births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own
@@ -25,6 +26,12 @@ ranks a state highest, process_branching's where entropy plus the critic's value
 a uniform prefix (tree_opsd's layout), and every step is credited by the rollouts below it (agents/advantages.py
 tree_advantage; process_branching: initial and branch rollouts normalised apart). Branches are episodes, so the budget is the same;
 ``grpo+branches`` is their baseline (the tree's credit without another objective).
+
+The rows ``credit=NAME`` train grpo's surrogate on credit estimator NAME's per-step advantage
+(``agents.credit``), and ``skills=NAME`` adds gated skill edit passes with skill credit NAME (``skills.credit``) to
+grpo's run; they run only where asked for (``--objectives``). ``--objectives batch_c`` names the teacher, hindsight
+and privileged-information family (:data:`BATCH_C`): its objectives, the credit estimators that read a world's own
+signals, and the memory method; on each LLM world a row either runs or says which signal the world lacks.
 
 Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
 the rule's probability of each move (the reference), a critic's logits of each (state, move) and state (tppo,
@@ -59,13 +66,20 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import tasks
+from agents import credit, tasks
 from agents.objectives import NAMES
 from experiments import rows as results
 
 SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
 BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches", "process_branching+branches")
 ROWS = NAMES + SAMPLERS + BRANCHED
+CREDITS = tuple(f"credit={name}" for name in credit.NAMES if name != "grpo")
+EXTRA = CREDITS + ("skills=memory_shapley",)
+"""Rows run only where asked for: grpo's surrogate on another credit estimator, or with Shapley-valued skill edits."""
+BATCH_C = ("grpo", "agentopsd", "trial", "alignopsd", "cepo", "h2sd", "hint_sd", "distil", "rredcot", "stop_segment",
+           "process_branching+branches", "credit=graph_grpo", "credit=workrover_vtca", "credit=pacpo",
+           "credit=self_credit", "credit=abseeker", "credit=sid_span", "credit=dars", "skills=memory_shapley")
+"""``--objectives batch_c``: grpo (the baseline) and the teacher, hindsight and privileged-information methods."""
 TASK_GROUP = 4  # agents.group of the sampler rows: market.batch = 8 is 2 tasks of 4 rollouts
 TREE = ["agents.branches=2", "market.batch=12"]  # the branched rows: 4 full rollouts a round, 2 branches of each
 UNIT = "sampled action-steps learned per second of training wall time (rule logits: one action per step, no tokens)"
@@ -88,7 +102,7 @@ class Setup:
     overrides: list[str] = field(default_factory=list)
     """Extra ``--set`` overrides, the same for every run."""
     economy: str = "blocks"
-    """``blocks`` (rule logits), ``wordmath`` or ``procurement`` (LoRA on SmolLM2: WORDMATH, PROCUREMENT)."""
+    """``blocks`` (rule logits), or an LLM world of :data:`LM` (LoRA on SmolLM2: WORDMATH, PROCUREMENT, TEXT)."""
     batch: int | None = None
     """``market.batch``, episodes per round (None: the scenario's)."""
     listed: bool = False
@@ -106,8 +120,12 @@ every completion of every round (a critic or an oracle has something to say abou
 PROCUREMENT = dict(seeds=2, episodes=32, batch=8, heldout_sizes=(), heldout_count=32)
 """``--economy procurement``: the same learner on the haggling world (scenarios/procurement.py), 4 rounds of 8;
 held-out = the frozen market's mean reward (share of the possible surplus won) on its 32 shipped held-out problems."""
-LM = ("wordmath", "procurement")
-"""The economies whose actions are an LM's completions: their rate is tokens, their rows add privileged tokens."""
+TEXT = dict(seeds=1, episodes=24, batch=8, heldout_sizes=(), heldout_count=16)
+"""``--economy longlookup`` (or multihop, plangrid): the same learner on a small LLM world, 3 rounds of 8 (2 problems
+x G = 4); held-out = the frozen market's success rate on the world's first 16 held-out problems."""
+LM = {"wordmath": WORDMATH, "procurement": PROCUREMENT, "longlookup": TEXT, "multihop": TEXT, "plangrid": TEXT}
+"""The economies whose actions are an LM's completions, with their presets: their rate is tokens, their rows add
+privileged tokens."""
 
 
 QUICK = Setup(seeds=1, episodes=160, heldout_sizes=(4,), heldout_count=20,
@@ -120,6 +138,9 @@ def overrides(name: str, setup: Setup) -> list[str]:
         learner = [f"agents.objective={name.removesuffix('+branches')}", *TREE]
     elif name in NAMES:
         learner = [f"agents.objective={name}"]
+    elif name in EXTRA:
+        section, _, value = name.partition("=")  # credit=NAME: agents.credit; skills=NAME: skills.credit
+        learner = [f"{'agents' if section == 'credit' else 'skills'}.credit={value}"]
     else:
         learner = [f"agents.tasks={name.removeprefix('tasks=')}", f"agents.group={TASK_GROUP}"]
     if setup.economy in LM:  # the shipped economy; its LoRA learner's group of 4 is the shipped one
@@ -164,8 +185,8 @@ def train(name: str, seed: int, setup: Setup) -> dict:
         policy = model.policy.unwrapped
         with policy.evaluating():
             episodes = model.run_episodes(world=model.world.heldout, batch=exp.scenario.heldout, settle=False)
-        heldout = (float(np.mean([e["success"] for e in episodes])) if setup.economy == "wordmath"
-                   else outcomes(model.world.heldout)[1])  # procurement: the surplus share won
+        heldout = (outcomes(model.world.heldout)[1] if setup.economy == "procurement"  # the surplus share won
+                   else float(np.mean([e["success"] for e in episodes])))
         return {"seed": seed, "heldout": heldout, "per_size": {}, "rounds": rounds, "updates": updates,
                 "seconds": seconds, "tokens_per_s": report["lm_train_tokens"] / seconds,
                 "privileged_per_round": report["lm_privileged_tokens"] / rounds}
@@ -214,8 +235,9 @@ def compare(setup: Setup, workers: int = 1) -> list[dict]:
     """Every row: each runnable name's runs over the seeds, ``workers`` runs at a time (spawned processes)."""
     import torch
 
-    unrun_rows = {name: unrun(name, setup) for name in ROWS}
-    jobs = [(name, seed, setup) for name in ROWS if unrun_rows[name] is None for seed in range(setup.seeds)]
+    names = ROWS + tuple(name for name in EXTRA if name in setup.objectives)
+    unrun_rows = {name: unrun(name, setup) for name in names}
+    jobs = [(name, seed, setup) for name in names if unrun_rows[name] is None for seed in range(setup.seeds)]
     if workers > 1:
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             runs = pool.map(one_thread_train, jobs, chunksize=1)
@@ -225,8 +247,8 @@ def compare(setup: Setup, workers: int = 1) -> list[dict]:
             runs = [one_thread_train(job) for job in jobs]
         finally:
             torch.set_num_threads(threads)
-    by_name = {name: [run for (n, _, _), run in zip(jobs, runs) if n == name] for name in ROWS}
-    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in ROWS
+    by_name = {name: [run for (n, _, _), run in zip(jobs, runs) if n == name] for name in names}
+    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in names
             if not setup.listed or name in setup.objectives]
 
 
@@ -239,9 +261,10 @@ def short_reason(why: str) -> str:
 def table(rows: list[dict], setup: Setup) -> str:
     sizes = [str(n) for n in setup.heldout_sizes]
     seeds = f"{setup.seeds} seed{'s' * (setup.seeds > 1)}"
-    wordmath = setup.economy in LM
-    if wordmath:
-        score = "accuracy" if setup.economy == "wordmath" else "reward (share of the possible surplus won)"
+    lm = setup.economy in LM
+    if lm:
+        score = {"wordmath": "accuracy", "procurement": "reward (share of the possible surplus won)"}.get(setup.economy,
+                                                                                                       "success rate")
         head = (f"{setup.economy} (shipped economy, agents.actions = grpo: LoRA on SmolLM2), {seeds} x {setup.episodes} "
                 f"episodes, market.batch = {setup.batch}; held-out {score} of the frozen market on {setup.heldout_count} problems; tokens/s = "
                 "tokens the LoRA update trained on per second of training wall time (rollouts included); privileged "
@@ -252,19 +275,19 @@ def table(rows: list[dict], setup: Setup) -> str:
                 "sampled action-steps learned per second of training wall time; tasks=NAME: grpo with the sampler "
                 f"agents.tasks = NAME drawing the training instances, agents.group = {TASK_GROUP}; NAME+branches: "
                 "NAME on trees of rollouts, agents.branches = 2, market.batch = 12 (4 full rollouts, 8 branches)")
-    rate = "tokens_per_s" if wordmath else "steps_per_s"
+    rate = "tokens_per_s" if lm else "steps_per_s"
     lines = [head, "",
              "| objective | held-out (mean ± sd) | per seed | " + "".join(f"n={n} | " for n in sizes)
-             + f"updates / rounds | {'tokens/s' if wordmath else 'steps/s'} |" + (" privileged tokens/round |" if wordmath else ""),
-             "|---|---|---|" + "---|" * len(sizes) + "---|---|" + ("---|" if wordmath else "")]
+             + f"updates / rounds | {'tokens/s' if lm else 'steps/s'} |" + (" privileged tokens/round |" if lm else ""),
+             "|---|---|---|" + "---|" * len(sizes) + "---|---|" + ("---|" if lm else "")]
     for r in rows:
         if r["status"] == "ran":
             cells = [f"{r['heldout']:.3f} ± {r['sd']:.3f}", " ".join(f"{h:.2f}" for h in r["per_seed"])]
             cells += [f"{r['per_size'][n]:.2f}" for n in sizes]
             updates = r["updates"] if isinstance(r["updates"], int) else f"{r['updates']:.1f}"  # a mean over seeds
-            cells += [f"{updates} / {r['rounds']}", f"{r[rate]:.0f}"] + ([f"{r['privileged_per_round']:.0f}"] if wordmath else [])
+            cells += [f"{updates} / {r['rounds']}", f"{r[rate]:.0f}"] + ([f"{r['privileged_per_round']:.0f}"] if lm else [])
         else:
-            cells = [short_reason(r["why"]) if r["status"] == "refused" else "skipped"] + ["-"] * (len(sizes) + 3 + wordmath)
+            cells = [short_reason(r["why"]) if r["status"] == "refused" else "skipped"] + ["-"] * (len(sizes) + 3 + lm)
         lines.append(f"| {r['objective']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -274,17 +297,18 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--seeds", type=int, default=None, help=f"default: {Setup.seeds} (wordmath: {WORDMATH['seeds']})")
     ap.add_argument("--episodes", type=int, default=None,
                     help=f"training episodes per run; default: {Setup.episodes} (wordmath: {WORDMATH['episodes']})")
-    ap.add_argument("--heldout", type=int, default=None, help="held-out problems (wordmath, procurement; default: the preset's)")
+    ap.add_argument("--heldout", type=int, default=None, help="held-out problems (the LLM worlds; default: the preset's)")
     ap.add_argument("--workers", type=int, default=1,
                     help="runs at a time, each a spawned process on one torch thread (2 halves the wall time on 2 cores)")
     ap.add_argument("--objectives", default=None,
-                    help="comma-separated rows to run, objectives or tasks=SAMPLER (default: all; --quick: "
-                         "grpo,eapo,tasks=rods,tasks=scrl,focus+branches); every name still gets a row")
+                    help="comma-separated rows to run: objectives, tasks=SAMPLER, NAME+branches, credit=ESTIMATOR, "
+                         "skills=memory_shapley, or batch_c (default: all objectives and samplers; --quick: "
+                         "grpo,eapo,tasks=rods,tasks=scrl,focus+branches); every objective and sampler still gets a row")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="an extra config override for every run (as catallax run --set)")
     ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl, focus+branches")
     ap.add_argument("--economy", choices=("blocks", *LM), default="blocks",
-                    help="blocks: rule logits (default); wordmath, procurement: LoRA on SmolLM2, small (WORDMATH, PROCUREMENT)")
+                    help="blocks: rule logits (default); the LLM worlds: LoRA on SmolLM2, small (WORDMATH, PROCUREMENT, TEXT)")
     ap.add_argument("--listed", action="store_true", help="rows only for the names asked for (--objectives)")
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')
     ap.add_argument("--readme", action="store_true", help="print the markdown table (the README's)")
@@ -292,12 +316,12 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
     args = ap.parse_args(argv)
     chosen = tuple(args.objectives.split(",")) if args.objectives else (QUICK if args.quick else Setup).objectives
-    unknown = sorted(set(chosen) - set(ROWS))
+    chosen = tuple(dict.fromkeys(n for name in chosen for n in (BATCH_C if name == "batch_c" else (name,))))
+    unknown = sorted(set(chosen) - set(ROWS + EXTRA))
     if unknown:
-        ap.error(f"unknown rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
+        ap.error(f"unknown rows {', '.join(unknown)} (known: batch_c, {', '.join(ROWS + EXTRA)})")
     if args.economy in LM:
-        preset = WORDMATH if args.economy == "wordmath" else PROCUREMENT
-        setup = Setup(**preset, objectives=chosen, overrides=args.overrides, economy=args.economy)
+        setup = Setup(**LM[args.economy], objectives=chosen, overrides=args.overrides, economy=args.economy)
     elif args.quick:
         setup = dataclasses.replace(QUICK, objectives=chosen, overrides=args.overrides)
     else:

@@ -70,3 +70,18 @@ def test_an_lm_economys_listed_table_has_the_asked_rows_and_the_privileged_cost(
     assert "procurement" in text and "reward (share of the possible surplus won)" in text
     assert text.splitlines()[-1] == "| trial | 0.500 ± 0.000 | 0.50 | 2 / 4 | 40 | 812 |"
     assert objectives_compare.overrides("trial", setup)[-1] == "procurement.heldout=32"
+
+
+def test_batch_c_on_the_multihop_world_runs_what_its_signals_allow_and_names_what_the_rest_lack():
+    """Every batch C row on multihop (it knows the correct output and the search hits): the objectives and the two
+    retrieval estimators load; the others are refused, each naming the signal multihop lacks. Config loads only."""
+    setup = objectives_compare.Setup(**objectives_compare.TEXT, objectives=objectives_compare.BATCH_C,
+                                     economy="multihop", listed=True)
+    assert objectives_compare.overrides("credit=sid_span", setup)[1] == "agents.credit=sid_span"
+    assert objectives_compare.overrides("skills=memory_shapley", setup)[1] == "skills.credit=memory_shapley"
+    why = {name: objectives_compare.refusal(name, setup) for name in objectives_compare.BATCH_C}
+    lacks = {"process_branching+branches": "branch", "credit=graph_grpo": "deps", "credit=workrover_vtca": "progress",
+             "credit=pacpo": "paired", "credit=self_credit": "cited", "credit=dars": "plan"}
+    assert {name for name, reason in why.items() if reason} == set(lacks)
+    for name, signal in lacks.items():
+        assert signal in objectives_compare.short_reason(why[name]), why[name]
