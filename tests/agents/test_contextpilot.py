@@ -178,3 +178,17 @@ def test_a_branched_longlookup_round_trains_each_completion_once_by_the_rollouts
     assert len(pairs) == np.count_nonzero(want) and (fields["branch"] == (source[fields["episode"]] != fields["episode"])).all()
     assert fields["context_edit"].sum() == np.count_nonzero(edits[t, b] & (want != 0)) > 0
     assert all(np.isfinite(v) for v in stats.values()) and lm.counts["policy_updates"] == 1
+
+
+@pytest.mark.slow
+def test_the_same_seed_branches_an_llm_round_the_same_way(monkeypatch):
+    """Two markets of one seed play a branched longlookup round alike: the same branch points, actions and money
+    (the ledger's hash); the scripted agents act, no update is run."""
+    rounds = []
+    for _ in range(2):
+        model = scripted_model(monkeypatch, BRANCHED + ["longlookup.horizon=20"], seed=5)
+        model.run_episodes()
+        rounds.append((model.trace.source, model.trace.prefix, model.trace.path, model.ledger.hash))
+    (s1, p1, a1, h1), (s2, p2, a2, h2) = rounds
+    assert (s1 == s2).all() and (p1 == p2).all() and np.array_equal(a1, a2) and h1 == h2
+    assert (s1[4:] < 4).all() and (p1[4:] > 0).any()
