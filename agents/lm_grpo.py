@@ -91,6 +91,8 @@ class CompletionLearner(RoundLearner):
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self._embedder = None  # the frozen MiniLM, loaded by the first round whose objective reads ``thought``
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
+        if cfg.branches:  # branches played, and of them those restarted right after a context edit
+            self.counts.update(lm_branches=0, lm_branches_after_edit=0)
 
     @contextlib.contextmanager
     def frozen(self):
@@ -118,10 +120,14 @@ class CompletionLearner(RoundLearner):
         """contextpilot: from the states right after the full rollouts' context edits; every other objective:
         tree_opsd's layout, uniform inner prefixes."""
         N, M = self.cfg.branches, lengths.size
+        edits = self.edits(self.policy.generations[-len(obs):], len(obs), M)
         if self.objective is not None and self.objective.name == "contextpilot":
-            return contextpilot.plan(self.edits(self.policy.generations[-len(obs):], len(obs), M), lengths, N, rng)
-        source, prefix = tree_opsd.layout(lengths, rng, N)
-        return source[M:], prefix[M:]
+            source, prefix = contextpilot.plan(edits, lengths, N, rng)
+        else:
+            source, prefix = (x[M:] for x in tree_opsd.layout(lengths, rng, N))
+        self.counts["lm_branches"] += source.size
+        self.counts["lm_branches_after_edit"] += int(edits[np.maximum(prefix - 1, 0), source][prefix > 0].sum())
+        return source, prefix
 
     def edits(self, steps: list, T: int, B: int) -> np.ndarray:
         """[T, B] the world's ``context_edit``: a completion of one of its ``edit_roles`` that parsed to a move (the

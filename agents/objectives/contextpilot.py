@@ -18,9 +18,9 @@ against its group's mean outcome::
 The baseline is the full rollouts' mean, the value of the problem's start (the group's branches crowd where the
 edits were, and would pull the baseline towards the very values it is measured against); the scale is the
 spread of all the group's outcomes, as tree_advantage's, positive wherever V differs from the baseline, so the
-edit keeps the sign of V(s) - mean. Every other step gets its tree advantage (agents/advantages.py
-``tree_advantage``: the mean outcome of the rollouts below the state it led to, relative to its group). The loss
-is grpo's clipped surrogate on that advantage.
+edit keeps the sign of V(s) - mean. Every other step, a branch's own edit included (no branch restarts from a
+branch's states), gets its tree advantage (agents/advantages.py ``tree_advantage``: the mean outcome of the
+rollouts below the state it led to, relative to its group). The loss is grpo's clipped surrogate on that advantage.
 """
 
 from __future__ import annotations

@@ -170,6 +170,8 @@ def test_a_branched_longlookup_round_trains_each_completion_once_by_the_rollouts
             assert edits[prefix[w] - 1, source[w]]
         acted = [t for t, g in enumerate(generations) for b, *_ in g if b == w]
         assert not acted or min(acted) >= prefix[w]  # its own steps only, after the fork
+    after = sum(bool(edits[prefix[w] - 1, source[w]]) for w in range(4, 12) if prefix[w] > 0)
+    assert lm.counts["lm_branches"] == 8 and lm.counts["lm_branches_after_edit"] == after > 0
     model.policy.learn(model)
     (pairs, advantage, fields), stats = seen
     t, b = zip(*[(t, b) for t, g in enumerate(generations) for b, *_ in g])
