@@ -11,11 +11,12 @@ the shared SmolLM2::
             = estimator(round)[t, b]                  any other agents.credit (agents/credit)
     L = -mean over completions of min(rho A, clip(rho, 1 +- clip) A) (+ kl x KL to the base model)
 
-with rho the completion's length-normalised ratio. A round that branches (``agents.branches`` = N, market/branching.py:
-M = B / (1 + N) full rollouts, then N restarts of each from a state it reached, tree_opsd's uniform prefixes or
-contextpilot's states after a context edit) credits each completion by the rollouts below the state it led to
-(agents/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a branch in its
-source's group; the steps a branch took over from its source were never its completions, so they train once. Completions whose advantage is 0 (a group whose
+with rho the completion's length-normalised ratio. A round that branches (``agents.branches`` = N,
+market/branching.py: M = B / (1 + N) full rollouts, then N restarts of each from a state it reached, tree_opsd's
+uniform prefixes or contextpilot's states after a context edit) credits each completion by the rollouts below the
+state it led to (agents/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
+branch in its source's group; the steps a branch took over from its source were never its completions, so they
+train once. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
 advantage: the KL term, a critic (tppo, pact: their advantages are the critic's, and it learns from
 failures too), an oracle (sero's supervision needs no contrast) or a failure's lesson (distil, hint_sd).
