@@ -157,15 +157,18 @@ class AgentsConfig:
     answer in context; the gold answer scored before and after each reply; alignopsd against the same step of the
     task's other rollouts, matched by the replies' frozen MiniLM embeddings); distil trains on the replies the policy
     writes with the correct output in context that the world verifies, hint_sd distils the steps the world locates
-    as faulty towards an EMA teacher told the correct output;
+    as faulty towards an EMA teacher told the correct output; contextpilot (LLM worlds that edit their context, with
+    agents.branches) branches right after the context edits and credits an edit with the mean reward of its continuations;
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)
-    """N: learned actions on a world that can restart from an inner state (its scenario's SPEC.branches: blocks).
+    """N: learned actions on a world that can restart from an inner state (its scenario's SPEC.branches: blocks, relay,
+    every LLM world).
     A training round of market.batch = B worlds then plays M = B / (1 + N) rollouts in full and M x N more
     from states they reached, N per full rollout (tree_opsd's tree: M = 4, N = 2 at market.batch = 12):
-    under focus the states its gain ranks highest (the critic's expected error reduction), under every other
-    objective a uniform prefix of the rollout (tree_opsd's layout). Each step is then credited with the mean
+    under focus the states its gain ranks highest (the critic's expected error reduction), under contextpilot the
+    states right after the rollout's context edits, under every other objective a uniform prefix of the rollout
+    (tree_opsd's layout). Each step is then credited with the mean
     outcome of the rollouts below the state it led to, relative to its group (agents/advantages.py
     tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"

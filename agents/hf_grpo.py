@@ -165,7 +165,7 @@ class HFGRPO:
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
         weighted by its per-token likelihood before this step (the frozen policy's, detached); for distil,
         ``fields["teacher_sample"]`` holds each completion's teacher sample (token ids, empty: none), scored under the
-        current policy with grad as the oracle is; ``located`` and ``teacher_verified`` [n] bool from ``fields``; ``fields["privileged"]``
+        current policy with grad as the oracle is; ``located``, ``teacher_verified``, ``branch`` and ``context_edit`` [n] bool from ``fields``; ``fields["privileged"]``
         maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)
@@ -175,7 +175,7 @@ class HFGRPO:
         signals = {k: tensor(v, torch.long) for k, v in fields.items() if k in ("effect", "state")}
         if "thought" in fields:  # the replies' frozen sentence embeddings, [n, D]
             signals["thought"] = tensor(fields["thought"], torch.float32)
-        signals.update({k: tensor(v, torch.bool) for k, v in fields.items() if k in JUDGED})
+        signals.update({k: tensor(v, torch.bool) for k, v in fields.items() if k in (*JUDGED, "branch", "context_edit")})
         if critic:
             logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
             signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])

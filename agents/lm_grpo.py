@@ -11,7 +11,12 @@ the shared SmolLM2::
             = estimator(round)[t, b]                  any other agents.credit (agents/credit)
     L = -mean over completions of min(rho A, clip(rho, 1 +- clip) A) (+ kl x KL to the base model)
 
-with rho the completion's length-normalised ratio. Completions whose advantage is 0 (a group whose
+with rho the completion's length-normalised ratio. A round that branches (``agents.branches`` = N,
+market/branching.py: M = B / (1 + N) full rollouts, then N restarts of each from a state it reached, tree_opsd's
+uniform prefixes or contextpilot's states after a context edit) credits each completion by the rollouts below the
+state it led to (agents/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
+branch in its source's group; the steps a branch took over from its source were never its completions, so they
+train once. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
 advantage: the KL term, a critic (tppo, pact: their advantages are the critic's, and it learns from
 failures too), an oracle (sero's supervision needs no contrast) or a failure's lesson (distil, hint_sd).
@@ -53,10 +58,11 @@ import torch
 from agents import critic
 from agents.backends.factory import make_backend
 from agents.config import AgentsConfig
-from agents.advantages import outcome_advantage
+from agents.advantages import outcome_advantage, tree_advantage
 from agents.credit.step_advantages import step_advantages
 from agents.hf_grpo import HFGRPO
 from agents.learner import RoundLearner, to_cpu
+from agents.objectives import contextpilot, tree_opsd
 from agents.objectives.batch import PRIVILEGED
 from agents.ema_weights import EMAWeights
 from agents.privileged_pass import contexts, failed_replies, located, score, teacher_samples, verified
@@ -86,6 +92,8 @@ class CompletionLearner(RoundLearner):
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self._embedder = None  # the frozen MiniLM, loaded by the first round whose objective reads ``thought``
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
+        if cfg.branches:  # branches played, and of them those restarted right after a context edit
+            self.counts.update(lm_branches=0, lm_branches_after_edit=0)
 
     @contextlib.contextmanager
     def frozen(self):
@@ -107,7 +115,31 @@ class CompletionLearner(RoundLearner):
 
     @property
     def branches(self) -> int:
-        return 0  # an LLM world does not branch
+        return self.cfg.branches
+
+    def plan_branches(self, obs, lengths, outcome, rng):
+        """contextpilot: from the states right after the full rollouts' context edits; every other objective:
+        tree_opsd's layout, uniform inner prefixes."""
+        N, M = self.cfg.branches, lengths.size
+        edits = self.edits(self.policy.generations[-len(obs):], len(obs), M)
+        if self.objective is not None and self.objective.name == "contextpilot":
+            source, prefix = contextpilot.plan(edits, lengths, N, rng)
+        else:
+            source, prefix = (x[M:] for x in tree_opsd.layout(lengths, rng, N))
+        self.counts["lm_branches"] += source.size
+        self.counts["lm_branches_after_edit"] += int(edits[np.maximum(prefix - 1, 0), source][prefix > 0].sum())
+        return source, prefix
+
+    def edits(self, steps: list, T: int, B: int) -> np.ndarray:
+        """[T, B] the world's ``context_edit``: a completion of one of its ``edit_roles`` that parsed to a move (the
+        market applies the move of a winner that did not forfeit)."""
+        roles, policy = set(self.policy.task.world.edit_roles), self.policy
+        out = np.zeros((T, B), dtype=bool)
+        for t, generations in enumerate(steps):
+            for b, row, _, _, payload in generations:
+                if b < B and payload is not None and policy.roles[policy.role[row]].name in roles:
+                    out[t, b] = True
+        return out
 
     def act(self, obs: np.ndarray, winners: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """The LM's completions are the actions: recorded (not the held-out or gate episodes an edit pass plays)."""
@@ -122,10 +154,20 @@ class CompletionLearner(RoundLearner):
         """One GRPO step from the round ``model`` just ran."""
         trace, cfg = model.trace, self.cfg
         T, B = trace.path.shape
-        G = cfg.group_size(B)  # one reading of agents.group for the advantages, the group ids and the siblings
+        full = np.arange(B) if trace.source is None else trace.source  # each world's full rollout
+        G = cfg.group_size(int((full == np.arange(B)).sum()))  # one reading of agents.group for the advantages,
+        group = full // G  # the group ids and the siblings; a branch is in its source's group
         steps, self.policy.generations = self.policy.generations[-T:], []
         actions, self.actions = self.actions[-T:], []
-        if cfg.credit == "grpo":
+        policy, objective = self.policy, self.objective
+        edit = self.edits(steps, T, B) if objective is not None and "context_edit" in objective.needs else None
+        if trace.source is not None:  # each step judged by the rollouts below it (agents.branches)
+            t, b = (x.reshape(-1) for x in np.indices((T, B)))
+            outcome = trace.reward.sum(axis=0)
+            advantage = (contextpilot.advantage(outcome, trace.source, trace.prefix, t, b, group, edit[t, b])
+                         if edit is not None else tree_advantage(outcome, trace.source, trace.prefix, t, b, group))
+            advantage = advantage.reshape(T, B)
+        elif cfg.credit == "grpo":
             advantage = np.tile(outcome_advantage(trace.reward.sum(axis=0), G, normalize=True), (T, 1))
         else:
             logp = np.zeros((T, B))
@@ -133,25 +175,28 @@ class CompletionLearner(RoundLearner):
                 for b, _, _, done, _ in generations:
                     logp[t, b] = (done.logprob or 0.0) / max(done.tokens, 1)
             advantage = step_advantages(model, cfg.estimator(), G, np.stack(actions), logp)
-        policy, objective = self.policy, self.objective
         needs = set(objective.needs) if objective is not None else set()
         oracle = "oracle_logp" in needs  # sero: the task's correct output
         taught = bool(needs & {"teacher_sample_logp", "located"})  # distil, hint_sd: failures' lessons, contrast or not
         dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
-                   trace.obs[t, b])
+                   trace.obs[t, b], t)
                   for t, generations in enumerate(steps)
                   for b, row, p, done, payload in generations if advantage[t, b] != 0 or dense]
         if not chosen:
             return {"lm_completions": 0}
-        weights, prompts, texts, worlds, effects, seen = zip(*chosen)
+        weights, prompts, texts, worlds, effects, seen, times = zip(*chosen)
         messages = [p.messages() for p in prompts]
         pairs = self.grpo.encode(messages, list(texts))
         worlds = np.array(worlds)
         roles = [role for role, _, _ in effects]
-        fields = {"outcome": trace.solved[worlds].astype(float), "group": worlds // G,
+        fields = {"outcome": trace.solved[worlds].astype(float), "group": group[worlds],
                   "episode": worlds, "effect": effect_ids(effects), "state": effect_ids([e[:2] for e in effects])}
+        if trace.source is not None:
+            fields["branch"] = trace.source[worlds] != worlds
+        if edit is not None:
+            fields["context_edit"] = edit[np.array(times), worlds]
         privileged = needs & set(PRIVILEGED)
         lessons = [policy.task.lesson(obs, role)[1] for obs, role in zip(seen, roles)] \
             if oracle or taught or privileged & {"teacher_logp", "sibling_logp", "hint_logp"} else None  # the correct output at each state

@@ -14,6 +14,10 @@ of the state (``TextWorld.act``), keeps the copy as the pending move when it is 
 commits it when the market lets the agent act. Every applied (role, text) is logged per episode, so the
 state at any observation the run still refers to (births and skill edits read past failures) is rebuilt
 by replaying the log from the problem's start; the log travels in checkpoints.
+
+A batch branches (``agents.branches``, market/branching.py): :meth:`TextBatch.snapshot` keeps each world's
+problem, a deep copy of its state and its turn count; :meth:`TextBatch.restore` gives a branch all three and its
+source's move log cut to that turn, so that the rows the branch observes replay to its own states.
 """
 
 from __future__ import annotations
@@ -68,6 +72,14 @@ class TextBoard:
 
     def record(self, serial: int, b: int, role: str, text: str) -> None:
         self.moves.setdefault((serial, b), []).append((role, text))
+        self._keep(serial, b)
+
+    def copy_log(self, serial: int, src: int, dst: int, turns: int) -> None:
+        """World ``dst``'s log becomes the first ``turns`` moves of ``src``'s (a branch restored at that turn)."""
+        self.moves[(serial, dst)] = list(self.moves.get((serial, src), [])[:turns])
+        self._keep(serial, dst)
+
+    def _keep(self, serial: int, b: int) -> None:
         self.moves.move_to_end((serial, b))
         while len(self.moves) > LOG_EPISODES:
             self.moves.popitem(last=False)
@@ -190,6 +202,18 @@ class TextBatch(World):
             out["paired"] = np.array([[world.check(s, own), world.check(s, other)] for s in states],
                                      dtype=np.float64).reshape(len(states), 2)
         return out
+
+    def snapshot(self) -> list[tuple[int, object, int]]:
+        """Each world's (problem id, a deep copy of its state, its turn count) now."""
+        return [(int(p), copy.deepcopy(s), int(n)) for p, s, n in zip(self.pid, self.states, self.turn)]
+
+    def restore(self, state: list, src: np.ndarray, dst: np.ndarray) -> None:
+        """Worlds ``dst`` take the problem, state (a copy each) and turn count ``src`` had in ``state``, and src's
+        moves up to that turn as their own log: :meth:`TextBoard.state_at` replays a branch's rows to its states."""
+        for s, d in zip(np.asarray(src).tolist(), np.asarray(dst).tolist()):
+            pid, kept, turns = state[s]
+            self.pid[d], self.states[d], self.turn[d] = pid, copy.deepcopy(kept), turns
+            self.board.copy_log(self.serial, s, d, turns)
 
     @property
     def solved(self) -> np.ndarray:

@@ -85,9 +85,11 @@ def as_scenario(module):
     out.validate = functools.partial(validate, cls, section)
     out.metrics = vars(module).get("metrics", metrics)
     # Learned bids read the stage (one-hot under numeric), nothing (agent) or the stage's summary as text; the
-    # sero objective reads the correct continuation, where the world can say it.
+    # sero objective reads the correct continuation, where the world can say it. Every text world branches: its
+    # states are deep-copied and replayed from the move log already (agents/text_adapter.py).
     out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
-                            learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals())
+                            learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals(),
+                            branches=True, batch_signals=("context_edit",) if cls.edit_roles else ())
     return out
 
 
@@ -117,7 +119,7 @@ def validate(cls: type[TextWorld], section: str, exp) -> None:
     if unknown := sorted(set(exp.market.token_prices) - served):
         raise ValueError(f"market.token_prices.{unknown[0]}: no role of {cls.__name__} calls that model (its models: "
                          f"{', '.join(sorted(served))})")
-    for attr in ("complete", "single"):
+    for attr in ("complete", "single", "edit_roles"):
         if unknown := [r for r in getattr(cls, attr) or () if r not in names]:
             raise ValueError(f"{cls.__name__}.{attr}: {', '.join(map(repr, unknown))} is not a role ({', '.join(names)})")
     if not cls.has_correct():

@@ -90,6 +90,9 @@ class TextWorld:
     credit_signals: tuple[str, ...] = ()
     """The per-step signals (agents/credit/base.py ``Trajectory`` fields) :meth:`step_signals` gives the credit
     estimators, declared so the config loader refuses an estimator that reads others."""
+    edit_roles: tuple[str, ...] = ()
+    """Roles whose accepted move edits the context later prompts read (longlookup's ``compactor``): the world's
+    ``context_edit`` signal, where the contextpilot objective branches (agents/objectives/contextpilot.py)."""
     config = None
     """The scenario section's config (agents/text_scenario.py ``TextWorldConfig``, or the module's own
     ``Config`` subclass with the world's own keys), set by the framework before the first problem."""

@@ -63,6 +63,7 @@ class LongLookup(TextWorld):
               "Facts wait to be read for an answer.")
     horizon = 10
     credit_signals = ("cited", "retrieved")
+    edit_roles = ("compactor",)
 
     def settings(self) -> Config:
         return self.config if self.config is not None else Config()

@@ -53,6 +53,9 @@ class ScenarioSpec:
     objective_signals: tuple[str, ...] = ()
     """What a learner of its own (not action logits) gives ``agents.objective`` (recsys: its learned recall's item
     scores, for ``ca_pg``); an objective reading none of them is refused."""
+    batch_signals: tuple[str, ...] = ()
+    """Per-step signals its world adds to the action learner's batch for ``agents.objective`` (a text world with
+    ``edit_roles``: ``context_edit``, which step edited the context)."""
     value_bids: dict[str, float] = field(default_factory=dict)
     """Its own defaults for value bids' keys (``[agents.value]``'s: ``{"margin": 0.3}`` ...), where its economy needs other settings
     than the platform's (which are blocks'); applied under ``agents.bid_objective = "value"`` unless the config
@@ -68,7 +71,7 @@ class ScenarioSpec:
         if unknown := sorted(set(self.value_bids) - set(known)):
             raise ValueError(f"ScenarioSpec.value_bids names {', '.join(map(repr, unknown))}: value bids read "
                              f"{', '.join(known)} only (the keys of [agents.value])")
-        for name in ("credit_signals", "task_signals", "objective_signals"):
+        for name in ("credit_signals", "task_signals", "objective_signals", "batch_signals"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.bid_features is not None:
             object.__setattr__(self, "bid_features", tuple(self.bid_features))

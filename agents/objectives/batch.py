@@ -96,6 +96,9 @@ class PolicyBatch:
     """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
     branch: torch.Tensor | None = None
     """[M] bool: the step's rollout restarted from a state another one reached (``agents.branches``; process_branching)."""
+    context_edit: torch.Tensor | None = None
+    """[M] bool: the step edited the context its rollout's later prompts read (a text world's ``edit_roles``;
+    contextpilot)."""
     thought: torch.Tensor | None = None
     """[M, D] the step's reply as text embedded by the frozen sentence embedder (MiniLM, agents/bid_head.py; unit
     vectors, D = 384): two steps that say the same thing are near, wherever they fall in their rollouts (alignopsd)."""
@@ -111,7 +114,7 @@ class PolicyBatch:
             raise ValueError(f"PolicyBatch.teacher_sample_mask has shape {tuple(self.teacher_sample_mask.shape)}, "
                              f"teacher_sample_logp {tuple(self.teacher_sample_logp.shape)}")
         for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", "branch",
-                     "located", "teacher_verified", *BELIEF):
+                     "context_edit", "located", "teacher_verified", *BELIEF):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")

@@ -106,7 +106,7 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
     signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.spec.learned_actions == "lm" else (RULE_LOGIT_SIGNALS, "rule-logit policies")
     signals += ORACLE_SIGNALS if scenario.spec.oracle else ()
-    signals += ("branch",) if agents.branches and scenario.spec.learned_actions != "lm" else ()  # restarts from a prefix
+    signals += (("branch",) if agents.branches else ()) + scenario.spec.batch_signals  # restarts from a prefix
     if scenario.spec.learned_actions == "lm":
         signals += HINDSIGHT_SIGNALS + (TEACHER_SIGNALS if scenario.spec.oracle else ())
     try:
@@ -218,7 +218,7 @@ def _probe_size_is_read(exp: Experiment) -> str | None:
 
 
 def _branches_can_be_played(exp: Experiment) -> str | None:
-    """agents.branches restarts worlds from inner states (the scenario's SPEC.branches) for learned action logits, a
+    """agents.branches restarts worlds from inner states (the scenario's SPEC.branches) for learned actions, a
     round holding M full rollouts (whole groups) and N branches of each; the tree credits the steps itself, and a
     task sampler would be told a branch's reward as if its task had been drawn again."""
     agents, market = exp.agents, exp.market
@@ -229,8 +229,16 @@ def _branches_can_be_played(exp: Experiment) -> str | None:
     if not scenario.spec.branches:
         return (f"agents.branches = {N}: scenario {exp.run.scenario!r}'s world cannot restart an instance from an "
                 f"inner state (its SPEC does not declare branches)")
-    if agents.actions != "grpo" or scenario.spec.learned_actions == "lm":
-        return f"agents.branches = {N}: branches are rollouts for learned action logits; set agents.actions = \"grpo\""
+    if agents.actions != "grpo":
+        return f"agents.branches = {N}: branches are rollouts a learner of actions trains on; set agents.actions = \"grpo\""
+    if scenario.spec.learned_actions == "lm" and agents.objective in ("process_branching", "focus"):
+        return (f"agents.objective = {agents.objective!r}: its branch points read the action-logit learner's entropies "
+                f"or critic at each state, which the LoRA learner does not score (agents.branches = {N})")
+    from agents.objectives import needs
+
+    if set(needs(agents.objective)) & set(HINDSIGHT_SIGNALS + TEACHER_SIGNALS):
+        return (f"agents.objective = {agents.objective!r}: its privileged pass pairs a rollout with its group's "
+                f"consecutive siblings, which a branched round does not hold (agents.branches = {N})")
     if agents.credit != "grpo":
         return (f"agents.branches = {N}: the tree credits each step by the rollouts below it, in agents.credit's "
                 f"place (now {agents.credit!r}); set agents.credit = \"grpo\"")

@@ -124,7 +124,8 @@ def test_the_same_seed_branches_the_same_way():
 
 
 @pytest.mark.parametrize("scenario, sets, says", [
-    ("wordmath", ["agents.actions=grpo", "agents.branches=1"], "does not declare branches"),
+    ("wordmath", ["agents.actions=grpo", "agents.branches=1", "agents.objective=h2sd"], "consecutive siblings"),
+    ("longlookup", ["agents.actions=grpo", "agents.branches=1", "agents.objective=focus"], "does not score"),
     ("blocks", ["agents.branches=1"], 'set agents.actions = "grpo"'),
     ("blocks", ["agents.actions=grpo", "agents.branches=2"], "market.batch (8) must be a multiple of 1 + 2"),
     ("blocks", ["agents.actions=grpo", "agents.branches=1", "agents.credit=proas"], 'set agents.credit = "grpo"'),

@@ -202,8 +202,10 @@ def rule_batch(theta, name):
         critic = (sign if name == "tppo" else torch.zeros(4)).clone().requires_grad_(True)
         fields["token_logits" if name == "tppo" else "value_logits"], params = critic, [theta, critic]
         fields["state"] = torch.zeros(4, dtype=torch.long)
-    if name == "process_branching":  # the last two rollouts are branches
+    if name in ("process_branching", "contextpilot"):  # the last two rollouts are branches
         fields["branch"] = torch.tensor([False, False, True, True])
+    if name == "contextpilot":  # the first step edited the context
+        fields["context_edit"] = torch.tensor([True, False, False, False])
     if name == "sero":  # no advantage at all: the oracle, which takes action 0, alone must move the policy
         oracle = torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)]
         fields.update(advantage=torch.zeros(4), oracle_logp=oracle,
@@ -243,7 +245,7 @@ def test_registry_names_needs_and_refusals():
     assert O.NAMES[0] == "grpo"
     assert set(O.NAMES) == {"grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd",
                             "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching", "distil",
-                            "hint_sd"}
+                            "hint_sd", "contextpilot"}
     assert O.needs("grpo") == () and O.needs("empo") == ("effect",) and O.needs("tppo") == ("token_logits",)
     assert set(O.needs("sero")) == {"oracle_logp", "oracle_mask", "oracle_weight"}
     assert set(O.needs("ca_pg")) == {"item_logits", "target", "list_len"}
