@@ -169,8 +169,9 @@ class CompletionLearner(RoundLearner):
             fields["teacher_verified"] = verified(policy.task.verify, samples, roles, seen)
             fields["teacher_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
         if self.memory is not None:  # diamond_sd: failures' recovery steps, taught the replies of own verified successes
-            graph = [diamond_sd.Step(int(w), bool(trace.solved[w]), *policy.task.canonical(obs, role, payload), text)
-                     for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)]
+            graph = [diamond_sd.Step(int(w), bool(trace.solved[w]), problem, role, before, after, text)
+                     for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)
+                     for problem, before, after in [policy.task.canonical(obs, role, payload)]]
             replies, fields["breakpoint"], fields["subgoals"] = diamond_sd.plan(graph, self.memory)
             fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
         if privileged:  # batch C: the same completions rescored with what the agent did not see
