@@ -140,7 +140,7 @@ class CompletionLearner(RoundLearner):
         needs = set(objective.needs) if objective is not None else set()
         oracle = "oracle_logp" in needs  # sero: the task's correct output
         taught = bool(needs & {"teacher_sample_logp", "located"})  # distil, hint_sd: failures' lessons, contrast or not
-        dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught or self.memory is not None  # diamond_sd too
+        dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught or self.memory is not None
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
                    trace.obs[t, b])
@@ -169,9 +169,9 @@ class CompletionLearner(RoundLearner):
             fields["teacher_verified"] = verified(policy.task.verify, samples, roles, seen)
             fields["teacher_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
         if self.memory is not None:  # diamond_sd: failures' recovery steps, taught the replies of own verified successes
-            graph = [diamond_sd.Step(int(w), bool(trace.solved[w]), problem, role, before, after, text)
-                     for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)
-                     for problem, before, after in [policy.task.canonical(obs, role, payload)]]
+            rows = [(w, obs, role, payload, text)
+                    for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)]
+            graph = diamond_sd.steps(policy.task, trace.solved, rows)
             replies, fields["breakpoint"], fields["subgoals"] = diamond_sd.plan(graph, self.memory)
             fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
         if privileged:  # batch C: the same completions rescored with what the agent did not see

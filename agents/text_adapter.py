@@ -127,7 +127,8 @@ class TextBoard:
         after = copy.deepcopy(state)
         if text is not None:
             self.world.act(after, role, text)
-        return f"{int(obs_row[1])}:{int(obs_row[2])}", frozenset(self.world.subgoals(state)), frozenset(self.world.subgoals(after))
+        problem = f"{int(obs_row[1])}:{int(obs_row[2])}"
+        return problem, frozenset(self.world.subgoals(state)), frozenset(self.world.subgoals(after))
 
     def question(self, obs_row: np.ndarray) -> tuple[str, str]:
         """The problem a world plays ("stream:id": the G rollouts of a group share it) and its correct outcome."""

@@ -95,6 +95,17 @@ class Memory:
         self.nodes = collections.OrderedDict(((p, tuple(g)), dict(r)) for p, g, r in state)
 
 
+def steps(task, solved, rows) -> list[Step]:
+    """The state graph's view of a round's completions ``rows`` (world, the observation it acted on, role, the text
+    the world accepted or None, the reply as written), through the text task's ``canonical`` (agents/text_adapter.py);
+    ``solved`` [B]: each world's outcome."""
+    out = []
+    for world, obs, role, accepted, reply in rows:
+        problem, before, after = task.canonical(obs, role, accepted)
+        out.append(Step(int(world), bool(solved[world]), problem, role, before, after, reply))
+    return out
+
+
 def breakpoint_of(path: list[Step], memory: Memory) -> int | None:
     """The index of a failed episode's breakpoint (module docstring); None where no success is known on its problem
     or it never left the region and never stalled."""
@@ -133,5 +144,6 @@ def loss(batch: PolicyBatch, cfg: Config) -> tuple:
     nll = -step_mean(batch.retrieved_logp, batch.retrieved_mask)[recovery]
     cross_entropy = nll.mean() if nll.numel() else surrogate.new_zeros(())
     stats.update(breakpoints=float(batch.breakpoint.sum()), recovery_steps=float(recovery.sum()),
-                 canonical_states=float(torch.unique(batch.subgoals).numel()), recovery_nll=float(cross_entropy.detach()))
+                 canonical_states=float(torch.unique(batch.subgoals).numel()),
+                 recovery_nll=float(cross_entropy.detach()))
     return surrogate + cfg.beta * cross_entropy, stats

@@ -2,12 +2,21 @@
 diamond_sd.py): order-free fetches meet in one canonical state, a good off the list is the breakpoint, and only the
 failure's steps from there on are taught, each the reply an own success wrote at the same state."""
 
+import re
+import zlib
+
 import numpy as np
 import pytest
+import torch
 
+from agents import text_scenario
+from agents.objectives import PolicyBatch, make
+from agents.objectives import diamond_sd as D
 from agents.objectives.diamond_sd import Memory, Step, breakpoint_of, plan
+from scenarios import build_model
 from scenarios import errands as E
 from scenarios.run.config import ConfigError, load
+from tests.scenarios.scripted_backend import ScriptedBackend
 
 
 def test_the_basket_is_the_canonical_state_and_a_good_off_the_list_loses_the_errand():
@@ -64,7 +73,8 @@ def test_order_free_successes_share_states_a_stalled_failure_breaks_where_it_fir
     # stalled failure never left the region and breaks at its first refusal, taught there and at the next
     assert np.flatnonzero(breaks).tolist() == [7, 10]
     assert retrieved[6:] == [None, "buy eggs", None, None, "buy ink", "buy ink"]
-    assert breakpoint_of(episode(5, False, [("buy eggs", "eggs")], problem="0:2"), Memory(4)) is None  # no success known
+    unknown = episode(5, False, [("buy eggs", "eggs")], problem="0:2")
+    assert breakpoint_of(unknown, Memory(4)) is None  # no success known on its problem: no region
 
 
 def test_the_memory_carries_successes_to_later_rounds_is_bounded_and_checkpointed():
@@ -85,3 +95,62 @@ def test_a_world_without_subgoals_refuses_diamond_sd_naming_the_signal():
     with pytest.raises(ConfigError, match=r"agents.objective = 'diamond_sd'.*does not provide: .*subgoals"):
         load("wordmath", ["agents.actions=grpo", "agents.objective=diamond_sd"])
     assert load("errands", ["agents.actions=grpo", "agents.objective=diamond_sd"]).agents.objective == "diamond_sd"
+
+
+class Scripted(ScriptedBackend):
+    """Buys the list's first good not in the basket, but for one prompt in four (by a hash of it) the first stall's
+    good off the list, and for one in eight it writes what the world cannot read (a refusal)."""
+
+    def answer(self, p) -> str:
+        goods = re.search(r"List: ([^.]*)\. Basket: ([^.]*)\.", p.user)
+        wanted, basket = goods[1].split(", "), goods[2].split(", ")
+        slip = zlib.crc32(f"{p.user}|{p.seed}|{p.skills}".encode()) % 8
+        if slip == 0:
+            return "I am going shopping."
+        if slip in (1, 2):
+            return "buy " + next(g for g in E.GOODS if g not in wanted)
+        return "buy " + next(g for g in wanted if g not in basket)
+
+
+def test_a_market_round_on_errands_gives_diamond_sd_its_breakpoints_and_recovery_targets(monkeypatch):
+    """A market round with the scripted stand-in, its completions recorded as the LoRA learner reads them; the state
+    graph (diamond_sd.steps, plan: the learner's path) breaks only failures, teaches them only replies that a success
+    of the same problem wrote at the same basket, and the objective's loss on them is finite (a softmax over the
+    round's distinct replies stands in for the LM: no model here)."""
+    monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Scripted())
+    model = build_model(load("errands", ["market.batch=16", "agents.group=4", "errands.heldout=4"]))
+    model.world.group = 4  # what learned actions set: 4 problems x 4 rollouts
+    policy = model.policy
+    policy.explore_temperature = 0.0  # record the round's completions, as under agents.actions = "grpo"
+    model.step()
+    trace, T = model.trace, model.trace.path.shape[0]
+    rows = [(b, trace.obs[t, b], policy.roles[policy.role[row]].name, payload, done.text)
+            for t, generations in enumerate(policy.generations[-T:]) for b, row, _, done, payload in generations]
+    graph = D.steps(policy.task, trace.solved, rows)
+    retrieved, breaks, ids = D.plan(graph, D.Memory(64))
+    assert 0 < trace.solved.sum() < len(trace.solved) and breaks.sum() > 0
+    taught = {(s.problem, s.before, s.role): s.reply for s in graph if s.solved and s.after != s.before}
+    for e in {s.episode for s in graph}:
+        rows_e = [i for i, s in enumerate(graph) if s.episode == e]
+        assert breaks[rows_e].sum() <= (0 if trace.solved[e] else 1)
+        first = next((k for k, i in enumerate(rows_e) if breaks[i]), len(rows_e))
+        assert all(retrieved[i] is None for i in rows_e[:first])  # never before the breakpoint
+        for i in rows_e[first:]:
+            s = graph[i]
+            assert retrieved[i] is None or (s.problem, s.before, s.role) in taught
+    recovery = np.array([r is not None for r in retrieved])
+    assert recovery.sum() > 0
+    replies = sorted({s.reply for s in graph} | {r for r in retrieved if r})
+    theta = torch.zeros(len(replies), requires_grad=True)
+    logp = torch.log_softmax(theta, -1)
+    index = lambda texts: torch.tensor([replies.index(x) if x else 0 for x in texts])  # noqa: E731
+    solved, own = torch.tensor([float(s.solved) for s in graph]), index([s.reply for s in graph])
+    batch = PolicyBatch.one_token(logp=logp[own], old_logp=logp.detach()[own], advantage=solved - solved.mean(),
+                                  outcome=solved, group=torch.zeros(len(graph), dtype=torch.long),
+                                  episode=torch.tensor([s.episode for s in graph]), entropy=torch.ones(len(graph)),
+                                  subgoals=torch.as_tensor(ids), breakpoint=torch.as_tensor(breaks),
+                                  retrieved_logp=logp[index(retrieved)], retrieved_mask=torch.as_tensor(recovery))
+    value, stats = make("diamond_sd")(batch)
+    value.backward()
+    assert torch.isfinite(value) and torch.isfinite(theta.grad).all() and theta.grad.abs().sum() > 0
+    assert (stats["breakpoints"], stats["recovery_steps"]) == (float(breaks.sum()), float(recovery.sum()))
