@@ -158,6 +158,8 @@ class AgentsConfig:
     task's other rollouts, matched by the replies' frozen MiniLM embeddings); distil trains on the replies the policy
     writes with the correct output in context that the world verifies, hint_sd distils the steps the world locates
     as faulty towards an EMA teacher told the correct output;
+    diamond_sd trains a failure's steps from its breakpoint on (its first step off every success path of a state graph
+    over the world's order-free sub-goals) on the replies the agents' own successes wrote at the same states;
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)
