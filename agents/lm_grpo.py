@@ -171,7 +171,7 @@ class CompletionLearner(RoundLearner):
         if self.memory is not None:  # diamond_sd: failures' recovery steps, taught the replies of own verified successes
             rows = [(w, obs, role, payload, text)
                     for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)]
-            graph = diamond_sd.steps(policy.task, trace.solved, rows)
+            graph = diamond_sd.round_steps(policy.task, trace.solved, rows)
             replies, fields["breakpoint"], fields["subgoals"] = diamond_sd.plan(graph, self.memory)
             fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
         if privileged:  # batch C: the same completions rescored with what the agent did not see

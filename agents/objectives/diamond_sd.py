@@ -95,7 +95,7 @@ class Memory:
         self.nodes = collections.OrderedDict(((p, tuple(g)), dict(r)) for p, g, r in state)
 
 
-def steps(task, solved, rows) -> list[Step]:
+def round_steps(task, solved, rows) -> list[Step]:
     """The state graph's view of a round's completions ``rows`` (world, the observation it acted on, role, the text
     the world accepted or None, the reply as written), through the text task's ``canonical`` (agents/text_adapter.py);
     ``solved`` [B]: each world's outcome."""

@@ -114,9 +114,9 @@ class Scripted(ScriptedBackend):
 
 def test_a_market_round_on_errands_gives_diamond_sd_its_breakpoints_and_recovery_targets(monkeypatch):
     """A market round with the scripted stand-in, its completions recorded as the LoRA learner reads them; the state
-    graph (diamond_sd.steps, plan: the learner's path) breaks only failures, teaches them only replies that a success
-    of the same problem wrote at the same basket, and the objective's loss on them is finite (a softmax over the
-    round's distinct replies stands in for the LM: no model here)."""
+    graph (diamond_sd.round_steps, plan: the learner's path) breaks only failures, teaches them only replies that a
+    success of the same problem wrote at the same basket, and the objective's loss on them is finite (a softmax over
+    the round's distinct replies stands in for the LM: no model here)."""
     monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Scripted())
     model = build_model(load("errands", ["market.batch=16", "agents.group=4", "errands.heldout=4"]))
     model.world.group = 4  # what learned actions set: 4 problems x 4 rollouts
@@ -126,7 +126,7 @@ def test_a_market_round_on_errands_gives_diamond_sd_its_breakpoints_and_recovery
     trace, T = model.trace, model.trace.path.shape[0]
     rows = [(b, trace.obs[t, b], policy.roles[policy.role[row]].name, payload, done.text)
             for t, generations in enumerate(policy.generations[-T:]) for b, row, _, done, payload in generations]
-    graph = D.steps(policy.task, trace.solved, rows)
+    graph = D.round_steps(policy.task, trace.solved, rows)
     retrieved, breaks, ids = D.plan(graph, D.Memory(64))
     assert 0 < trace.solved.sum() < len(trace.solved) and breaks.sum() > 0
     taught = {(s.problem, s.before, s.role): s.reply for s in graph if s.solved and s.after != s.before}
