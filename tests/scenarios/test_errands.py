@@ -154,3 +154,24 @@ def test_a_market_round_on_errands_gives_diamond_sd_its_breakpoints_and_recovery
     value.backward()
     assert torch.isfinite(value) and torch.isfinite(theta.grad).all() and theta.grad.abs().sum() > 0
     assert (stats["breakpoints"], stats["recovery_steps"]) == (float(breaks.sum()), float(recovery.sum()))
+
+
+@pytest.mark.slow
+def test_smollm2_plays_a_round_and_the_lora_learner_runs_diamond_sd(monkeypatch):
+    """The real SmolLM2 through the market and the LoRA learner, small (one group of 4 rollouts): the learner gives
+    diamond_sd the state graph's signals and remembers the round's successes (its memory, in its checkpoint)."""
+    from scenarios.registry import get_scenario
+
+    seen = []
+    exp = load("errands", ["agents.actions=grpo", "agents.objective=diamond_sd", "market.batch=4", "agents.group=4",
+                           "errands.heldout=1", "errands.validation=1", "run.episodes=4"], seed=3)
+    model = get_scenario("errands").make_model(exp)
+    learner = model.policy.action_learner
+    update = learner.grpo.update
+    monkeypatch.setattr(learner.grpo, "update", lambda *a, **k: seen.append(update(*a, **k)) or seen[-1])
+    model.step()
+    (stats,) = seen
+    assert np.isfinite(stats["policy_loss"]) and np.isfinite(stats["grad_norm"]) and stats["breakpoints"] >= 0
+    solved = model.trace.solved
+    assert (len(learner.memory.nodes) > 0) == bool(solved.any())
+    assert learner.state_dict()["memory"] == learner.memory.state_dict()
