@@ -89,6 +89,8 @@ class CompletionLearner(RoundLearner):
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self._embedder = None  # the frozen MiniLM, loaded by the first round whose objective reads ``thought``
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
+        if self.memory is not None:  # diamond_sd's failures broken, and the steps it taught
+            self.counts.update(lm_breakpoints=0, lm_recovery_steps=0)
 
     @contextlib.contextmanager
     def frozen(self):
@@ -174,6 +176,8 @@ class CompletionLearner(RoundLearner):
             graph = diamond_sd.round_steps(policy.task, trace.solved, rows)
             replies, fields["breakpoint"], fields["subgoals"] = diamond_sd.plan(graph, self.memory)
             fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
+            self.counts["lm_breakpoints"] += int(fields["breakpoint"].sum())
+            self.counts["lm_recovery_steps"] += sum(r is not None for r in replies)
         if privileged:  # batch C: the same completions rescored with what the agent did not see
             siblings = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None

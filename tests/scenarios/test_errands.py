@@ -175,3 +175,5 @@ def test_smollm2_plays_a_round_and_the_lora_learner_runs_diamond_sd(monkeypatch)
     solved = model.trace.solved
     assert (len(learner.memory.nodes) > 0) == bool(solved.any())
     assert learner.state_dict()["memory"] == learner.memory.state_dict()
+    assert (learner.counts["lm_breakpoints"], learner.counts["lm_recovery_steps"]) == (stats["breakpoints"],
+                                                                                       stats["recovery_steps"])
