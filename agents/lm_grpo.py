@@ -25,7 +25,9 @@ outcome or a failed sibling's reply in the prompt, and the gold answer's belief 
 hint_sd's rescoring by an EMA of the adapter weights, agents/ema_weights.py, and the world's fault locator;
 distil's teacher samples, written with the correct output in the prompt and verified by the world;
 their tokens are the learner's ``lm_privileged_tokens``, never an agent's), and alignopsd's ``thought``, each
-completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use); an objective reading a signal the
+completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use), and diamond_sd's replies
+retrieved from the agents' own successes at a failure's canonical states (the world's ``subgoals``; a bounded memory
+of them, in the learner's checkpoint); an objective reading a signal the
 LM learner does not give (candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
