@@ -1,8 +1,8 @@
 """Errands: fetch three items from the market's stalls in any order, with a purse that buys exactly three.
 
 A problem lists ``items`` = 3 of the 10 stalls' goods; every good costs one coin and the purse holds as many coins
-as the list has items. One LLM role, the ``shopper``, writes ``buy <good>`` once per step; a good already in the
-basket is refused (a forfeit: the step is spent, nothing bought). The episode ends when the list is fetched (reward
+as the list has items. One LLM role, the ``shopper``, reads the stalls, the goods still to buy and the coins left,
+and writes ``buy <good>`` once per step; a good already in the basket is refused (a forfeit: the step is spent, nothing bought). The episode ends when the list is fetched (reward
 1) or the purse is empty, or at the horizon (5 steps: two to spare). The fetched goods are order-free sub-goals:
 ``subgoals`` is the basket, so every order of the same fetches meets in one canonical state. A good off the list is
 the move that leaves the success-reachable region: its coin is gone, and the list can no longer be bought.
@@ -26,8 +26,8 @@ ITEMS = 3
 class Errands(TextWorld):
     roles = (Role("shopper", "Buy the goods on the list that are not in the basket yet, one per reply. "
                   "Reply only: buy <good>.", max_tokens=8, wake="Is there a good on the list to buy?"),)
-    pool = {"shopper": ["example: List: eggs, ink, tea. Basket: (empty). Coins: 3. => buy eggs",
-                        "example: List: bread, milk, soap. Basket: milk. Coins: 2. => buy bread",
+    pool = {"shopper": ["example: Still to buy: eggs, ink, tea. Coins: 3. => buy eggs",
+                        "example: Still to buy: bread, soap. Coins: 2. => buy soap",
                         "Never buy a good that is not on the list: every coin is needed."]}
     stages = ("Goods on the list wait to be bought.",)
     horizon = 5
@@ -39,11 +39,11 @@ class Errands(TextWorld):
         return {"problem": problem, "basket": [], "coins": ITEMS}
 
     def read(self, state, role):
-        return (f"Stalls: {', '.join(GOODS)}. List: {', '.join(state['problem'])}. "
-                f"Basket: {', '.join(state['basket']) or '(empty)'}. Coins: {state['coins']}.")
+        wanted = ", ".join(g for g in state["problem"] if g not in state["basket"])
+        return f"Stalls: {', '.join(GOODS)}. Still to buy: {wanted}. Coins: {state['coins']}."
 
     def act(self, state, role, text):
-        good = re.match(r"\s*buy\s+(\w+)", text.lower())
+        good = re.match(r"\s*buy\W+(\w+)", text.lower())
         if good is None or good[1] not in GOODS:
             return "expected 'buy <good>' with a good the stalls sell"
         if good[1] in state["basket"]:

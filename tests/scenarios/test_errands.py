@@ -37,7 +37,8 @@ def test_the_basket_is_the_canonical_state_and_a_good_off_the_list_loses_the_err
     assert world.act(state, "shopper", f"buy {wrong}") is None and state["coins"] == 1
     assert world.act(state, "shopper", f"buy {p[1]}") is None
     assert world.done(state) and world.reward(state) == 0 and world.subgoals(state) == {p[0], wrong, p[1]}
-    assert world.read(world.start(p), "shopper").endswith(f"List: {', '.join(p)}. Basket: (empty). Coins: 3.")
+    assert world.read(state, "shopper").endswith(f"Still to buy: {p[2]}. Coins: 0.")  # the basket is not shown
+    assert world.read(world.start(p), "shopper").endswith(f"Still to buy: {', '.join(p)}. Coins: 3.")
 
 
 def episode(e, solved, moves, problem="0:1"):
@@ -98,18 +99,18 @@ def test_a_world_without_subgoals_refuses_diamond_sd_naming_the_signal():
 
 
 class Scripted(ScriptedBackend):
-    """Buys the list's first good not in the basket, but for one prompt in four (by a hash of it) the first stall's
-    good off the list, and for one in eight it writes what the world cannot read (a refusal)."""
+    """Buys the first good still to buy, but for two prompts in eight (by a hash of it) the first stall's good that is
+    not still to buy (off the list, or bought already: refused), and for one in eight it writes what the world cannot
+    read (a refusal)."""
 
     def answer(self, p) -> str:
-        goods = re.search(r"List: ([^.]*)\. Basket: ([^.]*)\.", p.user)
-        wanted, basket = goods[1].split(", "), goods[2].split(", ")
+        wanted = re.search(r"Still to buy: ([^.]*)\.", p.user)[1].split(", ")
         slip = zlib.crc32(f"{p.user}|{p.seed}|{p.skills}".encode()) % 8
         if slip == 0:
             return "I am going shopping."
         if slip in (1, 2):
             return "buy " + next(g for g in E.GOODS if g not in wanted)
-        return "buy " + next(g for g in wanted if g not in basket)
+        return "buy " + wanted[0]
 
 
 def test_a_market_round_on_errands_gives_diamond_sd_its_breakpoints_and_recovery_targets(monkeypatch):
