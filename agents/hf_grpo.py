@@ -166,7 +166,8 @@ class HFGRPO:
         weighted by its per-token likelihood before this step (the frozen policy's, detached); for distil,
         ``fields["teacher_sample"]`` holds each completion's teacher sample (token ids, empty: none), scored under the
         current policy with grad as the oracle is (diamond_sd's ``fields["retrieved"]``, the replies retrieved from own
-        successes, too); ``subgoals`` ids; ``located``, ``teacher_verified`` and ``breakpoint`` [n] bool from ``fields``; ``fields["privileged"]``
+        successes, too); ``subgoals`` ids; ``located``, ``teacher_verified`` and ``breakpoint`` [n] bool from
+        ``fields``; ``fields["privileged"]``
         maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)

@@ -2,10 +2,13 @@
 
 A problem lists ``items`` = 3 of the 10 stalls' goods; every good costs one coin and the purse holds as many coins
 as the list has items. One LLM role, the ``shopper``, reads the stalls, the goods still to buy and the coins left,
-and writes ``buy <good>`` once per step; a good already in the basket is refused (a forfeit: the step is spent, nothing bought). The episode ends when the list is fetched (reward
-1) or the purse is empty, or at the horizon (5 steps: two to spare). The fetched goods are order-free sub-goals:
-``subgoals`` is the basket, so every order of the same fetches meets in one canonical state. A good off the list is
-the move that leaves the success-reachable region: its coin is gone, and the list can no longer be bought.
+and writes ``buy <good>`` once per step; a good already in the basket is refused (a forfeit: the step is spent,
+nothing bought). The episode ends when the list is fetched (reward 1) or the purse is empty, or at the horizon (5
+steps: two to spare). The fetched goods are order-free sub-goals: ``subgoals`` is the basket, so every order of the
+same fetches meets in one canonical state. A good off the list is the move that leaves the success-reachable region:
+its coin is gone, and the list can no longer be bought. (SmolLM2-135M shown the list and the basket buys a good the
+basket holds again and again; shown only what is still to buy it nearly always succeeds; the stalls beside it draw
+it to a good off the list about one errand in four, the failures this world is for.)
 
 A world of the text-world API's public hooks alone, and the smallest one the ``diamond_sd`` objective runs on: it
 defines no ``correct`` (the objective learns from the agents' own successes, not from an oracle).
