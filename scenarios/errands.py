@@ -8,7 +8,8 @@ steps: two to spare). The fetched goods are order-free sub-goals: ``subgoals`` i
 same fetches meets in one canonical state. A good off the list is the move that leaves the success-reachable region:
 its coin is gone, and the list can no longer be bought. (SmolLM2-135M shown the list and the basket buys a good the
 basket holds again and again; shown only what is still to buy it nearly always succeeds; the stalls beside it draw
-it to a good off the list about one errand in four, the failures this world is for.)
+it to a good off the list often enough that a group of rollouts mixes successes and failures, the ones this world is
+for.)
 
 A world of the text-world API's public hooks alone, and the smallest one the ``diamond_sd`` objective runs on: it
 defines no ``correct`` (the objective learns from the agents' own successes, not from an oracle).
