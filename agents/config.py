@@ -159,6 +159,8 @@ class AgentsConfig:
     writes with the correct output in context that the world verifies, hint_sd distils the steps the world locates
     as faulty towards an EMA teacher told the correct output; contextpilot (LLM worlds that edit their context, with
     agents.branches) branches right after the context edits and credits an edit with the mean reward of its continuations;
+    diamond_sd trains a failure's steps from its breakpoint on (its first step off every success path of a state graph
+    over the world's order-free sub-goals) on the replies the agents' own successes wrote at the same states;
     objectives that need signals the run lacks (a critic's token logits, an oracle, executed effects, candidate
     scores, a privileged pass) are refused at load, naming them."""
     branches: int = Field(0, ge=0, le=16)

@@ -165,21 +165,23 @@ class HFGRPO:
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
         weighted by its per-token likelihood before this step (the frozen policy's, detached); for distil,
         ``fields["teacher_sample"]`` holds each completion's teacher sample (token ids, empty: none), scored under the
-        current policy with grad as the oracle is; ``located``, ``teacher_verified``, ``branch`` and ``context_edit`` [n] bool from ``fields``; ``fields["privileged"]``
+        current policy with grad as the oracle is (diamond_sd's ``fields["retrieved"]``, the replies retrieved from own
+        successes, too); ``subgoals`` ids; ``located``, ``teacher_verified``, ``breakpoint``, ``branch`` and
+        ``context_edit`` [n] bool from ``fields``; ``fields["privileged"]``
         maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)
         old, mask, entropy, *hidden = self._scored(pairs, entropy=True, hidden=critic)
         leaves = {"completion": (pairs, old.clone().requires_grad_())}
         tensor = lambda v, dtype: torch.as_tensor(np.asarray(v), dtype=dtype, device=self.device)  # noqa: E731
-        signals = {k: tensor(v, torch.long) for k, v in fields.items() if k in ("effect", "state")}
+        signals = {k: tensor(v, torch.long) for k, v in fields.items() if k in ("effect", "state", "subgoals")}
         if "thought" in fields:  # the replies' frozen sentence embeddings, [n, D]
             signals["thought"] = tensor(fields["thought"], torch.float32)
         signals.update({k: tensor(v, torch.bool) for k, v in fields.items() if k in (*JUDGED, "branch", "context_edit")})
         if critic:
             logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
             signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])
-        for name in ("oracle", "teacher_sample"):  # other completions of the same prompts, scored with grad
+        for name in ("oracle", "teacher_sample", "retrieved"):  # other completions of the same prompts, scored with grad
             if name in fields:
                 other = [(p, o) for (p, _), o in zip(pairs, fields[name])]
                 other_logp, other_mask = self._scored(other)

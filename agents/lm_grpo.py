@@ -19,7 +19,7 @@ branch in its source's group; the steps a branch took over from its source were 
 train once. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
 advantage: the KL term, a critic (tppo, pact: their advantages are the critic's, and it learns from
-failures too), an oracle (sero's supervision needs no contrast) or a failure's lesson (distil, hint_sd).
+failures too), an oracle (sero's supervision needs no contrast) or a failure's lesson (distil, hint_sd, diamond_sd).
 ``agents.objective`` other than grpo replaces the surrogate (agents/objectives, on the completions' tokens:
 log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
 and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's and focus's
@@ -30,7 +30,9 @@ outcome or a failed sibling's reply in the prompt, and the gold answer's belief 
 hint_sd's rescoring by an EMA of the adapter weights, agents/ema_weights.py, and the world's fault locator;
 distil's teacher samples, written with the correct output in the prompt and verified by the world;
 their tokens are the learner's ``lm_privileged_tokens``, never an agent's), and alignopsd's ``thought``, each
-completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use); an objective reading a signal the
+completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use), and diamond_sd's replies
+retrieved from the agents' own successes at a failure's canonical states (the world's ``subgoals``; a bounded memory
+of them, in the learner's checkpoint); an objective reading a signal the
 LM learner does not give (candidate scores) is refused at load.
 
 **One adapter, shared by every role and agent.** Agents differ by their frozen role prompt and their
@@ -62,7 +64,7 @@ from agents.advantages import outcome_advantage, tree_advantage
 from agents.credit.step_advantages import step_advantages
 from agents.hf_grpo import HFGRPO
 from agents.learner import RoundLearner, to_cpu
-from agents.objectives import contextpilot, tree_opsd
+from agents.objectives import contextpilot, diamond_sd, tree_opsd
 from agents.objectives.batch import PRIVILEGED
 from agents.ema_weights import EMAWeights
 from agents.privileged_pass import contexts, failed_replies, located, score, teacher_samples, verified
@@ -89,11 +91,15 @@ class CompletionLearner(RoundLearner):
                                critic=critic.wanted(objective))
         self.ema = EMAWeights([p for p in self.grpo.model.parameters() if p.requires_grad], objective.cfg.ema) \
             if objective is not None and "hint_logp" in objective.needs else None  # hint_sd's slow teacher
+        self.memory = diamond_sd.Memory(objective.cfg.memory) \
+            if objective is not None and "retrieved_logp" in objective.needs else None  # diamond_sd's own successes
         self.actions: list[np.ndarray] = []  # [B] the world's actions per act() call of the round
         self._embedder = None  # the frozen MiniLM, loaded by the first round whose objective reads ``thought``
         self.counts = {"policy_updates": 0, "lm_completions_trained": 0, "lm_train_tokens": 0, "lm_privileged_tokens": 0}
         if cfg.branches:  # branches played, and of them those restarted right after a context edit
             self.counts.update(lm_branches=0, lm_branches_after_edit=0)
+        if self.memory is not None:  # diamond_sd's failures broken, and the steps it taught
+            self.counts.update(lm_breakpoints=0, lm_recovery_steps=0)
 
     @contextlib.contextmanager
     def frozen(self):
@@ -178,7 +184,7 @@ class CompletionLearner(RoundLearner):
         needs = set(objective.needs) if objective is not None else set()
         oracle = "oracle_logp" in needs  # sero: the task's correct output
         taught = bool(needs & {"teacher_sample_logp", "located"})  # distil, hint_sd: failures' lessons, contrast or not
-        dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught
+        dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught or self.memory is not None
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
                    trace.obs[t, b], t)
@@ -210,6 +216,14 @@ class CompletionLearner(RoundLearner):
             self.counts["lm_privileged_tokens"] += spent
             fields["teacher_verified"] = verified(policy.task.verify, samples, roles, seen)
             fields["teacher_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
+        if self.memory is not None:  # diamond_sd: failures' recovery steps, taught the replies of own verified successes
+            rows = [(w, obs, role, payload, text)
+                    for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)]
+            graph = diamond_sd.round_steps(policy.task, trace.solved, rows)
+            replies, fields["breakpoint"], fields["subgoals"] = diamond_sd.plan(graph, self.memory)
+            fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
+            self.counts["lm_breakpoints"] += int(fields["breakpoint"].sum())
+            self.counts["lm_recovery_steps"] += sum(r is not None for r in replies)
         if privileged:  # batch C: the same completions rescored with what the agent did not see
             siblings = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None
@@ -242,7 +256,8 @@ class CompletionLearner(RoundLearner):
         return {"adapter": to_cpu(get_peft_model_state_dict(self.grpo.model)),
                 "critic": None if head is None else to_cpu(head.state_dict()),
                 "optimizer": self.grpo.learner.state_dict(), "counts": dict(self.counts), "cuda_rng": cuda,
-                "ema": None if self.ema is None else self.ema.state_dict()}
+                "ema": None if self.ema is None else self.ema.state_dict(),
+                "memory": None if self.memory is None else self.memory.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         from peft import set_peft_model_state_dict
@@ -253,6 +268,8 @@ class CompletionLearner(RoundLearner):
         self.grpo.learner.load_state_dict(state["optimizer"])
         if self.ema is not None:
             self.ema.load_state_dict(state["ema"])
+        if self.memory is not None:
+            self.memory.load_state_dict(state["memory"])
         self.counts = dict(state["counts"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])

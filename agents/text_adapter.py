@@ -132,6 +132,16 @@ class TextBoard:
             return False
         return bool(written == right)
 
+    def canonical(self, obs_row: np.ndarray, role: str, text: str | None) -> tuple[str, frozenset, frozenset]:
+        """(the problem, "stream:id"; the sub-goals achieved at this state; those achieved once ``role``'s accepted
+        ``text`` is applied, the same for None: a refused reply) from the world's ``subgoals`` (diamond_sd)."""
+        state = self.state_at(obs_row)
+        after = copy.deepcopy(state)
+        if text is not None:
+            self.world.act(after, role, text)
+        problem = f"{int(obs_row[1])}:{int(obs_row[2])}"
+        return problem, frozenset(self.world.subgoals(state)), frozenset(self.world.subgoals(after))
+
     def question(self, obs_row: np.ndarray) -> tuple[str, str]:
         """The problem a world plays ("stream:id": the G rollouts of a group share it) and its correct outcome."""
         seed, pid = int(obs_row[1]), int(obs_row[2])

@@ -89,7 +89,8 @@ def as_scenario(module):
     # states are deep-copied and replayed from the move log already (agents/text_adapter.py).
     out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
                             learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals(),
-                            branches=True, batch_signals=("context_edit",) if cls.edit_roles else ())
+                            branches=True, batch_signals=("context_edit",) if cls.edit_roles else (),
+                            subgoals=cls.has_subgoals())
     return out
 
 

@@ -25,9 +25,11 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads;
 ``episode_signals`` where a later step decides a signal, as a compaction deciding which earlier turns it kept),
 ``pair`` and ``check`` (the problem with one private condition changed, and what a state's standing submission
-would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads) and ``given`` (the task such a
-worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the framework's own rewrite
-and diagnosis prompts, agents/prompts.py: by default generic ones, shown the world's own first worked example).
+would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads), ``subgoals`` (the order-free
+sub-goals a state has achieved, its canonical form: the ``subgoals`` signal the ``diamond_sd`` objective reads) and
+``given`` (the task such a worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the
+framework's own rewrite and diagnosis prompts, agents/prompts.py: by default generic ones, shown the world's own first
+worked example).
 
 A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
 acts wherever ``may_act`` lets it, without a model, its text applied by ``act`` like any completion.
@@ -173,6 +175,12 @@ class TextWorld:
         episode it is :meth:`reward`."""
         raise NotImplementedError(f"{type(self).__name__}.check(state, problem)")
 
+    def subgoals(self, state) -> frozenset[str]:
+        """The order-free sub-goals ``state`` has achieved (the items fetched, the facts proved): two states with the
+        same set are one canonical state, however the episode got there. Optional: the ``subgoals`` signal (the
+        ``diamond_sd`` objective's state graph) needs it."""
+        raise NotImplementedError(f"{type(self).__name__}.subgoals(state)")
+
     # --- read by the framework --------------------------------------------------------------------
     @classmethod
     def has_correct(cls) -> bool:
@@ -183,6 +191,11 @@ class TextWorld:
     def has_pair(cls) -> bool:
         """Whether the world defines :meth:`pair` and :meth:`check`: then it provides the ``paired`` signal."""
         return cls.pair is not TextWorld.pair and cls.check is not TextWorld.check
+
+    @classmethod
+    def has_subgoals(cls) -> bool:
+        """Whether the world defines :meth:`subgoals`: then it provides the ``subgoals`` signal."""
+        return cls.subgoals is not TextWorld.subgoals
 
     @classmethod
     def signals(cls) -> tuple[str, ...]:

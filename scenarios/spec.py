@@ -50,6 +50,9 @@ class ScenarioSpec:
     branches: bool = False
     """Its world can restart an instance from a state another one reached (``world.snapshot()`` and
     ``world.restore(state, src, dst)``), so a learner may branch rollouts (``agents.branches``)."""
+    subgoals: bool = False
+    """Its world says which order-free sub-goals a state has achieved (``TextWorld.subgoals``): the canonical states of
+    the ``diamond_sd`` objective's state graph."""
     objective_signals: tuple[str, ...] = ()
     """What a learner of its own (not action logits) gives ``agents.objective`` (recsys: its learned recall's item
     scores, for ``ca_pg``); an objective reading none of them is refused."""

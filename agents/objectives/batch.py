@@ -102,6 +102,16 @@ class PolicyBatch:
     thought: torch.Tensor | None = None
     """[M, D] the step's reply as text embedded by the frozen sentence embedder (MiniLM, agents/bid_head.py; unit
     vectors, D = 384): two steps that say the same thing are near, wherever they fall in their rollouts (alignopsd)."""
+    subgoals: torch.Tensor | None = None
+    """[M] int: id of the step's canonical state: its problem, its role and the order-free sub-goals achieved before it
+    (equal ids: the same canonical state, in whatever order the rollouts reached it; diamond_sd)."""
+    breakpoint: torch.Tensor | None = None
+    """[M] bool: the step at which a failed episode left the success-reachable region of the state graph (diamond_sd)."""
+    retrieved_logp: torch.Tensor | None = None
+    """[M, L'] log-probability under the current policy (with grad), under the step's own prompt, of the reply an own
+    verified success made at the step's canonical state: a recovery step's target (diamond_sd)."""
+    retrieved_mask: torch.Tensor | None = None
+    """[M, L'] bool: the retrieved reply's real tokens; a row with none: not a recovery step, or nothing retrieved."""
 
     def __post_init__(self):
         M, L = self.logp.shape
@@ -113,8 +123,12 @@ class PolicyBatch:
                 and self.teacher_sample_logp.shape != self.teacher_sample_mask.shape:
             raise ValueError(f"PolicyBatch.teacher_sample_mask has shape {tuple(self.teacher_sample_mask.shape)}, "
                              f"teacher_sample_logp {tuple(self.teacher_sample_logp.shape)}")
+        if self.retrieved_logp is not None and self.retrieved_mask is not None \
+                and self.retrieved_logp.shape != self.retrieved_mask.shape:
+            raise ValueError(f"PolicyBatch.retrieved_mask has shape {tuple(self.retrieved_mask.shape)}, "
+                             f"retrieved_logp {tuple(self.retrieved_logp.shape)}")
         for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", "branch",
-                     "context_edit", "located", "teacher_verified", *BELIEF):
+                     "context_edit", "located", "teacher_verified", *BELIEF, "subgoals", "breakpoint"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
@@ -136,12 +150,15 @@ BELIEF = ("belief_before", "belief_after")
 PER_TOKEN = ("teacher_logp", "hindsight_logp", "sibling_logp", "hint_logp")
 PRIVILEGED = (*PER_TOKEN, *BELIEF)
 """The signals a privileged pass scores (agents/privileged_pass.py asks for them, agents/hf_grpo.py lays them out)."""
-JUDGED = ("located", "teacher_verified")
-"""Per-step verdicts of the world's verifier on what was written (agents/privileged_pass.py)."""
+JUDGED = ("located", "teacher_verified", "breakpoint")
+"""Per-step verdicts on what was written: the world's verifier's (agents/privileged_pass.py), the state graph's
+(diamond_sd's breakpoint)."""
 SAMPLED = ("teacher_sample_logp", "teacher_sample_mask")
 """A completion the policy samples under a privileged prompt, scored under the step's own (agents/hf_grpo.py)."""
+RETRIEVED = ("retrieved_logp", "retrieved_mask")
+"""An own verified success's reply at the step's canonical state, scored under the step's prompt (agents/hf_grpo.py)."""
 TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask",
-          *SAMPLED, *PER_TOKEN)
+          *SAMPLED, *PER_TOKEN, *RETRIEVED)
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)
 
 

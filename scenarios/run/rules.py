@@ -82,6 +82,9 @@ TEACHER_SIGNALS = ("teacher_logp", "sibling_logp", "belief_before", "belief_afte
 policy, and by an EMA of its weights), and with a failed sibling's answer in its place; the gold answer's likelihood
 before and after each reply; the world's verdict on a failed step's reply (the fault locator); the policy's own
 samples with the correct output in context, verified by the world, scored without it."""
+SUBGOAL_SIGNALS = ("subgoals", "breakpoint", "retrieved_logp", "retrieved_mask")
+"""What it adds where the world names a state's achieved sub-goals (its SPEC's subgoals): each step's canonical state,
+the state graph's breakpoint of each failure, and the verified reply of an own success at a recovery step's state."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
@@ -109,6 +112,7 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
     signals += (("branch",) if agents.branches else ()) + scenario.spec.batch_signals  # restarts from a prefix
     if scenario.spec.learned_actions == "lm":
         signals += HINDSIGHT_SIGNALS + (TEACHER_SIGNALS if scenario.spec.oracle else ())
+        signals += SUBGOAL_SIGNALS if scenario.spec.subgoals else ()
     try:
         check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
     except MissingSignals as err:

@@ -27,7 +27,7 @@ def backend():
 @pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("focus", 1),
                                            ("sero", 1), ("tppo", 3), ("agentopsd", 1), ("trial", 1), ("cepo", 1),
                                            ("h2sd", 1), ("stop_segment", 1), ("rredcot", 1), ("alignopsd", 1),
-                                           ("distil", 1), ("hint_sd", 1)])
+                                           ("distil", 1), ("hint_sd", 1), ("diamond_sd", 1)])
 def test_updates_move_the_rewarded_completions_up(backend, name, updates):
     """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
     after one update of ``name`` (on a fresh adapter and critic) each rewarded completion gains on its sibling.
@@ -54,6 +54,9 @@ def test_updates_move_the_rewarded_completions_up(backend, name, updates):
             fields["thought"] = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
         if name == "distil":  # the failures' teachers wrote the rewarded reply, verified; the successes' wrote none
             fields.update(teacher_sample=[[], ids("4"), ids(" green"), []], teacher_verified=np.array([False, True, True, False]))
+        if name == "diamond_sd":  # the failures broke at their step, where an own success wrote the rewarded reply
+            fields.update(subgoals=np.array([0, 0, 1, 1]), breakpoint=np.array([False, True, True, False]),
+                          retrieved=[[], ids("4"), ids(" green"), []])
         if name == "hint_sd":  # the failures located; the hinted teacher disowns their tokens, agrees elsewhere
             own, mask = grpo._scored(pairs)[:2]
             fields.update(privileged={"hint_logp": [own[i][mask[i]].numpy() - v for i, v in enumerate((0.0, 1.0, 1.0, 0.0))]},
@@ -83,7 +86,7 @@ def test_effect_ids_name_the_same_action_at_the_same_state_once():
     assert ids.tolist() == [0, 0, 1, 2, 1]
 
 
-@pytest.mark.parametrize("name, missing", [("ca_pg", "item_logits")])
+@pytest.mark.parametrize("name, missing", [("ca_pg", "item_logits"), ("diamond_sd", "subgoals")])
 def test_objectives_needing_what_the_lm_learner_lacks_are_refused_on_wordmath(name, missing):
     done = subprocess.run([sys.executable, "-m", "scenarios.cli.main", "run", "wordmath", "--set", "agents.actions=grpo",
                            "--set", f"agents.objective={name}"], capture_output=True, text=True, timeout=120)

@@ -172,6 +172,19 @@ def test_sero_adds_the_likelihood_weighted_oracle_term():
     assert loss("sero", three) == pytest.approx(0.1 * (0.5 * 1.0 + 0.25 * 3.0) / 2, abs=1e-6)
 
 
+def test_diamond_sd_adds_the_cross_entropy_of_the_recovery_steps_retrieved_replies():
+    """Step 0 is a recovery step (its retrieved reply: two tokens, log-probs -0.5 and -1.5), step 1 is not (no tokens;
+    its -9 never read): grpo's surrogate plus beta x 1.0, the recovery step's mean negative log-likelihood."""
+    b = grpo_case(subgoals=t([0, 1], torch.long), breakpoint=t([T, F], torch.bool),
+                  retrieved_logp=t([[-0.5, -1.5], [-9.0, -9.0]]), retrieved_mask=t([[T, T], [F, F]], torch.bool))
+    assert loss("diamond_sd", b) == pytest.approx(GRPO + 1.0, abs=1e-6)
+    assert loss("diamond_sd", b, beta=0.25) == pytest.approx(GRPO + 0.25, abs=1e-6)
+    stats = O.make("diamond_sd")(b)[1]
+    assert (stats["breakpoints"], stats["recovery_steps"], stats["canonical_states"]) == (1.0, 1.0, 2.0)
+    none = dataclasses.replace(b, retrieved_mask=t([[F, F], [F, F]], torch.bool))  # nothing retrieved: grpo alone
+    assert loss("diamond_sd", none) == pytest.approx(GRPO, abs=1e-6)
+
+
 def test_ca_pg_marginal_hit_probability_and_top1():
     # row 0: p = softmax(0, 0, ln 2) = [1/4, 1/4, 1/2], item 0; row 1: item not among the candidates
     recs = dict(item_logits=t([[0.0, 0.0, math.log(2)], [0.0, 0.0, 0.0]]), target=torch.tensor([0, -1]), list_len=2)
@@ -218,6 +231,10 @@ def rule_batch(theta, name):
     if name == "distil":  # the failures' teacher (told the answer) wrote action 0, and the world verified it
         fields.update(teacher_sample_logp=torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)],
                       teacher_sample_mask=torch.ones(4, dtype=torch.bool), teacher_verified=sign < 0)
+    if name == "diamond_sd":  # the failures broke at their step; the success's reply at their state was action 0
+        fields.update(subgoals=torch.zeros(4, dtype=torch.long), breakpoint=sign < 0,
+                      retrieved_logp=torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)],
+                      retrieved_mask=sign < 0)
     if name == "hint_sd":  # the failures located; a hinted teacher that disowns their action
         fields.update(hint_logp=logp.detach() - 1.0, located=sign < 0)
     if name.startswith("ca_pg"):  # a recommender whose held-out item is candidate 0
@@ -245,7 +262,7 @@ def test_registry_names_needs_and_refusals():
     assert O.NAMES[0] == "grpo"
     assert set(O.NAMES) == {"grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd",
                             "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching", "distil",
-                            "hint_sd", "contextpilot"}
+                            "hint_sd", "contextpilot", "diamond_sd"}
     assert O.needs("grpo") == () and O.needs("empo") == ("effect",) and O.needs("tppo") == ("token_logits",)
     assert set(O.needs("sero")) == {"oracle_logp", "oracle_mask", "oracle_weight"}
     assert set(O.needs("ca_pg")) == {"item_logits", "target", "list_len"}
