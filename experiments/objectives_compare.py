@@ -71,13 +71,14 @@ from agents.objectives import NAMES
 from experiments import rows as results
 
 SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
-BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches", "process_branching+branches")
+BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches", "process_branching+branches", "contextpilot+branches")
 ROWS = NAMES + SAMPLERS + BRANCHED
 CREDITS = tuple(f"credit={name}" for name in credit.NAMES if name != "grpo")
 EXTRA = CREDITS + ("skills=memory_shapley",)
 """Rows run only where asked for: grpo's surrogate on another credit estimator, or with Shapley-valued skill edits."""
 BATCH_C = ("grpo", "agentopsd", "trial", "alignopsd", "cepo", "h2sd", "hint_sd", "distil", "rredcot", "stop_segment",
-           "process_branching+branches", "credit=graph_grpo", "credit=workrover_vtca", "credit=pacpo",
+           "diamond_sd", "process_branching+branches", "grpo+branches", "contextpilot+branches",
+           "credit=graph_grpo", "credit=workrover_vtca", "credit=pacpo",
            "credit=self_credit", "credit=abseeker", "credit=sid_span", "credit=dars", "skills=memory_shapley")
 """``--objectives batch_c``: grpo (the baseline) and the teacher, hindsight and privileged-information methods."""
 TASK_GROUP = 4  # agents.group of the sampler rows: market.batch = 8 is 2 tasks of 4 rollouts
@@ -121,9 +122,10 @@ PROCUREMENT = dict(seeds=2, episodes=32, batch=8, heldout_sizes=(), heldout_coun
 """``--economy procurement``: the same learner on the haggling world (scenarios/procurement.py), 4 rounds of 8;
 held-out = the frozen market's mean reward (share of the possible surplus won) on its 32 shipped held-out problems."""
 TEXT = dict(seeds=1, episodes=24, batch=8, heldout_sizes=(), heldout_count=16)
-"""``--economy longlookup`` (or multihop, plangrid): the same learner on a small LLM world, 3 rounds of 8 (2 problems
-x G = 4); held-out = the frozen market's success rate on the world's first 16 held-out problems."""
-LM = {"wordmath": WORDMATH, "procurement": PROCUREMENT, "longlookup": TEXT, "multihop": TEXT, "plangrid": TEXT}
+"""``--economy longlookup`` (or multihop, plangrid, errands): the same learner on a small LLM world, 3 rounds of 8 (2
+problems x G = 4; a NAME+branches row: 2 rounds of TREE's 12); held-out = the frozen market's success rate on the
+world's first 16 held-out problems."""
+LM = {"wordmath": WORDMATH, "procurement": PROCUREMENT, **dict.fromkeys(("longlookup", "multihop", "plangrid", "errands"), TEXT)}
 """The economies whose actions are an LM's completions, with their presets: their rate is tokens, their rows add
 privileged tokens."""
 
@@ -147,7 +149,7 @@ def overrides(name: str, setup: Setup) -> list[str]:
         size = [f"{setup.economy}.heldout={setup.heldout_count}"]
     else:
         size = [f"blocks.heldout_sizes={list(setup.heldout_sizes)}", f"blocks.heldout_count={setup.heldout_count}"]
-    batch = [f"market.batch={setup.batch}"] if setup.batch else []
+    batch = [f"market.batch={setup.batch}"] if setup.batch and name not in BRANCHED else []  # a tree's is TREE's
     return ["agents.actions=grpo", *learner, f"run.episodes={setup.episodes}", *batch, *size, *setup.overrides]
 
 

@@ -8,7 +8,8 @@ from agents.objectives import NAMES, needs
 from experiments import objectives_compare
 from scenarios.run.rules import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
 
-BATCH_C = ("agentopsd", "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "distil", "hint_sd", "diamond_sd")
+BATCH_C = ("agentopsd", "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "distil", "hint_sd", "diamond_sd",
+           "contextpilot")
 
 
 def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(capsys):
@@ -24,9 +25,10 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
         assert r["rounds"] == -(-160 // batch) and 0 < r["updates"] <= r["rounds"] and r["steps_per_s"] > 0
     refused = [r for r in rows if r["status"] == "refused"]
     # batch C: no privileged pass on rule logits; process_branching without branches
-    assert {r["objective"] for r in refused} == {"empo", "ca_pg", "process_branching", *BATCH_C}
+    assert {r["objective"] for r in refused} == {"empo", "ca_pg", "process_branching", *BATCH_C, "contextpilot+branches"}
     for r in refused:
-        missing = set(needs(r["objective"])) - set(RULE_LOGIT_SIGNALS) - set(ORACLE_SIGNALS)
+        missing = set(needs(r["objective"].removesuffix("+branches"))) - set(RULE_LOGIT_SIGNALS) - set(ORACLE_SIGNALS)
+        missing -= {"branch"} if r["objective"].endswith("+branches") else set()
         assert missing and all(signal in r["why"] for signal in missing), r["why"]
         assert r["heldout"] is None and r["sd"] is None and r["updates"] is None and r["steps_per_s"] is None
     # runnable on blocks but not asked for in --quick: a row without a number
@@ -80,7 +82,7 @@ def test_batch_c_on_the_multihop_world_runs_what_its_signals_allow_and_names_wha
     assert objectives_compare.overrides("credit=sid_span", setup)[1] == "agents.credit=sid_span"
     assert objectives_compare.overrides("skills=memory_shapley", setup)[1] == "skills.credit=memory_shapley"
     why = {name: objectives_compare.refusal(name, setup) for name in objectives_compare.BATCH_C}
-    lacks = {"process_branching+branches": "branch", "credit=graph_grpo": "deps", "credit=workrover_vtca": "progress",
+    lacks = {"diamond_sd": "subgoals", "process_branching+branches": "branch", "contextpilot+branches": "context_edit", "credit=graph_grpo": "deps", "credit=workrover_vtca": "progress",
              "credit=pacpo": "paired", "credit=self_credit": "cited", "credit=dars": "plan"}
     assert {name for name, reason in why.items() if reason} == set(lacks)
     for name, signal in lacks.items():
