@@ -250,8 +250,8 @@ def compare(setup: Setup, workers: int = 1) -> list[dict]:
         finally:
             torch.set_num_threads(threads)
     by_name = {name: [run for (n, _, _), run in zip(jobs, runs) if n == name] for name in names}
-    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in names
-            if not setup.listed or name in setup.objectives]
+    shown = [name for name in setup.objectives if name in names] if setup.listed else names  # listed: as asked
+    return [unrun_rows[name] or summary(name, by_name[name], setup) for name in shown]
 
 
 def short_reason(why: str) -> str:
