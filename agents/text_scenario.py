@@ -87,7 +87,8 @@ def as_scenario(module):
     # Learned bids read the stage (one-hot under numeric), nothing (agent) or the stage's summary as text; the
     # sero objective reads the correct continuation, where the world can say it.
     out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
-                            learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals())
+                            learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals(),
+                            rubric=cls.has_rubric())
     return out
 
 
