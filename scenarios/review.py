@@ -30,7 +30,7 @@ def passes(op: str, value: int, bound: int) -> bool:
 
 class Review(TextWorld):
     roles = (Role("reader", "Quote the record's value of each attribute the policy's rules name. "
-                  "Reply only: evidence: <attribute>=<value>, ...", max_tokens=24, wake="Is there a record to read?"),
+                  "Reply only: evidence: <attribute>=<value>, ...", max_tokens=32, wake="Is there a record to read?"),
              Role("scorer", "Count the policy's rules the evidence passes. Reply only: score: <0, 1, 2 or 3>",
                   max_tokens=6, wake="Is there quoted evidence to score?"))
     pool = {"reader": ["example: Record: price=35, rating=4, stock=3, warranty=1, weight=9. Policy: price below 50; "
