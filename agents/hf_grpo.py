@@ -165,8 +165,9 @@ class HFGRPO:
         holds each completion's oracle continuation (token ids, empty: none), scored under the current policy,
         weighted by its per-token likelihood before this step (the frozen policy's, detached); for distil,
         ``fields["teacher_sample"]`` holds each completion's teacher sample (token ids, empty: none), scored under the
-        current policy with grad as the oracle is (evidence_diagnosis: ``fields["rubric_sample"]``, the rubric's rewrites, and
-        their ``rubric_sample_grounding`` beside each reply's ``grounding`` [n]); ``located`` and ``teacher_verified`` [n] bool from ``fields``; ``fields["privileged"]``
+        current policy with grad as the oracle is (evidence_diagnosis: ``fields["rubric_sample"]``, the rubric's
+        rewrites, with their ``rubric_sample_grounding`` and each reply's ``grounding`` [n] float);
+        ``located`` and ``teacher_verified`` [n] bool from ``fields``; ``fields["privileged"]``
         maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)

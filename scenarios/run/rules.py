@@ -71,7 +71,8 @@ state ids (equal observations)."""
 LM_SIGNALS = ("effect", "token_logits", "value_logits", "state", "thought", "grounding")
 """What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
 summary, parsed action), state ids (role, state summary), a token critic's logits, the completion's text
-embedded by the frozen MiniLM and its grounding in what the agent read (agents/privileged_pass.py); its KL to the base model is its own (agents.kl), not an objective's ref_logp."""
+embedded by the frozen MiniLM and its grounding in what the agent read (agents/privileged_pass.py); its KL to the
+base model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
 HINDSIGHT_SIGNALS = ("hindsight_logp",)
