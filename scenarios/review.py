@@ -29,15 +29,18 @@ def passes(op: str, value: int, bound: int) -> bool:
 
 
 class Review(TextWorld):
+    stages = ("A record waits to be read.", "Quoted evidence waits to be scored.")
     roles = (Role("reader", "Quote the record's value of each attribute the policy's rules name. "
-                  "Reply only: evidence: <attribute>=<value>, ...", max_tokens=32, wake="Is there a record to read?"),
+                  "Reply only: evidence: <attribute>=<value>, ...", max_tokens=32, wake="Is there a record to read?",
+                  stop=("\n", ";")),  # a ';' separates the policy's rules: a reply that reaches one is copying them
              Role("scorer", "Count the policy's rules the evidence passes. Reply only: score: <0, 1, 2 or 3>",
                   max_tokens=6, wake="Is there quoted evidence to score?"))
     pool = {"reader": ["example: Record: price=35, rating=4, stock=3, warranty=1, weight=9. Policy: price below 50; "
-                       "stock above 10; weight below 12. => evidence: price=35, stock=3, weight=9"],
+                       "stock above 10; weight below 12. => evidence: price=35, stock=3, weight=9",
+                       *(f"example: {s} Is there a record to read? => {a}" for s, a in zip(stages, ("yes", "no")))],
             "scorer": ["example: Policy: price below 50; stock above 10; weight below 12. Evidence: price=35, stock=3, "
-                       "weight=9 => score: 2"]}
-    stages = ("A record waits to be read.", "Quoted evidence waits to be scored.")
+                       "weight=9 => score: 2",
+                       *(f"example: {s} Is there quoted evidence to score? => {a}" for s, a in zip(stages, ("no", "yes")))]}
     horizon = 4
 
     def problem(self, rng):
