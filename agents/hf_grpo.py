@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from agents.critic import TokenCritic, wanted
 from agents.learner import Learner, autocast, k3, penalised
-from agents.objectives.batch import BELIEF, JUDGED, PolicyBatch, step_mean
+from agents.objectives.batch import BELIEF, GROUNDED, JUDGED, PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
 
 
@@ -166,8 +166,9 @@ class HFGRPO:
         weighted by its per-token likelihood before this step (the frozen policy's, detached); for distil,
         ``fields["teacher_sample"]`` holds each completion's teacher sample (token ids, empty: none), scored under the
         current policy with grad as the oracle is (diamond_sd's ``fields["retrieved"]``, the replies retrieved from own
-        successes, too); ``subgoals`` ids; ``located``, ``teacher_verified``, ``breakpoint``, ``branch`` and
-        ``context_edit`` [n] bool from ``fields``; ``fields["privileged"]``
+        successes, and evidence_diagnosis's ``fields["rubric_sample"]``, the rubric's rewrites, too); ``subgoals`` ids;
+        ``grounding`` and ``rubric_sample_grounding`` [n] float; ``located``, ``teacher_verified``, ``breakpoint``,
+        ``branch`` and ``context_edit`` [n] bool from ``fields``; ``fields["privileged"]``
         maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)
@@ -178,10 +179,11 @@ class HFGRPO:
         if "thought" in fields:  # the replies' frozen sentence embeddings, [n, D]
             signals["thought"] = tensor(fields["thought"], torch.float32)
         signals.update({k: tensor(v, torch.bool) for k, v in fields.items() if k in (*JUDGED, "branch", "context_edit")})
+        signals.update({k: tensor(v, torch.float32) for k, v in fields.items() if k in GROUNDED})
         if critic:
             logits = self.critic(hidden[0])  # [n, L + 1]: the prompt's last token, then each completion token
             signals.update(token_logits=logits[:, 1:], value_logits=logits[:, :-1])
-        for name in ("oracle", "teacher_sample", "retrieved"):  # other completions of the same prompts, scored with grad
+        for name in ("oracle", "teacher_sample", "retrieved", "rubric_sample"):  # other completions of the same prompts, scored with grad
             if name in fields:
                 other = [(p, o) for (p, _), o in zip(pairs, fields[name])]
                 other_logp, other_mask = self._scored(other)

@@ -29,6 +29,7 @@ passes (agents/privileged_pass.py: the same completions rescored by the engine w
 outcome or a failed sibling's reply in the prompt, and the gold answer's belief before and after each reply;
 hint_sd's rescoring by an EMA of the adapter weights, agents/ema_weights.py, and the world's fault locator;
 distil's teacher samples, written with the correct output in the prompt and verified by the world;
+evidence_diagnosis's rewrites, written with the world's rubric in the prompt, and each reply's grounding;
 their tokens are the learner's ``lm_privileged_tokens``, never an agent's), and alignopsd's ``thought``, each
 completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use), and diamond_sd's replies
 retrieved from the agents' own successes at a failure's canonical states (the world's ``subgoals``; a bounded memory
@@ -67,7 +68,7 @@ from agents.learner import RoundLearner, to_cpu
 from agents.objectives import contextpilot, diamond_sd, tree_opsd
 from agents.objectives.batch import PRIVILEGED
 from agents.ema_weights import EMAWeights
-from agents.privileged_pass import contexts, failed_replies, located, score, teacher_samples, verified
+from agents.privileged_pass import RUBRIC, contexts, failed_replies, grounding, located, score, teacher_samples, verified
 
 
 class CompletionLearner(RoundLearner):
@@ -183,7 +184,8 @@ class CompletionLearner(RoundLearner):
             advantage = step_advantages(model, cfg.estimator(), G, np.stack(actions), logp)
         needs = set(objective.needs) if objective is not None else set()
         oracle = "oracle_logp" in needs  # sero: the task's correct output
-        taught = bool(needs & {"teacher_sample_logp", "located"})  # distil, hint_sd: failures' lessons, contrast or not
+        taught = bool(needs & {"teacher_sample_logp", "located", "rubric_sample_logp"})  # distil, hint_sd,
+        # evidence_diagnosis: failures' lessons, contrast or not
         dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught or self.memory is not None
         chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
@@ -224,6 +226,15 @@ class CompletionLearner(RoundLearner):
             fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
             self.counts["lm_breakpoints"] += int(fields["breakpoint"].sum())
             self.counts["lm_recovery_steps"] += sum(r is not None for r in replies)
+        if "grounding" in needs:  # evidence_diagnosis: how much of each reply its agent read
+            fields["grounding"] = np.array([grounding(text, p.user, p.system) for p, text in zip(prompts, texts)])
+        if "rubric_sample_logp" in needs:  # evidence_diagnosis: failed episodes' steps rewritten against the world's rubric
+            rubrics = [policy.task.rubric(obs, role) for obs, role in zip(seen, roles)]
+            samples, spent = teacher_samples(policy.backend, prompts, rubrics, np.flatnonzero(failed), RUBRIC)
+            self.counts["lm_privileged_tokens"] += spent
+            fields["rubric_sample_grounding"] = np.array([0.0 if s is None else grounding(s, p.user, p.system)
+                                                          for p, s in zip(prompts, samples)])
+            fields["rubric_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
         if privileged:  # batch C: the same completions rescored with what the agent did not see
             siblings = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None

@@ -16,6 +16,9 @@ with one more paragraph at the end of what the agent reads. Three contexts, one 
   learner swaps them in for the pass, agents/ema_weights.py);
 * teacher samples (:func:`teacher_samples`): not a score but a reply, the policy *sampling* under the teacher's
   context, which the learner then scores under the step's own prompt (distil);
+* rubric samples (:func:`teacher_samples` with :data:`RUBRIC`): the same, with the world's rubric for the step (what
+  a good reply does, not the reply) as the paragraph (evidence_diagnosis's rewrites);
+* ``grounding`` (:func:`grounding`): no pass at all, the text itself: how much of a reply its agent read;
 * ``located``, ``teacher_verified`` (:func:`located`, :func:`verified`): the world's verifier (the text task's ``verify``) on what
   was written: the agent's reply at a failed episode's step (the fault locator), the teacher's sample.
 
@@ -27,6 +30,7 @@ Only what the objective reads is scored. The pass is the learner's cost: the eng
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -35,6 +39,9 @@ from agents.backends.base import Prompt
 REFERENCE = "\n\n(A reference reply for this step: {answer})"
 HINDSIGHT = "\n\n(Feedback after the episode: it {verdict}.)"
 REPLIED = "\n\n(Reply so far: {reply})"
+RUBRIC = "\n\n(What a good reply for this step does: {answer})"
+FUNCTION_WORDS = frozenset("a an the of to in on at by for with and or not is are was be it its this that as from".split())
+"""Words that claim nothing about the input: never counted for or against a reply's grounding."""
 
 
 def told(prompt: Prompt, paragraph: str) -> Prompt:
@@ -80,19 +87,34 @@ def contexts(needs, prompts, texts, worlds, roles, solved: np.ndarray, group: in
     return {k: v for k, v in out.items() if k in needs}
 
 
-def teacher_samples(backend, prompts, lessons, rows) -> tuple[list[str | None], int]:
+def teacher_samples(backend, prompts, lessons, rows, paragraph: str = REFERENCE) -> tuple[list[str | None], int]:
     """(each step's teacher sample, None outside ``rows`` and where it wrote nothing whole: empty, or cut at its
     token cap or timeout; privileged tokens spent): the policy's reply under the step's prompt (its temperature and
-    seed) with the correct output ``lessons[i]`` as the reference paragraph, one batched ``generate`` counted as a
-    privileged pass (``Stats.privileged``), never as the agents' usage."""
+    seed) with the correct output ``lessons[i]`` as the reference paragraph (``paragraph``: :data:`RUBRIC` and the
+    world's rubrics, evidence_diagnosis's rewrites), one batched ``generate`` counted as a privileged pass
+    (``Stats.privileged``), never as the agents' usage."""
     rows = list(rows)
     before = backend.stats.privileged_tokens
     with backend.stats.privileged():
-        done = backend.generate([told(prompts[i], REFERENCE.format(answer=lessons[i])) for i in rows]) if rows else []
+        done = backend.generate([told(prompts[i], paragraph.format(answer=lessons[i])) for i in rows]) if rows else []
     out: list[str | None] = [None] * len(prompts)
     for i, completion in zip(rows, done):
         out[i] = completion.text if completion.finish == "stop" and completion.text.strip() else None
     return out, backend.stats.privileged_tokens - before
+
+
+def words(text: str) -> set[str]:
+    """The lower-cased words and numbers of ``text`` (``price=35`` is ``price`` and ``35``)."""
+    return set(re.findall(r"[a-z]+|\d+(?:\.\d+)?", text.lower()))
+
+
+def grounding(text: str, read: str, frozen: str) -> float:
+    """The share of ``text``'s content words and numbers that occur in ``read`` (what its agent read): content is what
+    is neither in ``frozen`` (its role's frozen prompt: the format and range it was told to write) nor a function
+    word; 1.0 where none is left (the reply claims nothing about its input). Why this measure:
+    agents/text_world.py ``rubric``."""
+    content = words(text) - words(frozen) - FUNCTION_WORDS
+    return len(content & words(read)) / len(content) if content else 1.0
 
 
 def located(verify, texts, roles, seen, failed) -> np.ndarray:

@@ -123,6 +123,9 @@ class TextBoard:
         state = self.state_at(obs_row)
         return self.world.given(state, role), self.world.correct(state, role)
 
+    def rubric(self, obs_row: np.ndarray, role: str) -> str:
+        return self.world.rubric(self.state_at(obs_row), role)
+
     def verify(self, role: str, text: str, obs_row: np.ndarray) -> bool:
         """The world as verifier: ``text`` written by ``role`` at this state does what the correct output does (each
         acted on its own copy of the state, accepted, and the two next states equal, ``==``)."""

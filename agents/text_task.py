@@ -77,6 +77,10 @@ class TextTask(Protocol):
         verifier of a teacher's sample and its fault locator (agents/privileged_pass.py). Needed only where
         :meth:`lesson` is (a world that knows the correct output)."""
 
+    def rubric(self, obs_row: np.ndarray, role: str) -> str:
+        """What a good action of this role at this state does, as criteria, not the output (the ``evidence_diagnosis``
+        objective's rewrites). Needed only where the world writes one (agents/text_world.py ``rubric``)."""
+
     def question(self, obs_row: np.ndarray) -> tuple[object, str]:
         """(the question a world's first observation poses, as a string id; its correct final answer):
         skill evolution (agents/llm_skills.py) groups rollouts by question and shows diagnosers the answer.

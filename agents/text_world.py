@@ -24,6 +24,8 @@ and, where it has more to say, ``start`` (the state a problem begins in: by defa
 ``correct`` (the correct output of a role at a state: births from failures, skill diagnoses and the
 ``sero`` objective read it), ``credit_signals`` and ``step_signals`` (per-step signals a credit estimator reads;
 ``episode_signals`` where a later step decides a signal, as a compaction deciding which earlier turns it kept),
+``rubric`` (what a good step of a role at a state does, as criteria a reply can be checked against, not the answer:
+the ``evidence_diagnosis`` objective rewrites a failed episode's faulty steps against it),
 ``pair`` and ``check`` (the problem with one private condition changed, and what a state's standing submission
 would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads), ``subgoals`` (the order-free
 sub-goals a state has achieved, its canonical form: the ``subgoals`` signal the ``diamond_sd`` objective reads) and
@@ -144,6 +146,20 @@ class TextWorld:
         to skill diagnosers). Optional: explore births and skill edits need it."""
         raise NotImplementedError(f"{type(self).__name__}.correct(state, role)")
 
+    def rubric(self, state, role: str) -> str:
+        """What a good step of ``role`` at ``state`` does, as criteria (``quote the attribute each rule names, exactly
+        as the record gives it``), never the output itself: a rewrite against it must still find the answer. Optional:
+        the ``evidence_diagnosis`` objective needs it.
+
+        That objective also reads each reply's *grounding*, which the framework measures and no world writes
+        (agents/privileged_pass.py ``grounding``): the share of the reply's content words and numbers (those not in
+        its role's frozen prompt, the format and range it was told to write, nor a short list of function words)
+        that occur in what the agent read; a reply with none claims nothing and is grounded (1). A measure of the
+        text alone, the same on every world, so no world can flatter its agents' grounding, and cheap (no model
+        call); its blind spot is a value a role computes rather than quotes (a sum), which it counts as
+        ungrounded unless the role's frozen prompt names the output's range."""
+        raise NotImplementedError(f"{type(self).__name__}.rubric(state, role)")
+
     def given(self, state, role: str) -> str:
         """The task a worked example of ``role`` at ``state`` shows beside :meth:`correct` (explore births,
         skill edits): by default what the role reads; a world whose reading spans lines shows a one-line form."""
@@ -186,6 +202,11 @@ class TextWorld:
     def has_correct(cls) -> bool:
         """Whether the world defines :meth:`correct`."""
         return cls.correct is not TextWorld.correct
+
+    @classmethod
+    def has_rubric(cls) -> bool:
+        """Whether the world defines :meth:`rubric`."""
+        return cls.rubric is not TextWorld.rubric
 
     @classmethod
     def has_pair(cls) -> bool:

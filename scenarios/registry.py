@@ -57,7 +57,7 @@ SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
              "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement",
              "multihop": "scenarios.multihop", "plangrid": "scenarios.plangrid",
-             "longlookup": "scenarios.longlookup", "errands": "scenarios.errands"}
+             "longlookup": "scenarios.longlookup", "errands": "scenarios.errands", "review": "scenarios.review"}
 ENTRY_POINTS = "catallax.scenarios"
 
 

@@ -47,6 +47,9 @@ class ScenarioSpec:
     oracle: bool = False
     """Its world has an executable oracle for the ``sero`` objective: ``world.oracle(obs)`` (market.protocols.World)
     or, for LLM agents, the correct continuation of a step."""
+    rubric: bool = False
+    """Its LLM world says what a good step of a role does at a state (agents/text_world.py ``rubric``): the
+    ``evidence_diagnosis`` objective's rewrites."""
     branches: bool = False
     """Its world can restart an instance from a state another one reached (``world.snapshot()`` and
     ``world.restore(state, src, dst)``), so a learner may branch rollouts (``agents.branches``)."""

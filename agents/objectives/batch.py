@@ -94,6 +94,16 @@ class PolicyBatch:
     log-probability after the step's prompt (stop_segment, rredcot)."""
     belief_after: torch.Tensor | None = None
     """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
+    grounding: torch.Tensor | None = None
+    """[M] the share of the step's reply's content words and numbers that occur in what its agent read, 1 where it has
+    none (agents/privileged_pass.py ``grounding``; evidence_diagnosis)."""
+    rubric_sample_logp: torch.Tensor | None = None
+    """[M, L'] log-probability under the current policy, without the rubric (with grad), of a rewrite the policy sampled
+    with the world's rubric for the step in its prompt (evidence_diagnosis)."""
+    rubric_sample_mask: torch.Tensor | None = None
+    """[M, L'] bool: the rewrite's real tokens; a row with none: the step has no rewrite."""
+    rubric_sample_grounding: torch.Tensor | None = None
+    """[M] the rewrite's own grounding (0 where there is none)."""
     branch: torch.Tensor | None = None
     """[M] bool: the step's rollout restarted from a state another one reached (``agents.branches``; process_branching)."""
     context_edit: torch.Tensor | None = None
@@ -119,16 +129,13 @@ class PolicyBatch:
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M, L):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, logp {(M, L)}")
-        if self.teacher_sample_logp is not None and self.teacher_sample_mask is not None \
-                and self.teacher_sample_logp.shape != self.teacher_sample_mask.shape:
-            raise ValueError(f"PolicyBatch.teacher_sample_mask has shape {tuple(self.teacher_sample_mask.shape)}, "
-                             f"teacher_sample_logp {tuple(self.teacher_sample_logp.shape)}")
-        if self.retrieved_logp is not None and self.retrieved_mask is not None \
-                and self.retrieved_logp.shape != self.retrieved_mask.shape:
-            raise ValueError(f"PolicyBatch.retrieved_mask has shape {tuple(self.retrieved_mask.shape)}, "
-                             f"retrieved_logp {tuple(self.retrieved_logp.shape)}")
+        for name in ("teacher_sample", "rubric_sample", "retrieved"):
+            sample, sample_mask = getattr(self, f"{name}_logp"), getattr(self, f"{name}_mask")
+            if sample is not None and sample_mask is not None and sample.shape != sample_mask.shape:
+                raise ValueError(f"PolicyBatch.{name}_mask has shape {tuple(sample_mask.shape)}, "
+                                 f"{name}_logp {tuple(sample.shape)}")
         for name in ("advantage", "outcome", "group", "episode", "effect", "state", "oracle_weight", "target", "branch",
-                     "context_edit", "located", "teacher_verified", *BELIEF, "subgoals", "breakpoint"):
+                     "context_edit", "located", "teacher_verified", *BELIEF, *GROUNDED, "subgoals", "breakpoint"):
             value = getattr(self, name)
             if value is not None and tuple(value.shape) != (M,):
                 raise ValueError(f"PolicyBatch.{name} has shape {tuple(value.shape)}, expected ({M},)")
@@ -153,10 +160,12 @@ PRIVILEGED = (*PER_TOKEN, *BELIEF)
 JUDGED = ("located", "teacher_verified", "breakpoint")
 """Per-step verdicts on what was written: the world's verifier's (agents/privileged_pass.py), the state graph's
 (diamond_sd's breakpoint)."""
-SAMPLED = ("teacher_sample_logp", "teacher_sample_mask")
+SAMPLED = ("teacher_sample_logp", "teacher_sample_mask", "rubric_sample_logp", "rubric_sample_mask")
 """A completion the policy samples under a privileged prompt, scored under the step's own (agents/hf_grpo.py)."""
 RETRIEVED = ("retrieved_logp", "retrieved_mask")
 """An own verified success's reply at the step's canonical state, scored under the step's prompt (agents/hf_grpo.py)."""
+GROUNDED = ("grounding", "rubric_sample_grounding")
+"""Per-step grounding of a reply in what its agent read, one number each (agents/privileged_pass.py ``grounding``)."""
 TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask",
           *SAMPLED, *PER_TOKEN, *RETRIEVED)
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)

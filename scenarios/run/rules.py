@@ -68,10 +68,11 @@ RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits", "state")
 """What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
 probability of each sampled action (the reference policy), a critic's logits (agents/critic.py) and
 state ids (equal observations)."""
-LM_SIGNALS = ("effect", "token_logits", "value_logits", "state", "thought")
+LM_SIGNALS = ("effect", "token_logits", "value_logits", "state", "thought", "grounding")
 """What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
-summary, parsed action), state ids (role, state summary), a token critic's logits and the completion's text
-embedded by the frozen MiniLM; its KL to the base model is its own (agents.kl), not an objective's ref_logp."""
+summary, parsed action), state ids (role, state summary), a token critic's logits, the completion's text
+embedded by the frozen MiniLM and its grounding in what the agent read (agents/privileged_pass.py); its KL to the
+base model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
 HINDSIGHT_SIGNALS = ("hindsight_logp",)
@@ -85,6 +86,10 @@ samples with the correct output in context, verified by the world, scored withou
 SUBGOAL_SIGNALS = ("subgoals", "breakpoint", "retrieved_logp", "retrieved_mask")
 """What it adds where the world names a state's achieved sub-goals (its SPEC's subgoals): each step's canonical state,
 the state graph's breakpoint of each failure, and the verified reply of an own success at a recovery step's state."""
+
+RUBRIC_SIGNALS = ("rubric_sample_logp", "rubric_sample_mask", "rubric_sample_grounding")
+"""What it adds where the world writes a rubric (its SPEC's ``rubric``): the policy's own rewrites of failed steps
+with the rubric in context, scored without it, and their grounding."""
 
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
@@ -113,10 +118,13 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
     if scenario.spec.learned_actions == "lm":
         signals += HINDSIGHT_SIGNALS + (TEACHER_SIGNALS if scenario.spec.oracle else ())
         signals += SUBGOAL_SIGNALS if scenario.spec.subgoals else ()
+        signals += RUBRIC_SIGNALS if scenario.spec.rubric else ()
     try:
         check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
     except MissingSignals as err:
-        return f"agents.objective = {agents.objective!r}: {err}"
+        unwritten = set(RUBRIC_SIGNALS) & set(needs(agents.objective)) and not scenario.spec.rubric
+        return f"agents.objective = {agents.objective!r}: {err}" + \
+            (" (its world writes no rubric: agents/text_world.py TextWorld.rubric)" if unwritten else "")
 
 
 def _token_price_is_charged(exp: Experiment) -> str | None:

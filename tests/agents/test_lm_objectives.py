@@ -27,7 +27,8 @@ def backend():
 @pytest.mark.parametrize("name, updates", [("eapo", 1), ("empo", 1), ("tree_opsd", 1), ("pact", 1), ("focus", 1),
                                            ("sero", 1), ("tppo", 3), ("agentopsd", 1), ("trial", 1), ("cepo", 1),
                                            ("h2sd", 1), ("stop_segment", 1), ("rredcot", 1), ("alignopsd", 1),
-                                           ("distil", 1), ("hint_sd", 1), ("diamond_sd", 1)])
+                                           ("distil", 1), ("hint_sd", 1), ("diamond_sd", 1),
+                                           ("evidence_diagnosis", 1)])
 def test_updates_move_the_rewarded_completions_up(backend, name, updates):
     """Two prompts x two completions, one rewarded per group (the second group rewards the unlikely " green"):
     after one update of ``name`` (on a fresh adapter and critic) each rewarded completion gains on its sibling.
@@ -61,8 +62,12 @@ def test_updates_move_the_rewarded_completions_up(backend, name, updates):
             own, mask = grpo._scored(pairs)[:2]
             fields.update(privileged={"hint_logp": [own[i][mask[i]].numpy() - v for i, v in enumerate((0.0, 1.0, 1.0, 0.0))]},
                           located=np.array([False, True, True, False]))
-        if name in ("stop_segment", "rredcot"):  # the gold answer's belief, one number per step: the rewarded replies raise it
+        if name in ("stop_segment", "rredcot", "evidence_diagnosis"):  # the gold answer's belief, one number per step:
+            # the rewarded replies raise it
             fields["privileged"] = {"belief_before": np.full(4, -2.0), "belief_after": np.array([-1.0, -3.0, -3.0, -1.0])}
+        if name == "evidence_diagnosis":  # every reply grounded; the failures' rubric rewrites are the rewarded replies
+            fields.update(grounding=np.ones(4), rubric_sample=[[], ids("4"), ids(" green"), []],
+                          rubric_sample_grounding=np.array([0.0, 1.0, 1.0, 0.0]))
         before = mean_logprob(grpo, pairs)
         for _ in range(updates):
             stats = grpo.update(pairs, outcome_advantage(outcome, 2, normalize=True), objective=objective, fields=fields)

@@ -235,6 +235,10 @@ def rule_batch(theta, name):
         fields.update(subgoals=torch.zeros(4, dtype=torch.long), breakpoint=sign < 0,
                       retrieved_logp=torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)],
                       retrieved_mask=sign < 0)
+    if name == "evidence_diagnosis":  # the failures' replies lowered the belief (located); their rewrites take action 0
+        fields.update(belief_before=torch.zeros(4), belief_after=(sign - 1) / 2, grounding=torch.ones(4),
+                      rubric_sample_logp=torch.log_softmax(theta, -1)[torch.zeros(4, dtype=torch.long)],
+                      rubric_sample_mask=sign < 0, rubric_sample_grounding=torch.ones(4))
     if name == "hint_sd":  # the failures located; a hinted teacher that disowns their action
         fields.update(hint_logp=logp.detach() - 1.0, located=sign < 0)
     if name.startswith("ca_pg"):  # a recommender whose held-out item is candidate 0
@@ -262,7 +266,7 @@ def test_registry_names_needs_and_refusals():
     assert O.NAMES[0] == "grpo"
     assert set(O.NAMES) == {"grpo", "empo", "tppo", "pact", "tree_opsd", "eapo", "focus", "sero", "ca_pg", "agentopsd",
                             "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "process_branching", "distil",
-                            "hint_sd", "contextpilot", "diamond_sd"}
+                            "hint_sd", "contextpilot", "diamond_sd", "evidence_diagnosis"}
     assert O.needs("grpo") == () and O.needs("empo") == ("effect",) and O.needs("tppo") == ("token_logits",)
     assert set(O.needs("sero")) == {"oracle_logp", "oracle_mask", "oracle_weight"}
     assert set(O.needs("ca_pg")) == {"item_logits", "target", "list_len"}

@@ -233,3 +233,52 @@ def test_hint_sd_distils_the_located_failing_step_alone():
     b = batch([-1.0, 1.0], [0, 1], hint_logp=[[0.5], [-1.0]])
     b.located = t([True, False], torch.bool)
     assert grad("hint_sd", b)[1][0, 0] == pytest.approx(0.5 - 1.5)
+
+
+def evidence_case(**settings):
+    """Five one-token steps (log-probs -1, on-policy). Episode 0 failed: step 0 raised the gold score's belief and is
+    grounded, step 1 lowered it (the planted faulty step), step 2 raised it but quotes what it never read (grounding
+    0.5); episode 1 succeeded with an ungrounded step 3 that lowered the belief; episode 2 failed with a grounded step
+    4 that raised it. Rewrites (two tokens) for the failed episodes' steps: step 1's grounded (log-probs -2, -1),
+    step 2's ungrounded, steps 0 and 4's grounded."""
+    b = batch([-1.0, -1.0, -1.0, 1.0, -1.0], [0, 0, 0, 1, 2], teacher_logp=[[0.0]] * 5)
+    b.teacher_logp = None
+    b.belief_before, b.belief_after = t([-2.0, -1.5, -2.3, -1.0, -1.0]), t([-1.5, -2.3, -2.1, -1.4, -0.7])
+    b.grounding = t([1.0, 1.0, 0.5, 0.5, 1.0])
+    b.rubric_sample_logp = t([[-1.0, -1.0], [-2.0, -1.0], [-3.0, -3.0], [0.0, 0.0], [-1.0, -1.0]]).requires_grad_()
+    b.rubric_sample_mask = t([[True, True]] * 3 + [[False, False], [True, True]], torch.bool)
+    b.rubric_sample_grounding = t([1.0, 1.0, 0.5, 0.0, 1.0])
+    return b
+
+
+def test_evidence_diagnosis_locates_a_failures_drifting_or_ungrounded_steps_and_nothing_else():
+    from agents.objectives.evidence_diagnosis import Config, locate
+
+    # drift d = [0.5, -0.8, 0.2, -0.4, 0.3]: step 1 (d < 0) and step 2 (grounding 0.5 < 1) of the failure; not step 0
+    # (raised it, grounded), not the success's step 3 (lowered it, ungrounded), not step 4 (raised it, grounded)
+    assert locate(evidence_case(), Config()).tolist() == [False, True, True, False, False]
+    assert locate(evidence_case(), Config(threshold=0.4)).tolist() == [False, True, False, False, False]
+
+
+def test_evidence_diagnosis_penalty_lowers_exactly_the_harmful_steps_advantage():
+    from agents.objectives.evidence_diagnosis import Config, penalised
+
+    # A' = A - lam x max(-d, 0): steps 1 (d = -0.8) and 3 (d = -0.4, a success's: harmful drift is penalised anywhere)
+    assert penalised(evidence_case(), Config(lam=0.5)).tolist() == pytest.approx([-1.0, -1.4, -1.0, 0.8, -1.0])
+    b = evidence_case()
+    _, g, _ = grad("evidence_diagnosis", b, beta=0.0)  # the surrogate alone: d/dlogp = -A' / M on-policy
+    _, plain, _ = grad("grpo", evidence_case())
+    assert g[:, 0].tolist() == pytest.approx([0.2, 0.36, 0.2, -0.12, 0.2])
+    assert (g[:, 0] != plain[:, 0]).tolist() == [False, True, False, True, False]  # grpo's: [0.2, 0.2, 0.2, -0.2, 0.2]
+
+
+def test_evidence_diagnosis_trains_on_the_located_steps_grounded_rewrites_alone():
+    b = evidence_case()
+    value, g, stats = grad("evidence_diagnosis", b)
+    # surrogate -mean A' = (1 + 1.8 + 1 - 0.6 + 1) / 5 = 0.84; cross-entropy on step 1's rewrite alone (step 2's is
+    # ungrounded, steps 0 and 4 not located): -mean(-2, -1) = 1.5
+    assert value == pytest.approx(0.84 + 1.5)
+    assert b.rubric_sample_logp.grad.flatten().tolist() == pytest.approx([0, 0, -0.5, -0.5, 0, 0, 0, 0, 0, 0])
+    assert stats["located"] == 2.0 and stats["rubric_samples"] == 4.0 and stats["rewrites"] == 1.0
+    assert stats["mean_drift"] == pytest.approx(-0.04) and stats["harmful_drift"] == 2.0 and stats["ungrounded"] == 2.0
+    assert stats["rewrite_nll"] == pytest.approx(1.5)

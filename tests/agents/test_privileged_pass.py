@@ -65,3 +65,17 @@ def test_a_teachers_samples_are_written_with_the_reference_in_context_and_charge
 
     again = hf.generate([told(asked[0], REFERENCE.format(answer="5"))])[0]
     assert samples[0] in (again.text, None) and (samples[0] is None) == (again.finish != "stop" or not again.text.strip())
+
+
+def test_grounding_is_the_share_of_a_replys_content_its_agent_read():
+    from agents.privileged_pass import grounding
+
+    read = "Record: price=35, rating=4, stock=3, warranty=1, weight=9. Policy: price below 50; stock above 10."
+    reader = "Quote the record's values. Reply only: evidence: <attribute>=<value>, ..."
+    assert grounding("evidence: price=35, stock=3", read, reader) == 1.0  # every word and number was read
+    assert grounding("evidence: price=53, stock=3", read, reader) == 0.75  # {price, 53, stock, 3}: 53 never read
+    assert grounding("evidence: colour=red", read, reader) == 0.0
+    assert grounding("the price is fine", read, reader) == 0.5  # function words claim nothing: {price, fine}
+    scorer = "Count the rules passed. Reply only: score: <0, 1, 2 or 3>"
+    assert grounding("score: 2", "Policy: price below 50. Evidence: price=35", scorer) == 1.0  # its range, not a claim
+    assert grounding("", read, reader) == 1.0

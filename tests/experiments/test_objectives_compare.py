@@ -9,7 +9,7 @@ from experiments import objectives_compare
 from scenarios.run.rules import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
 
 BATCH_C = ("agentopsd", "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "distil", "hint_sd", "diamond_sd",
-           "contextpilot")
+           "contextpilot", "evidence_diagnosis")
 
 
 def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(capsys):
