@@ -77,7 +77,7 @@ CREDITS = tuple(f"credit={name}" for name in credit.NAMES if name != "grpo")
 EXTRA = CREDITS + ("skills=memory_shapley",)
 """Rows run only where asked for: grpo's surrogate on another credit estimator, or with Shapley-valued skill edits."""
 BATCH_C = ("grpo", "agentopsd", "trial", "alignopsd", "cepo", "h2sd", "hint_sd", "distil", "rredcot", "stop_segment",
-           "diamond_sd", "process_branching+branches", "grpo+branches", "contextpilot+branches",
+           "diamond_sd", "evidence_diagnosis", "process_branching+branches", "grpo+branches", "contextpilot+branches",
            "credit=graph_grpo", "credit=workrover_vtca", "credit=pacpo",
            "credit=self_credit", "credit=abseeker", "credit=sid_span", "credit=dars", "skills=memory_shapley")
 """``--objectives batch_c``: grpo (the baseline) and the teacher, hindsight and privileged-information methods."""
@@ -122,10 +122,11 @@ PROCUREMENT = dict(seeds=2, episodes=32, batch=8, heldout_sizes=(), heldout_coun
 """``--economy procurement``: the same learner on the haggling world (scenarios/procurement.py), 4 rounds of 8;
 held-out = the frozen market's mean reward (share of the possible surplus won) on its 32 shipped held-out problems."""
 TEXT = dict(seeds=1, episodes=24, batch=8, heldout_sizes=(), heldout_count=16)
-"""``--economy longlookup`` (or multihop, plangrid, errands): the same learner on a small LLM world, 3 rounds of 8 (2
-problems x G = 4; a NAME+branches row: 2 rounds of TREE's 12); held-out = the frozen market's success rate on the
+"""``--economy longlookup`` (or multihop, plangrid, errands, review): the same learner on a small LLM world, 3 rounds
+of 8 (2 problems x G = 4; a NAME+branches row: 2 rounds of TREE's 12); held-out = the frozen market's success rate on the
 world's first 16 held-out problems."""
-LM = {"wordmath": WORDMATH, "procurement": PROCUREMENT, **dict.fromkeys(("longlookup", "multihop", "plangrid", "errands"), TEXT)}
+LM = {"wordmath": WORDMATH, "procurement": PROCUREMENT,
+      **dict.fromkeys(("longlookup", "multihop", "plangrid", "errands", "review"), TEXT)}
 """The economies whose actions are an LM's completions, with their presets: their rate is tokens, their rows add
 privileged tokens."""
 

@@ -82,7 +82,7 @@ def test_batch_c_on_the_multihop_world_runs_what_its_signals_allow_and_names_wha
     assert objectives_compare.overrides("credit=sid_span", setup)[1] == "agents.credit=sid_span"
     assert objectives_compare.overrides("skills=memory_shapley", setup)[1] == "skills.credit=memory_shapley"
     why = {name: objectives_compare.refusal(name, setup) for name in objectives_compare.BATCH_C}
-    lacks = {"diamond_sd": "subgoals", "process_branching+branches": "branch", "contextpilot+branches": "context_edit", "credit=graph_grpo": "deps", "credit=workrover_vtca": "progress",
+    lacks = {"diamond_sd": "subgoals", "evidence_diagnosis": "rubric_sample_logp", "process_branching+branches": "branch", "contextpilot+branches": "context_edit", "credit=graph_grpo": "deps", "credit=workrover_vtca": "progress",
              "credit=pacpo": "paired", "credit=self_credit": "cited", "credit=dars": "plan"}
     assert {name for name, reason in why.items() if reason} == set(lacks)
     for name, signal in lacks.items():
