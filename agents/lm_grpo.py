@@ -209,7 +209,7 @@ class CompletionLearner(RoundLearner):
         lessons = [policy.task.lesson(obs, role)[1] for obs, role in zip(seen, roles)] \
             if oracle or taught or privileged & {"teacher_logp", "sibling_logp", "hint_logp"} else None  # the correct output at each state
         if oracle:
-            fields["oracle"] = [c for _, c in self.grpo.encode(messages, lessons)]
+            fields["oracle"] = self.targets(messages, lessons)
         failed = ~trace.solved[worlds].astype(bool)
         if "located" in needs:  # hint_sd: the world's fault locator
             fields["located"] = located(policy.task.verify, texts, roles, seen, failed)
@@ -217,13 +217,13 @@ class CompletionLearner(RoundLearner):
             samples, spent = teacher_samples(policy.backend, prompts, lessons, np.flatnonzero(failed))
             self.counts["lm_privileged_tokens"] += spent
             fields["teacher_verified"] = verified(policy.task.verify, samples, roles, seen)
-            fields["teacher_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
+            fields["teacher_sample"] = self.targets(messages, samples)
         if self.memory is not None:  # diamond_sd: failures' recovery steps, taught the replies of own verified successes
             rows = [(w, obs, role, payload, text)
                     for w, obs, (role, _, payload), text in zip(worlds, seen, effects, texts)]
             graph = diamond_sd.round_steps(policy.task, trace.solved, rows)
             replies, fields["breakpoint"], fields["subgoals"] = diamond_sd.plan(graph, self.memory)
-            fields["retrieved"] = [c for _, c in self.grpo.encode(messages, [r or "" for r in replies])]
+            fields["retrieved"] = self.targets(messages, replies)
             self.counts["lm_breakpoints"] += int(fields["breakpoint"].sum())
             self.counts["lm_recovery_steps"] += sum(r is not None for r in replies)
         if "grounding" in needs:  # evidence_diagnosis: how much of each reply its agent read
@@ -234,7 +234,7 @@ class CompletionLearner(RoundLearner):
             self.counts["lm_privileged_tokens"] += spent
             fields["rubric_sample_grounding"] = np.array([0.0 if s is None else grounding(s, p.user, p.system)
                                                           for p, s in zip(prompts, samples)])
-            fields["rubric_sample"] = [c for _, c in self.grpo.encode(messages, [s or "" for s in samples])]
+            fields["rubric_sample"] = self.targets(messages, samples)
         if privileged:  # batch C: the same completions rescored with what the agent did not see
             siblings = failed_replies(steps, lambda row: policy.roles[policy.role[row]].name, trace.solved) \
                 if "sibling_logp" in privileged else None
@@ -258,6 +258,12 @@ class CompletionLearner(RoundLearner):
         self.counts["lm_completions_trained"] += len(pairs)
         self.counts["lm_train_tokens"] += stats["tokens"]
         return {**stats, "lm_completions": len(pairs)}
+
+    def targets(self, messages: list, replies) -> list:
+        """Token ids of other replies to the same prompts, one per completion (None: no target, empty ids): sero's
+        oracle, distil's teacher samples, diamond_sd's retrieved replies, evidence_diagnosis's rubric rewrites, which
+        the update scores under each completion's own prompt (agents/hf_grpo.py)."""
+        return [ids for _, ids in self.grpo.encode(messages, [r or "" for r in replies])]
 
     def state_dict(self) -> dict:
         from peft import get_peft_model_state_dict
