@@ -94,28 +94,31 @@ def verdict_cases(n: int, seed: int) -> list:
     return out
 
 
-def verdict_rows(n: int, seed: int, meta: dict) -> list[dict]:
-    """Free against constrained verdicts of SmolLM2 (hf, greedy) on the same ``n`` cases: the parse rate, and how
-    often the verdict's failure type is the rule diagnoser's."""
+def verdict_rows(n: int, seed: int, meta: dict, backend: str = "hf", base_url: str = "") -> list[dict]:
+    """Free against constrained verdicts of SmolLM2 (greedy, on ``backend``: hf, vllm's offline engine, or an
+    OpenAI-compatible server at ``base_url``) on the same ``n`` cases, asked with wordmath's diagnoser prompts: the
+    parse rate, and how often the verdict's failure type is the rule diagnoser's."""
     from agents.backends import BackendConfig, Prompt
-    from agents.backends.factory import shared_backend
+    from agents.backends.factory import make_backend
+    from scenarios.wordmath import PROMPTS
     from skills import LLMDiagnoser, RuleDiagnoser
-    from skills.editor import SHORT_DEMO, SHORT_SYSTEM
 
-    backend = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=16))
-    ask = lambda prompts: [Prompt(SHORT_SYSTEM, SHORT_DEMO, p, max_tokens=96) for p in prompts]
+    served = {"base_url": base_url} if backend == "openai" else {}  # the model: whatever the server serves
+    model = make_backend(BackendConfig(backend=backend, dtype="float32", max_batch=16, max_model_len=1024, **served))
+    ask = lambda prompts: [Prompt(PROMPTS.diagnose_system, PROMPTS.diagnose_demo, p, max_tokens=96) for p in prompts]
     cases = verdict_cases(n, seed)
     rule = [d.failure for d in RuleDiagnoser().diagnose(cases)]
     rows = []
-    for arm, diagnoser in (("free", LLMDiagnoser(lambda ps: [c.text for c in backend.generate(ask(ps))], short=True)),
-                           ("constrained", LLMDiagnoser(None, short=True, choose=lambda ps, o: backend.choose(ask(ps), o)))):
+    for arm, diagnoser in (("free", LLMDiagnoser(lambda ps: [c.text for c in model.generate(ask(ps))], short=True)),
+                           ("constrained", LLMDiagnoser(None, short=True, choose=lambda ps, o: model.choose(ask(ps), o)))):
         start = time.perf_counter()
         got = diagnoser.diagnose(cases)
-        rows.append({"experiment": "verdicts", "arm": arm, "seed": seed, "cases": n,
+        rows.append({"experiment": "verdicts", "backend": backend, "arm": arm, "seed": seed, "cases": n,
                      "parse_rate": round(sum(d is not None for d in got) / n, 4),
                      "agrees_with_rule": round(sum(d is not None and d.failure == r for d, r in zip(got, rule)) / n, 4),
                      "seconds_per_verdict": round((time.perf_counter() - start) / n, 2),
                      "malformed_example": diagnoser.malformed[0].output[:80] if diagnoser.malformed else "", **meta})
+    model.close()
     return rows
 
 
@@ -190,6 +193,8 @@ def main(argv=None) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[])
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--cases", type=int, default=0, help="verdicts on this many wordmath-shaped cases (no runs)")
+    p.add_argument("--backend", choices=("hf", "vllm", "openai"), default="hf", help="the verdicts' engine (--cases)")
+    p.add_argument("--base-url", default="", help="--backend openai: the server's OpenAI-compatible root")
     p.add_argument("--recsys", type=Path, help="run summaries of experiments/recsys_compare.py (its --out, .json)")
     p.add_argument("--recsys-command", default="python -m experiments.recsys_compare")
     args = p.parse_args(argv)
@@ -200,7 +205,8 @@ def main(argv=None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.cases:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            for row in verdict_rows(args.cases, seed, {k: v for k, v in meta.items() if k != "size"}):
+            for row in verdict_rows(args.cases, seed, {k: v for k, v in meta.items() if k != "size"},
+                                    args.backend, args.base_url):
                 print(json.dumps(row), flush=True)
                 with open(args.out, "a") as f:
                     f.write(json.dumps(row) + "\n")

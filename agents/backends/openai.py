@@ -145,21 +145,23 @@ class OpenAIBackend:
         return result
 
     def _choice(self, prompt: Prompt, options: list[str]) -> int:
-        """The option the server's reply names under a JSON schema (each key an enum of the options' values); -1:
-        none. The options are JSON objects (skills/editor.py ``verdicts``)."""
+        """The option the server's reply names under a JSON schema whose only key, ``verdict``, is any one of the
+        options (JSON objects, skills/editor.py ``verdicts``) exactly; -1: none. One enum per key would let the
+        server mix values no option has (SmolLM2 under vLLM wrote a timeout with a prune in 10 of 10 cases); the
+        object around the ``anyOf`` is what strict mode asks of a schema's root. The prompt's stop strings are not
+        sent: JSON may hold a newline, and the model's first one cut 8 of 10 verdicts short."""
         objects = [json.loads(o) for o in options]
-        keys = list(dict.fromkeys(k for o in objects for k in o))
-        schema = {"type": "object", "additionalProperties": False, "required": keys,
-                  "properties": {k: {"enum": list({json.dumps(o.get(k)): o.get(k) for o in objects}.values())}
-                                 for k in keys}}
+        exact = [{"type": "object", "additionalProperties": False, "required": list(o),
+                  "properties": {k: {"enum": [v]} for k, v in o.items()}} for o in objects]
+        schema = {"type": "object", "additionalProperties": False, "required": ["verdict"],
+                  "properties": {"verdict": {"anyOf": exact}}}
         try:
-            reply = self._chat(prompt, response_format={"type": "json_schema", "json_schema": {
-                "name": "verdict", "schema": schema, "strict": True}})
-            got = json.loads(reply["choices"][0]["message"].get("content") or "")
+            reply = self._chat(prompt, stop=None, response_format={"type": "json_schema", "json_schema": {
+                "name": "verdict", "schema": schema, "strict": True}})  # the schema ends the reply: no stop string
+            got = json.loads(reply["choices"][0]["message"].get("content") or "")["verdict"]
         except (OSError, ValueError, KeyError, IndexError, TypeError, http.client.HTTPException):
             return -1
-        full = [{k: o.get(k) for k in keys} for o in objects]
-        return full.index(got) if got in full else -1
+        return objects.index(got) if got in objects else -1
 
     def choose(self, prompts: list[Prompt], options: list[list[str]]) -> list[int]:
         self.stats.start()

@@ -46,3 +46,15 @@ def test_timeouts_and_dead_servers_are_completions_not_exceptions(vllm_server):
     out = dead.generate([ask("Hello?")])
     assert out[0].finish == "error" and out[0].error
     assert math.isnan(dead.score([ask("Hello?")])[0])  # no opinion: nobody wakes on it, nothing is cached
+
+
+def test_schema_constrained_choice_names_a_whole_verdict(vllm_server):
+    """``choose`` over HTTP: the JSON schema admits exactly the options, so every verdict the server writes is one
+    of the case's well-formed ones. (A schema with one enum per key let SmolLM2 mix a timeout with a prune, a
+    verdict no case offers, and the prompt's newline stop cut replies short: 0 of 10 parsed.)"""
+    from tests.agents.test_backends_vllm import verdict_asks
+
+    client = make_backend(BackendConfig(backend="openai", base_url=vllm_server, model=NAME))
+    prompts, options = verdict_asks()
+    picks = client.choose(prompts, options)
+    assert all(0 <= p < len(o) for p, o in zip(picks, options)) and client.stats.prompts == len(prompts)

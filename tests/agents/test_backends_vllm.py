@@ -65,3 +65,28 @@ def test_privileged_pass_equals_a_plain_transformers_forward_pass(engine):
         want = plain(hf, p, c)
         assert row.shape == want.shape and np.allclose(row, want, atol=2e-3)
     assert engine.stats.prompt_tokens == before and engine.stats.privileged_tokens > 0
+
+
+def verdict_asks():
+    """Five of the diagnoser's wordmath-shaped cases, as prompts with their closed sets of well-formed verdicts."""
+    from experiments.skill_evolution import verdict_cases
+    from scenarios.wordmath import PROMPTS
+    from skills.editor import LLMDiagnoser, verdicts
+
+    cases = verdict_cases(5, seed=0)
+    ask = LLMDiagnoser(None, short=True).short_prompt
+    return ([Prompt(PROMPTS.diagnose_system, PROMPTS.diagnose_demo, ask(c), max_tokens=96) for c in cases],
+            [verdicts(c) for c in cases])
+
+
+def test_guided_choice_writes_one_of_the_options_and_picks_what_hf_picks(engine):
+    """``choose`` under vLLM's guided ``choice``: an option even where the free reply is nothing like one, and on
+    the diagnoser's verdicts what hf's token-trie constraint picks (one model, greedy, the same closed set)."""
+    fruit = [ask("Name a fruit.", max_tokens=8)]
+    assert engine.generate(fruit)[0].text not in ("zebra 42", "quartz")
+    assert engine.choose(fruit, [["zebra 42", "quartz"]])[0] in (0, 1)
+    prompts, options = verdict_asks()
+    picks = engine.choose(prompts, options)
+    assert all(0 <= p < len(o) for p, o in zip(picks, options))
+    hf = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=8))
+    assert sum(a == b for a, b in zip(picks, hf.choose(prompts, options))) >= 4  # a near-tie may flip one
