@@ -198,8 +198,7 @@ class SkillEvolver:
             return self.policy.backend.choose(self._asks(prompts), options)
 
     def _asks(self, prompts: list[str]) -> list[Prompt]:
-        own = self.policy.prompts  # the world's (agents/prompts.py)
-        return [Prompt(own.diagnose_system, own.diagnose_demo, p, max_tokens=96) for p in prompts]
+        return [self.policy.prompts.diagnosis(p) for p in prompts]  # the world's prompts (agents/prompts.py)
 
     def _known(self, d: Diagnosis) -> str:
         """A verdict's target (and a merge's partner) must be a current skill, an add's a role with an LLM."""

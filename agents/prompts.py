@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from agents import parse
+from agents.backends import Prompt
 from skills.editor import SHORT_SYSTEM
 
 REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
@@ -43,6 +44,11 @@ class Prompts:
     diagnose_system: str = SHORT_SYSTEM
     diagnose_demo: str | None = None
     """Worked verdicts of the diagnoser's short form (skills/editor.py ``LLMDiagnoser.short_prompt``)."""
+
+    def diagnosis(self, case_line: str) -> Prompt:
+        """The diagnoser's ask for one case (skills/editor.py ``LLMDiagnoser.short_prompt``): its system line and
+        worked verdicts, room for one verdict."""
+        return Prompt(self.diagnose_system, self.diagnose_demo, case_line, max_tokens=96)
 
     def resolve(self, roles, pool: dict[str, list[tuple[float, list[str]]]]) -> Prompts:
         """These prompts with every ``None`` demonstration made from the world: ``roles`` (agents/text_task.py

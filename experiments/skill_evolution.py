@@ -98,14 +98,14 @@ def verdict_rows(n: int, seed: int, meta: dict, backend: str = "hf", base_url: s
     """Free against constrained verdicts of SmolLM2 (greedy, on ``backend``: hf, vllm's offline engine, or an
     OpenAI-compatible server at ``base_url``) on the same ``n`` cases, asked with wordmath's diagnoser prompts: the
     parse rate, and how often the verdict's failure type is the rule diagnoser's."""
-    from agents.backends import BackendConfig, Prompt
+    from agents.backends import BackendConfig
     from agents.backends.factory import make_backend
     from scenarios.wordmath import PROMPTS
     from skills import LLMDiagnoser, RuleDiagnoser
 
     served = {"base_url": base_url} if backend == "openai" else {}  # the model: whatever the server serves
     model = make_backend(BackendConfig(backend=backend, dtype="float32", max_batch=16, max_model_len=1024, **served))
-    ask = lambda prompts: [Prompt(PROMPTS.diagnose_system, PROMPTS.diagnose_demo, p, max_tokens=96) for p in prompts]
+    ask = lambda prompts: [PROMPTS.diagnosis(p) for p in prompts]
     cases = verdict_cases(n, seed)
     rule = [d.failure for d in RuleDiagnoser().diagnose(cases)]
     rows = []

@@ -79,3 +79,15 @@ def assert_gradients_match_finite_differences(loss_fn, params, grads, h: float =
             down = loss_fn().item()
             flat[i] = old
             assert gflat[i].item() == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-8)
+
+
+def verdict_asks():
+    """Five of the diagnoser's wordmath-shaped cases (experiments/skill_evolution.py) as the prompts wordmath's edit
+    pass sends, with each case's closed set of well-formed verdicts: what a backend's ``choose`` is asked."""
+    from experiments.skill_evolution import verdict_cases
+    from scenarios.wordmath import PROMPTS
+    from skills.editor import LLMDiagnoser, verdicts
+
+    cases = verdict_cases(5, seed=0)
+    ask = LLMDiagnoser(None, short=True).short_prompt
+    return [PROMPTS.diagnosis(ask(c)) for c in cases], [verdicts(c) for c in cases]

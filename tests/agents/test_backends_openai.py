@@ -7,6 +7,7 @@ import pytest
 
 from agents.backends import BackendConfig, Prompt
 from agents.backends.factory import make_backend, shared_backend
+from tests.helpers import verdict_asks
 from tests.processes import VLLM_SERVED as NAME
 from tests.processes import free_port
 
@@ -52,8 +53,6 @@ def test_schema_constrained_choice_names_a_whole_verdict(vllm_server):
     """``choose`` over HTTP: the JSON schema admits exactly the options, so every verdict the server writes is one
     of the case's well-formed ones. (A schema with one enum per key let SmolLM2 mix a timeout with a prune, a
     verdict no case offers, and the prompt's newline stop cut replies short: 0 of 10 parsed.)"""
-    from tests.agents.test_backends_vllm import verdict_asks
-
     client = make_backend(BackendConfig(backend="openai", base_url=vllm_server, model=NAME))
     prompts, options = verdict_asks()
     picks = client.choose(prompts, options)

