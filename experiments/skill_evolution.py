@@ -109,16 +109,18 @@ def verdict_rows(n: int, seed: int, meta: dict, backend: str = "hf", base_url: s
     cases = verdict_cases(n, seed)
     rule = [d.failure for d in RuleDiagnoser().diagnose(cases)]
     rows = []
-    for arm, diagnoser in (("free", LLMDiagnoser(lambda ps: [c.text for c in model.generate(ask(ps))], short=True)),
-                           ("constrained", LLMDiagnoser(None, short=True, choose=lambda ps, o: model.choose(ask(ps), o)))):
-        start = time.perf_counter()
-        got = diagnoser.diagnose(cases)
-        rows.append({"experiment": "verdicts", "backend": backend, "arm": arm, "seed": seed, "cases": n,
-                     "parse_rate": round(sum(d is not None for d in got) / n, 4),
-                     "agrees_with_rule": round(sum(d is not None and d.failure == r for d, r in zip(got, rule)) / n, 4),
-                     "seconds_per_verdict": round((time.perf_counter() - start) / n, 2),
-                     "malformed_example": diagnoser.malformed[0].output[:80] if diagnoser.malformed else "", **meta})
-    model.close()
+    try:  # an engine (vllm's worker processes) is closed even when a diagnosis fails
+        for arm, diagnoser in (("free", LLMDiagnoser(lambda ps: [c.text for c in model.generate(ask(ps))], short=True)),
+                               ("constrained", LLMDiagnoser(None, short=True, choose=lambda ps, o: model.choose(ask(ps), o)))):
+            start = time.perf_counter()
+            got = diagnoser.diagnose(cases)
+            rows.append({"experiment": "verdicts", "backend": backend, "arm": arm, "seed": seed, "cases": n,
+                         "parse_rate": round(sum(d is not None for d in got) / n, 4),
+                         "agrees_with_rule": round(sum(d is not None and d.failure == r for d, r in zip(got, rule)) / n, 4),
+                         "seconds_per_verdict": round((time.perf_counter() - start) / n, 2),
+                         "malformed_example": diagnoser.malformed[0].output[:80] if diagnoser.malformed else "", **meta})
+    finally:
+        model.close()
     return rows
 
 
