@@ -8,17 +8,21 @@ would import; a plugin (a ``.py`` file, a dotted module path) named there runs o
   :data:`KEY` in the stored config), at the same absolute path.
 
 Built-in scenarios and installed entry points are code the user installed and are loaded as before. A
-dotted module that resolves into the interpreter's own library folders (the standard library,
-site-packages) is never loaded on a database's say-so: importing some of those modules does things
-(``idlelib.idle`` opens a window), and their bytes are public, so a stored hash of them proves nothing.
+plugin whose files resolve (symlinks followed) into the Python installation (:func:`installation`: the
+standard library, site-packages, the virtual environment) is never loaded on a database's say-so, whether
+it is named as a ``.py`` path or a dotted module: importing some of those files does things (``this``
+prints, ``idlelib/idle.py`` opens a window), and their bytes are public, so a stored hash of them proves
+nothing.
 Anything else is a :class:`ConfigError` naming the stored path (exit 2); nothing is imported.
 """
 
 from __future__ import annotations
 
 import hashlib
+import site
 import sys
 import sysconfig
+from functools import cache
 from importlib.machinery import PathFinder
 from pathlib import Path
 
@@ -38,7 +42,7 @@ def plugin_files(name: str) -> list[Path] | None:
         path = Path(name)
         if not path.is_absolute():
             raise ConfigError(f"run.scenario = {name!r}: a stored plugin path must be absolute")
-        return [path]
+        return _outside_installation(name, [path])
     parts = name.split(".")
     if not all(p.isidentifier() for p in parts):
         raise ConfigError(f"run.scenario = {name!r}: not a scenario name, .py file or dotted module path")
@@ -49,10 +53,31 @@ def plugin_files(name: str) -> list[Path] | None:
             raise ConfigError(f"run.scenario = {name!r}: no such module")
         files.append(Path(spec.origin).resolve())
         search = list(spec.submodule_search_locations or [])
-    library = {Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    if any(folder in f.parents for f in files for folder in library):
-        raise ConfigError(f"run.scenario = {name!r}: a module of the Python installation ({files[-1]}), not a "
-                          "scenario plugin; a stored run cannot name one (install it as an entry point)")
+    return _outside_installation(name, files)
+
+
+@cache
+def installation() -> frozenset[Path]:
+    """The folders of the Python installation, resolved: the running environment's and its base
+    interpreter's sysconfig paths (standard library, site-packages, scripts), site's package folders, and
+    the virtual environment itself."""
+    schemes = [sysconfig.get_paths(),
+               sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+                                         "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix})]
+    folders = [p for paths in schemes for k, p in paths.items() if k != "data"]  # data is a prefix: /usr, say
+    folders += [*site.getsitepackages(), site.getusersitepackages()]
+    if sys.prefix != sys.base_prefix:  # a virtual environment: all of it (its own folder holds nothing else)
+        folders.append(sys.prefix)
+    return frozenset(Path(f).resolve() for f in folders if f)
+
+
+def _outside_installation(name: str, files: list[Path]) -> list[Path]:
+    """``files`` when none resolves into :func:`installation`; else a ConfigError naming the one that does."""
+    for f in files:
+        real = f.resolve()
+        if any(folder == real or folder in real.parents for folder in installation()):
+            raise ConfigError(f"run.scenario = {name!r}: a file of the Python installation ({real}), not a "
+                              "scenario plugin; a stored run cannot name one (install it as an entry point)")
     return files
 
 
