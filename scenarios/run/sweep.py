@@ -13,6 +13,12 @@ driver names every run before it starts, and a task that Ray retries after
 its worker died resumes that run on the server, or starts it over in a fresh
 private file.
 
+Who can reach the workers. Ray's processes listen for each other over TCP, and whoever reaches those ports
+can submit tasks that run as the sweep's user. A local sweep therefore starts Ray on the loopback address
+only (its node address 127.0.0.1, which Ray's servers then bind to), with no dashboard and with token
+authentication under a token made for this sweep and kept in the environment of its processes only. Joining
+a cluster the user names (``--address``) requires token authentication there too (:func:`_joined`).
+
 A grid's values are deduplicated once parsed (``1,+1`` is one point), and a
 sweep holds at most :data:`MAX_RUNS` runs (points x seeds), refused before any
 is planned.
@@ -24,9 +30,11 @@ import csv
 import itertools
 import math
 import os
+import secrets
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +48,9 @@ from scenarios.run.runner import resume_experiment, run_experiment
 
 
 MAX_RUNS = 10_000  # runs in one sweep (grid points x seeds), checked before any is planned
+LOOPBACK = "127.0.0.1"
+TOKEN_SOURCES = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")  # where Ray looks for its token, besides ~/.ray/auth_token
+RAY_SETTINGS = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE", *TOKEN_SOURCES)  # set for a sweep, then put back
 
 
 @dataclass
@@ -140,52 +151,84 @@ def run_task(task: Task, sweep: str, db_url: str | None) -> tuple[dict, dict | N
 def sweep(tasks: list[Task], sweep_id: str, db_url: str, address: str | None = None,
           progress: bool = True, on_failure=None) -> list[Outcome]:
     """Run every task on Ray; a failed run is reported (``on_failure``) and the others go on."""
-    import ray  # here, not at the top: importing ray takes a second that `catallax run` should not pay
-
     engine = make_engine(db_url)  # a bad database fails here, before Ray starts
     ship = make_url(db_url).get_backend_name() == "sqlite"
-    started, temp_dir = _connect(address)
     try:
-        remote = ray.remote(num_cpus=1)(run_task)
-        pending = {remote.remote(t, sweep_id, None if ship else db_url): t for t in tasks}
-        outcomes = []
-        with tqdm(total=len(tasks), desc=f"sweep {sweep_id}", unit="run", disable=not progress, file=sys.stderr) as bar:
-            while pending:
-                [ref], _ = ray.wait(list(pending), num_returns=1)
-                task = pending.pop(ref)
-                try:
-                    summary, rows = ray.get(ref)
-                    if rows is not None:
-                        import_run(engine, rows)
-                    outcomes.append(Outcome(task, summary=summary))
-                except Exception as err:  # noqa: BLE001 (the run raised in its worker, the worker died, the import failed)
-                    cause = getattr(err, "cause", None) or err
-                    outcomes.append(Outcome(task, error=f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"))
-                    if on_failure:
-                        on_failure(outcomes[-1])
-                bar.update()
-        return outcomes
+        with _ray(address) as ray:
+            remote = ray.remote(num_cpus=1)(run_task)
+            pending = {remote.remote(t, sweep_id, None if ship else db_url): t for t in tasks}
+            outcomes = []
+            with tqdm(total=len(tasks), desc=f"sweep {sweep_id}", unit="run", disable=not progress, file=sys.stderr) as bar:
+                while pending:
+                    [ref], _ = ray.wait(list(pending), num_returns=1)
+                    task = pending.pop(ref)
+                    try:
+                        summary, rows = ray.get(ref)
+                        if rows is not None:
+                            import_run(engine, rows)
+                        outcomes.append(Outcome(task, summary=summary))
+                    except Exception as err:  # noqa: BLE001 (the run raised in its worker, the worker died, the import failed)
+                        cause = getattr(err, "cause", None) or err
+                        outcomes.append(Outcome(task, error=f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"))
+                        if on_failure:
+                            on_failure(outcomes[-1])
+                    bar.update()
+            return outcomes
     finally:
         engine.dispose()
-        if started:
+
+
+@contextmanager
+def _ray(address: str | None):
+    """Ray for one sweep: a Ray this process already runs, the cluster at ``address``, or a local one on
+    the loopback address with a token of its own; a Ray started here is shut down after, and the
+    environment put back as it was."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        yield ray
+        return
+    saved = {k: os.environ.get(k) for k in RAY_SETTINGS}
+    temp_dir = None
+    try:
+        if address:
+            _joined(address)
+            import ray  # imported after the environment is set: Ray reads its settings when first imported
+
+            ray.init(address=address, log_to_driver=False)
+        else:
+            os.environ.update({
+                "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's node address becomes 127.0.0.1 ...
+                "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})  # ... and its token this one
+            import ray
+
+            temp_dir = tempfile.mkdtemp(prefix="catallax-ray-")
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False)
+            node = ray.util.get_node_ip_address()
+            if node != LOOPBACK:  # Ray was imported before the environment above was set (a library caller)
+                raise ConfigError(f"sweep: the local Ray started on {node}, not {LOOPBACK}, and would listen "
+                                  "beyond this machine; start Ray yourself and pass --address")
+        try:
+            yield ray
+        finally:
             ray.shutdown()
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
         if temp_dir:
             shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _connect(address: str | None) -> tuple[bool, str | None]:
-    """Join ``address``, or start a local Ray sized to this machine; reuse a Ray this process already runs."""
-    import ray
-
-    if ray.is_initialized():
-        return False, None
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    if address:
-        ray.init(address=address, log_to_driver=False)
-        return True, None
-    temp_dir = tempfile.mkdtemp(prefix="catallax-ray-")
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False)
-    return True, temp_dir
+def _joined(address: str) -> None:
+    """Check (and set) token authentication for joining the Ray cluster at ``address``: a cluster the user
+    names is reached over the network, where only the token stops anyone else's tasks and data."""
+    mode = os.environ.get("RAY_AUTH_MODE", "token")
+    if mode.lower() != "token":
+        raise ConfigError(f"--address {address}: RAY_AUTH_MODE={mode}; catallax joins a Ray cluster only with "
+                          "token authentication (RAY_AUTH_MODE=token and the cluster's token, see the sweeps how-to)")
+    if not any(os.environ.get(k) for k in TOKEN_SOURCES) and not (Path.home() / ".ray" / "auth_token").is_file():
+        raise ConfigError(f"--address {address}: no Ray authentication token (set RAY_AUTH_TOKEN or "
+                          "RAY_AUTH_TOKEN_PATH to the cluster's token, or put it in ~/.ray/auth_token)")
+    os.environ["RAY_AUTH_MODE"] = "token"
 
 
 def table(grid: dict[str, list[str]], outcomes: list[Outcome]) -> list[dict]:

@@ -9,6 +9,7 @@ import csv
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -39,8 +40,11 @@ GRID = ["--grid", "market.payment=bucket_brigade,final_only", "--seeds", "3", "-
 
 @pytest.fixture(scope="module")
 def ray_address():
+    # as `catallax sweep` starts its own (scenarios/run/sweep.py): on 127.0.0.1, with a token of its own, which
+    # the CLI in a subprocess inherits to join; set before Ray is imported, which is when Ray reads them
+    os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
+                       "RAY_AUTH_TOKEN": secrets.token_hex(32)})
     ray = pytest.importorskip("ray")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     temp_dir = tempfile.mkdtemp(prefix="catallax-ray-test-")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False)
     try:
