@@ -14,6 +14,12 @@ keys); everything else is an object with a ``"~"`` tag: ``tuple``, ``set``,
 ``frozenset``, ``dict`` (other keys), ``ndarray`` and ``npscalar`` (a member,
 dtype kept), ``tensor`` (a member plus the torch dtype). Round trips are exact:
 a tuple stays a tuple (``random.setstate`` needs one), int64 stays int64.
+
+Reading is bounded by the bytes given, because an archive can declare or inflate to far more than it
+holds (a few MB of deflated zeros is gigabytes): only ``state`` and the members it refers to are read, each
+at most once; the members' declared sizes must fit in the archive itself (:func:`encode` stores members
+uncompressed) and are checked before any byte is inflated, reading stops one byte past it, and an array's
+header (dtype, shape) must describe exactly the bytes that follow before an array is made.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import zipfile
 
 import numpy as np
 
@@ -55,14 +62,58 @@ def decode(data: bytes):
     if version != FORMAT:
         raise CheckpointError(f"checkpoint format version {version}, this catallax reads {FORMAT}")
     try:
-        with np.load(io.BytesIO(data[len(MAGIC) + 2:]), allow_pickle=False) as archive:
-            members = {name: archive[name] for name in archive.files}
-        tree = json.loads(members.pop("state").tobytes())
-        return _decode(tree, members)
+        with zipfile.ZipFile(io.BytesIO(data[len(MAGIC) + 2:])) as archive:
+            declared = sum(info.file_size for info in archive.infolist())
+            if declared > len(data):
+                raise CheckpointError(f"a damaged catallax checkpoint (its members declare {declared} bytes, more "
+                                      f"than the {len(data)}-byte checkpoint holds)")
+            members = _Members(archive, limit=len(data))
+            return _decode(json.loads(members["state"].tobytes()), members)
     except CheckpointError:
         raise
     except Exception as err:  # noqa: BLE001 (zip, npy header, JSON, tags: all of it is the file's fault)
         raise CheckpointError(f"a damaged catallax checkpoint ({type(err).__name__}: {err})") from None
+
+
+class _Members:
+    """The archive's arrays by name, each read on first use and only once, within ``limit`` bytes."""
+
+    def __init__(self, archive: zipfile.ZipFile, limit: int):
+        self.archive, self.limit, self.used = archive, limit, set()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self.used:
+            raise CheckpointError(f"a damaged catallax checkpoint (member {name!r} referred to twice)")
+        self.used.add(name)
+        info = self.archive.getinfo(f"{name}.npy")
+        if info.file_size > self.limit:
+            raise CheckpointError(f"a damaged catallax checkpoint (member {name!r} declares {info.file_size} bytes, "
+                                  f"more than the {self.limit}-byte checkpoint holds)")
+        with self.archive.open(info) as f:
+            raw = f.read(info.file_size + 1)
+        if len(raw) != info.file_size:
+            raise CheckpointError(f"a damaged catallax checkpoint (member {name!r} is not the size it declares)")
+        return _array(name, raw)
+
+
+def _array(name: str, raw: bytes) -> np.ndarray:
+    """The ``.npy`` bytes as an array, once its header's dtype and shape account for exactly the bytes after it."""
+    f = io.BytesIO(raw)
+    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                   (2, 0): np.lib.format.read_array_header_2_0}.get(np.lib.format.read_magic(f))
+    if read_header is None:
+        raise CheckpointError(f"a damaged catallax checkpoint (member {name!r}: not an .npy version 1 or 2)")
+    shape, fortran, dtype = read_header(f)
+    if dtype.hasobject:
+        raise CheckpointError(f"a damaged catallax checkpoint (member {name!r} holds objects)")
+    count = 1
+    for n in shape:
+        count *= n
+    if count * dtype.itemsize != len(raw) - f.tell():
+        raise CheckpointError(f"a damaged catallax checkpoint (member {name!r}: its shape {shape} does not match "
+                              "its bytes)")
+    array = np.frombuffer(raw, dtype=dtype, offset=f.tell(), count=count)
+    return array.reshape(shape, order="F" if fortran else "C")
 
 
 SCALARS = (type(None), bool, int, float, str)
@@ -97,7 +148,7 @@ def _encode(x, arrays: list, path: str):
     raise TypeError(f"checkpoint: {path} is a {type(x).__module__}.{type(x).__qualname__}, not data")
 
 
-def _decode(x, arrays: dict):
+def _decode(x, arrays: _Members):
     if isinstance(x, list):
         return [_decode(v, arrays) for v in x]
     if not isinstance(x, dict):
@@ -110,7 +161,7 @@ def _decode(x, arrays: dict):
     if tag in ("tuple", "set", "frozenset"):
         return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](_decode(v, arrays) for v in x["v"])
     if tag in ("ndarray", "npscalar", "tensor"):
-        a = arrays[f"a{int(x['i'])}"].copy()  # np.load gives read-only views of the archive
+        a = arrays[f"a{int(x['i'])}"].copy()  # frombuffer gives read-only views of the archive
         if tag == "ndarray":
             return a
         if tag == "npscalar":
