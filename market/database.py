@@ -1,6 +1,13 @@
 """Opening a database: an engine on an up-to-date schema, SQLite set up for several writers, and the checks a
 database from anyone must pass before we write to it (no triggers or rules of its own).
 
+Every statement runs under a time limit (:func:`statement_limit`, ``CATALLAX_STATEMENT_TIMEOUT`` seconds,
+default 60): a database from anyone may hold a view that never finishes (a recursive query without end in
+place of a table), and a reader must neither hang nor stop answering Ctrl-C. PostgreSQL enforces the limit
+itself (``statement_timeout``); on SQLite a progress handler aborts the statement once it is past its
+deadline, and, being Python code that SQLite calls while the statement runs, lets the interpreter act on a
+signal (Ctrl-C) mid-statement instead of after it.
+
 SQLite by default (one file, WAL journal); any SQLAlchemy URL (PostgreSQL) works the same. Several processes
 may write runs into one database at once: SQLite transactions take the write lock up front (``BEGIN
 IMMEDIATE``) and wait for it (``busy_timeout``); schema changes (market/migrate.py) happen under a lock on
@@ -9,6 +16,8 @@ either backend. The tables are ``market/schema.py``.
 
 from __future__ import annotations
 
+import math
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -21,6 +30,24 @@ from sqlmodel import create_engine
 
 from market.migrate import check, migrate
 from market.schema import SQLITE_BUSY_MS, StoreError
+
+STATEMENT_TIMEOUT_ENV = "CATALLAX_STATEMENT_TIMEOUT"
+STATEMENT_TIMEOUT_DEFAULT = 60.0  # seconds one statement may run; far above any this code issues on its tables
+PROGRESS_STEPS = 10_000  # SQLite VM steps between two looks at the clock (about a millisecond)
+
+
+def statement_limit() -> float:
+    """Seconds one statement may run: ``CATALLAX_STATEMENT_TIMEOUT`` (a number > 0), else the default."""
+    raw = os.environ.get(STATEMENT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return STATEMENT_TIMEOUT_DEFAULT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise StoreError(f"{STATEMENT_TIMEOUT_ENV}={raw!r}: expected a number of seconds > 0")
+    return seconds
 
 
 def make_engine(url: str, readonly: bool = False):
@@ -37,18 +64,21 @@ def make_engine(url: str, readonly: bool = False):
     if parsed.drivername == "postgresql":  # plain postgresql:// means psycopg2, which we do not ship
         parsed = parsed.set(drivername="postgresql+psycopg")
     sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
+    limit = statement_limit()
     connect_args = {}
     if readonly and sqlite_file:
         parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro",
                             query={"uri": "true"})
-    elif readonly and parsed.get_backend_name() == "postgresql":
-        connect_args = {"options": "-c default_transaction_read_only=on"}
+    elif parsed.get_backend_name() == "postgresql":
+        options = f"-c statement_timeout={math.ceil(limit * 1000)}"
+        connect_args = {"options": options + (" -c default_transaction_read_only=on" if readonly else "")}
     try:
         engine = create_engine(parsed, connect_args=connect_args)
     except ImportError as err:
         raise StoreError(f"--db {shown}: database driver missing ({err})") from None
     if engine.dialect.name == "sqlite":
-        _sqlite_setup(engine, readonly)
+        _sqlite_setup(engine, readonly, limit)
+    _time_limited(engine, limit)
     try:
         check(engine) if readonly else migrate(engine)
         if not readonly:
@@ -96,7 +126,49 @@ def shown_url(url: str) -> str:
         return url
 
 
-def _sqlite_setup(engine, readonly: bool) -> None:
+class _Deadline:
+    """SQLite's progress handler for one connection: aborts the statement running past its deadline (which
+    :meth:`start` sets as each statement begins)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.expired = seconds, False
+        self.start()
+
+    def start(self) -> None:
+        self.until, self.expired = time.monotonic() + self.seconds, False
+
+    def __call__(self) -> int:
+        if time.monotonic() > self.until:
+            self.expired = True
+            return 1  # SQLite stops the statement: sqlite3.OperationalError("interrupted")
+        return 0
+
+
+def _time_limited(engine, limit: float) -> None:
+    """A statement past ``limit`` ends in a StoreError naming the limit, on either backend; a SQLite statement
+    that a signal's handler broke off ends in KeyboardInterrupt, as the signal meant."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _start(conn, _cursor, _statement, _parameters, _context, _executemany):
+        deadline = conn.info.get("deadline")
+        if deadline is not None:
+            deadline.start()
+
+    @event.listens_for(engine, "handle_error")
+    def _limit(context):
+        orig = context.original_exception
+        over = StoreError(f"a query ran past the {limit:g}-second statement limit ({STATEMENT_TIMEOUT_ENV}); the "
+                          "database may hold a view or table that never finishes")
+        if getattr(orig, "sqlstate", None) == "57014" and "statement timeout" in str(orig):  # PostgreSQL
+            return over
+        if isinstance(orig, sqlite3.OperationalError) and str(orig) == "interrupted":
+            deadline = context.connection.info.get("deadline") if context.connection is not None else None
+            # else a signal's handler raised inside the progress handler, where SQLite drops the exception
+            return over if deadline is not None and deadline.expired else KeyboardInterrupt()
+        return None
+
+
+def _sqlite_setup(engine, readonly: bool, limit: float) -> None:
     """NORMAL sync (atomic with WAL, safe against a killed process), foreign keys, and ``BEGIN IMMEDIATE``;
     a new file gets incremental auto-vacuum, so a finished run gives back the pages its checkpoints freed.
 
@@ -108,7 +180,7 @@ def _sqlite_setup(engine, readonly: bool) -> None:
     """
 
     @event.listens_for(engine, "connect")
-    def _connect(conn, _record):
+    def _connect(conn, record):
         conn.isolation_level = None  # we emit BEGIN ourselves, below
         cur = conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
@@ -117,6 +189,9 @@ def _sqlite_setup(engine, readonly: bool) -> None:
         if not readonly and cur.execute("PRAGMA page_count").fetchone()[0] == 0:  # a new file (setting it
             cur.execute("PRAGMA auto_vacuum=INCREMENTAL")  # in an existing one would write its header)
         cur.close()
+        deadline = _Deadline(limit)
+        conn.set_progress_handler(deadline, PROGRESS_STEPS)
+        record.info["deadline"] = deadline
 
     @event.listens_for(engine, "begin")
     def _begin(conn):

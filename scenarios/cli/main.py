@@ -21,6 +21,7 @@ import warnings
 gc.disable()
 import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks the caller's frames (~80 ms from deep)
 from scenarios.cli import bench, config, report, resume, run, scenarios, skills, sweep  # noqa: E402
+from market.schema import StoreError  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
 from scenarios.run.config import ConfigError, DeprecatedKey  # noqa: E402
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError as err:  # a config this machine cannot allocate (a population of 10^14 agents)
         parser.exit(2, f"catallax: error: out of memory ({' '.join(str(err).split())[:160] or 'MemoryError'}); "
                        "lower the sizes in the config\n")
-    except (ConfigError, ScenarioError) as err:
+    except (ConfigError, ScenarioError, StoreError) as err:  # StoreError: a database failing mid-command
         parser.exit(2, f"catallax: error: {skills.shown(str(err))}\n")  # a name from a file or database: no
         # control character in it reaches the terminal or splits the one line
 
