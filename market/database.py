@@ -80,6 +80,8 @@ def make_engine(url: str, readonly: bool = False):
         _sqlite_setup(engine, readonly, limit)
     _time_limited(engine, limit)
     try:
+        if not readonly:  # before our first statement on its tables (a migration's included), and after
+            refuse_foreign_code(engine)
         check(engine) if readonly else migrate(engine)
         if not readonly:
             refuse_foreign_code(engine)
@@ -95,27 +97,67 @@ def make_engine(url: str, readonly: bool = False):
     return engine
 
 
+# Every place a PostgreSQL schema can run code of its own on our statements, as (kind, name, table) rows. The
+# project creates none of these (its one column default is a serial's nextval): whatever is found was planted.
+_PG_FOREIGN_CODE = """
+WITH ours AS (SELECT c.oid, c.relname, c.relkind FROM pg_class c
+              WHERE c.relnamespace = CAST(:schema AS regnamespace)),
+path AS (SELECT n.oid FROM pg_namespace n WHERE n.nspname = ANY (CAST(:path AS name[])) AND n.nspname <> 'pg_catalog'),
+extension AS (SELECT objid FROM pg_depend WHERE deptype = 'e')
+SELECT 'trigger', t.tgname::text, o.relname::text FROM pg_trigger t JOIN ours o ON o.oid = t.tgrelid WHERE NOT t.tgisinternal
+UNION ALL SELECT 'rule', r.rulename::text, o.relname::text FROM pg_rewrite r JOIN ours o ON o.oid = r.ev_class
+  WHERE r.rulename <> '_RETURN'
+UNION ALL SELECT 'column default', a.attname::text, o.relname::text FROM pg_attrdef d JOIN ours o ON o.oid = d.adrelid
+  JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+  WHERE pg_get_expr(d.adbin, d.adrelid) !~ '^nextval\\(''([a-z_]+\\.)?[a-z_]+''::regclass\\)$' OR a.attgenerated <> ''
+UNION ALL SELECT 'constraint', c.conname::text, o.relname::text FROM pg_constraint c JOIN ours o ON o.oid = c.conrelid
+  WHERE c.contype NOT IN ('p', 'f', 'u')
+UNION ALL SELECT 'column type', a.attname::text, o.relname::text FROM pg_attribute a JOIN ours o ON o.oid = a.attrelid
+  JOIN pg_type t ON t.oid = a.atttypid WHERE a.attnum > 0 AND (t.typtype = 'd' OR t.typnamespace <> 'pg_catalog'::regnamespace)
+UNION ALL SELECT 'policy', p.polname::text, o.relname::text FROM pg_policy p JOIN ours o ON o.oid = p.polrelid
+UNION ALL SELECT 'row security', o.relname::text, o.relname::text FROM pg_class c JOIN ours o ON o.oid = c.oid
+  WHERE c.relrowsecurity
+UNION ALL SELECT 'index expression', i.indexrelid::regclass::text, o.relname::text FROM pg_index i
+  JOIN ours o ON o.oid = i.indrelid WHERE i.indexprs IS NOT NULL OR i.indpred IS NOT NULL
+UNION ALL SELECT 'view calling', p.oid::regprocedure::text, o.relname::text FROM pg_rewrite r JOIN ours o ON o.oid = r.ev_class
+  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_proc'::regclass
+  JOIN pg_proc p ON p.oid = d.refobjid WHERE p.pronamespace <> 'pg_catalog'::regnamespace
+UNION ALL SELECT 'function', p.oid::regprocedure::text, p.pronamespace::regnamespace::text FROM pg_proc p
+  WHERE p.pronamespace IN (SELECT oid FROM path) AND p.oid NOT IN (SELECT objid FROM extension)
+UNION ALL SELECT 'operator', o.oid::regoperator::text, o.oprnamespace::regnamespace::text FROM pg_operator o
+  WHERE o.oprnamespace IN (SELECT oid FROM path) AND o.oid NOT IN (SELECT objid FROM extension)
+UNION ALL SELECT 'cast', c.castsource::regtype::text || ' to ' || c.casttarget::regtype::text, p.oid::regprocedure::text
+  FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc
+  WHERE p.pronamespace <> 'pg_catalog'::regnamespace AND c.oid NOT IN (SELECT objid FROM extension)
+UNION ALL SELECT 'event trigger', e.evtname::text, e.evtevent::text FROM pg_event_trigger e
+ORDER BY 1, 2"""
+
+
 def refuse_foreign_code(engine) -> None:
-    """A database we write holds no triggers (SQLite, PostgreSQL) or rewrite rules (PostgreSQL): catallax
-    makes none, and one planted in a shared file would run on our writes (rewrite a run's config, drop
-    transfers). Raises :class:`StoreError` naming them; a read-only open never fires them, so reports read on."""
+    """A database we write holds no code of its own that our statements would run: no triggers (SQLite,
+    PostgreSQL), and on PostgreSQL none of :data:`_PG_FOREIGN_CODE` (rules, column defaults other than a
+    serial's, CHECK constraints, domains and other non-built-in column types, row security, expression
+    indexes, views calling functions, functions and operators on the search path that could shadow built-ins,
+    casts through functions, event triggers). catallax makes none; one planted in a shared file or schema would
+    run on our writes (rewrite a run's config, drop transfers, run a program on the server). Raises
+    :class:`StoreError` naming them; a read-only open fires none of the write paths, so reports read on."""
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             found = conn.execute(text("SELECT 'trigger', name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
                                       "ORDER BY name")).all()
-        elif conn.dialect.name == "postgresql":
-            found = conn.execute(text(
-                "SELECT 'trigger', t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND n.nspname = current_schema() "
-                "UNION ALL SELECT 'rule', rulename, tablename FROM pg_rules WHERE schemaname = current_schema() "
-                "ORDER BY 2")).all()
+        elif conn.dialect.name == "postgresql":  # with only built-ins in reach: the check calls no planted code
+            schema, path = conn.execute(text("SELECT pg_catalog.current_schema(), "
+                                             "pg_catalog.current_schemas(false)")).one()
+            conn.execute(text("SET LOCAL search_path TO pg_catalog"))
+            found = conn.execute(text(_PG_FOREIGN_CODE), {"schema": schema, "path": list(path)}).all()
+            conn.rollback()
         else:
             found = []
     if found:
         shown = ", ".join(f"{kind} {name!r} on {table!r}" for kind, name, table in found[:5])
-        raise StoreError(f"holds {shown}{' ...' if len(found) > 5 else ''}: a catallax database has no triggers or "
-                         "rules, and these would run on its writes; refusing to write (drop them, or copy the runs "
-                         "out with a read-only command)")
+        raise StoreError(f"holds {shown}{' ...' if len(found) > 5 else ''}: a catallax database has no code of its "
+                         "own (triggers, rules, defaults, constraints, functions), and these would run on its writes; "
+                         "refusing to write (drop them, or copy the runs out with a read-only command)")
 
 
 def shown_url(url: str) -> str:
