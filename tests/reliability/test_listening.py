@@ -39,7 +39,7 @@ def loopback(ip: str) -> bool:
 @pytest.mark.slow
 def test_a_local_sweep_listens_on_loopback_only(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}  # as a user's shell would have it
-    proc = subprocess.Popen([str(CATALLAX), "sweep", "relay", "--set", "run.episodes=40", "--seeds", "2",
+    proc = subprocess.Popen([str(CATALLAX), "sweep", "relay", "--set", "run.episodes=10", "--seeds", "2",
                              "--out", str(tmp_path / "out")], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     root, seen = psutil.Process(proc.pid), set()

@@ -42,8 +42,9 @@ GRID = ["--grid", "market.payment=bucket_brigade,final_only", "--seeds", "3", "-
 def ray_address():
     # as `catallax sweep` starts its own (scenarios/run/sweep.py): on 127.0.0.1, with a token of its own, which
     # the CLI in a subprocess inherits to join; set before Ray is imported, which is when Ray reads them
-    os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token",
-                       "RAY_AUTH_TOKEN": secrets.token_hex(32)})
+    settings = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     ray = pytest.importorskip("ray")
     temp_dir = tempfile.mkdtemp(prefix="catallax-ray-test-")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False)
@@ -52,6 +53,8 @@ def ray_address():
     finally:
         ray.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
 
 
 def check_landed(result: dict, db_url: str) -> None:
