@@ -20,6 +20,8 @@ import warnings
 # then frozen out of its sight. What loads later (torch, for LLM runs) is collected as usual.
 gc.disable()
 import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks the caller's frames (~80 ms from deep)
+from agents.backends.base import Unreachable  # noqa: E402
+from market.escape import terminal  # noqa: E402
 from scenarios.cli import bench, config, report, resume, run, scenarios, skills, sweep  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
 from scenarios.run.config import ConfigError, DeprecatedKey  # noqa: E402
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _one_line(message, category, filename, lineno, file=None, line=None, _shown=warnings.showwarning):
     """A renamed key's warning as one line naming the old key and the new (other warnings as Python shows them)."""
     if issubclass(category, DeprecatedKey):
-        print(f"catallax: warning: {skills.shown(str(message))}", file=file or sys.stderr)
+        print(f"catallax: warning: {terminal(str(message))}", file=file or sys.stderr)
     else:
         _shown(message, category, filename, lineno, file, line)
 
@@ -55,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError as err:  # a config this machine cannot allocate (a population of 10^14 agents)
         parser.exit(2, f"catallax: error: out of memory ({' '.join(str(err).split())[:160] or 'MemoryError'}); "
                        "lower the sizes in the config\n")
-    except (ConfigError, ScenarioError) as err:
-        parser.exit(2, f"catallax: error: {skills.shown(str(err))}\n")  # a name from a file or database: no
+    except (ConfigError, ScenarioError, Unreachable) as err:
+        parser.exit(2, f"catallax: error: {terminal(str(err))}\n")  # a name from a file or database: no
         # control character in it reaches the terminal or splits the one line
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import unicodedata
 from contextlib import nullcontext
 from pathlib import Path
 
+from market.escape import terminal as shown
 from market.store import make_engine, run_exists, snapshot
 from scenarios.cli.run import database_url, store_errors
 from scenarios.run.config import ConfigError
@@ -89,16 +89,6 @@ def _checked(fn, *args):
     except (TypeError, OverflowError) as err:  # a skill row of a foreign database SQLAlchemy cannot convert
         raise ConfigError(f"skill tables: a stored value of the wrong type ({type(err).__name__}: "
                           f"{' '.join(str(err).split())[:120]})") from None
-
-
-def shown(text: str, keep: str = "") -> str:
-    """``text`` safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides)
-    other than ``keep`` are shown as ``\\x1b``-style escapes; a library from anyone's database prints as text."""
-    return "".join(c if c in keep or not _control(c) else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def _control(c: str) -> bool:
-    return unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d"  # Cf: bidi overrides; keep the emoji joiner
 
 
 def _row(v, current: set, operator: str | None, gate: str | None) -> dict:

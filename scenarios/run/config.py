@@ -13,6 +13,7 @@ exit code 2. A key that was renamed (:data:`RENAMED`) is read under its new name
 from __future__ import annotations
 
 import copy
+import re
 import dataclasses
 import tomllib
 import warnings
@@ -23,7 +24,7 @@ from market.config import MarketConfig, PopulationConfig
 from scenarios.registry import SCENARIO_DIR, ScenarioError, get_scenario, plugin_names
 from scenarios.run import derived, rules
 from scenarios.run.experiment import MAX_EPISODES, Experiment, RunConfig
-from scenarios.run.sections import ConfigError, did_you_mean, keys, section
+from scenarios.run.sections import SECRET, ConfigError, did_you_mean, keys, section
 from skills.config import SkillsConfig
 
 __all__ = ["MAX_EPISODES", "RENAMED", "ConfigError", "DeprecatedKey", "Experiment", "RunConfig", "from_dict",
@@ -141,6 +142,8 @@ def _read(path: Path) -> dict:
 def _shown(item) -> str:
     """A --set as the user typed it (a dict override as key=value), shortened in the middle past 80 characters."""
     text = item if isinstance(item, str) else f"{item[0]}={item[1]!r}"
+    if re.search(rf"\b{SECRET}\b", text):  # an API key given by --set is refused, and never repeated
+        text = f"{text.partition('=')[0]}=(not shown)"
     return text if len(text) <= 80 else f"{text[:50]}...{text[-20:]}"
 
 
