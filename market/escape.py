@@ -29,6 +29,13 @@ def markdown(text: object) -> str:
     return "".join("\\" + c if c in _MARKUP else c for c in safe)
 
 
+def markdown_code(text: object) -> str:
+    """``text`` as a Markdown code span: escaped for the terminal, its backticks (which would end the span) as
+    quotes and its pipes (which split a table's cell even inside a span) backslashed. HTML inside a code span is
+    shown, not rendered, so it needs nothing more."""
+    return "`" + terminal(text).replace("`", "'").replace("|", "\\|") + "`"
+
+
 _MARKUP = set("\\`*_[]|#!~")
 """Markdown characters that would change a line's rendering (emphasis, code, links, images, tables, headings)."""
 

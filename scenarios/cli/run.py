@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from market.escape import terminal
 from market.store import StoreError
 from scenarios.run.config import ConfigError, load
 from scenarios.run.interrupt import Stop
@@ -137,4 +138,4 @@ def print_summary(summary: dict, as_json: bool) -> None:
         print(json.dumps(summary))
     else:
         for key, value in summary.items():
-            print(f"{key:>16}: {value}")
+            print(terminal(f"{key:>16}: {value}"))  # a finished run's summary comes from its database
