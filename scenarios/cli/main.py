@@ -22,14 +22,14 @@ gc.disable()
 import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks the caller's frames (~80 ms from deep)
 from agents.backends.base import Unreachable  # noqa: E402
 from market.escape import terminal  # noqa: E402
-from scenarios.cli import bench, config, report, resume, run, scenarios, skills, sweep  # noqa: E402
+from scenarios.cli import bench, config, dashboard, report, resume, run, scenarios, skills, sweep  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
 from scenarios.run.config import ConfigError, DeprecatedKey  # noqa: E402
 
 gc.freeze()
 gc.enable()
 
-COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
+COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report, dashboard)  # each: add_parser(subparsers), handle(args) -> int
 
 
 def build_parser() -> argparse.ArgumentParser:
