@@ -2,12 +2,18 @@
 
 The dashboard test (solara), the openai backend test (``vllm serve``) and PostgreSQL (tests/pg.py)
 all start real processes on 127.0.0.1; this is the one place that starts, waits for and stops them.
+A server is also stopped when the process that started it dies, however it dies (a SIGKILL, a worker
+killed for memory): the kernel sends it a signal then (:func:`dies_with_parent`), where a ``finally``
+would never run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -18,6 +24,24 @@ from pathlib import Path
 
 VLLM_SERVED = "smollm2-135m-instruct"
 """The model name the suite's ``vllm serve`` (tests/conftest.py) serves the embedded SmolLM2 under."""
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def dies_with_parent(signum: int = signal.SIGTERM):
+    """A ``preexec_fn`` for ``subprocess.Popen``: the child gets ``signum`` when the thread that started it
+    exits (Linux ``prctl(PR_SET_PDEATHSIG)``; it runs after Popen's ``user=``/``group=`` change, which would
+    clear it). If the parent died before the child got here, the child signals itself at once."""
+    parent, libc = os.getpid(), ctypes.CDLL(None, use_errno=True)  # loaded here: the child only calls it
+
+    def arm():
+        if libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signum)
+
+    return arm
 
 
 def free_port() -> int:
@@ -31,7 +55,7 @@ def serving(cmd: list[str], url: str, log: Path, timeout: float, **popen):
     """Start ``cmd`` (output to ``log``), wait until ``url`` answers 200, yield the process; on exit
     terminate it (kill it if it lingers). A server that exits or stays silent fails with its log's tail."""
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **popen)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, preexec_fn=dies_with_parent(), **popen)
         try:
             deadline = time.monotonic() + timeout
             while not _answers(url):
