@@ -9,6 +9,7 @@ either backend. The tables are ``market/schema.py``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -38,8 +39,10 @@ def make_engine(url: str, readonly: bool = False):
         parsed = parsed.set(drivername="postgresql+psycopg")
     sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
     connect_args = {}
-    if readonly and sqlite_file:
-        parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro",
+    if readonly and sqlite_file:  # in a folder this process cannot write, SQLite could not make a WAL file's
+        # shared-memory index: the file is read as it is on disk (immutable), as of its last checkpoint
+        frozen = "&immutable=1" if not os.access(Path(parsed.database).absolute().parent, os.W_OK) else ""
+        parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro{frozen}",
                             query={"uri": "true"})
     elif readonly and parsed.get_backend_name() == "postgresql":
         connect_args = {"options": "-c default_transaction_read_only=on"}

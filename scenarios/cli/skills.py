@@ -59,7 +59,7 @@ def add_parser(subparsers):
 def handle(args) -> int:
     if args.action == "export" and args.folder.exists() and not args.folder.is_dir():
         raise ConfigError(f"{args.folder}: not a folder; export into a new folder")
-    url = database_url(args.db, args.out, must_exist=args.action != "import")
+    url = database_url(args.db, args.out, must_exist=args.action != "import", writes=args.action == "import")
     if args.action == "import":
         _checked(read_folder, args.folder)  # a bad file is reported before any database is touched
     if args.db is None and args.action == "import":

@@ -82,8 +82,12 @@ def parse_override(item: str) -> tuple[list[str], object]:
         raise ConfigError(f"--set {item}: expected KEY=VALUE, e.g. market.batch=4")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
+    except RecursionError:  # the parser recurses once per level: thousands of nested brackets
+        raise ConfigError(f"--set {_shown(item)}: nested deeper than {MAX_NESTING} levels") from None
     except ValueError:  # TOMLDecodeError, or an integer past Python's digit limit (then "expected an integer")
         value = raw
+    if _too_deep(key.strip(), value):
+        raise ConfigError(f"--set {_shown(item)}: nested deeper than {MAX_NESTING} levels") from None
     return key.strip().split("."), value
 
 
@@ -128,15 +132,39 @@ def _read(path: Path) -> dict:
     """A scenario file's tables. It must name its scenario: an empty or mistyped file would run relay's defaults."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (a value nested deeper than {MAX_NESTING} levels)") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except ValueError as err:  # TOMLDecodeError, or an integer of more digits than Python converts
         raise ConfigError(f"{path}: not valid TOML ({err})") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read it ({err.strerror})") from None
+    if deep := _too_deep("", data):
+        raise ConfigError(f"{path}: {deep} = ...: nested deeper than {MAX_NESTING} levels")
     if not isinstance(data.get("run"), dict) or "scenario" not in data["run"]:
         raise ConfigError(f'{path}: no [run] scenario: a scenario file names its world (e.g. scenario = "relay")')
     return data
+
+
+MAX_NESTING = 32
+"""Levels of tables and arrays a config value may nest (no key needs more than a few); deeper is refused before
+anything walks it recursively."""
+
+
+def _too_deep(key: str, value) -> str | None:
+    """The dotted key of the first value nested deeper than :data:`MAX_NESTING`, else None (walked without
+    recursion, so any depth is measured)."""
+    stack = [(key, value, 0)]
+    while stack:
+        name, node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return name or "(top level)"
+        if isinstance(node, dict):
+            stack += [(f"{name}.{k}" if name else str(k), v, depth + 1) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(name, v, depth + 1) for v in node]
+    return None
 
 
 def _shown(item) -> str:
