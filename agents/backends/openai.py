@@ -64,8 +64,8 @@ def server(cfg: BackendConfig) -> str:
     reaches another server than its config names without saying so."""
     configured, override = cfg.base_url.rstrip("/"), os.environ.get(BASE_URL_ENV, "").rstrip("/")
     if override and override != configured:
-        print(f"catallax: note: llm.base_url is {terminal(configured)} in the run's config; contacting {terminal(override)} "
-              f"({BASE_URL_ENV})", file=sys.stderr)
+        print(f"catallax: note: llm.base_url is {terminal(configured)} in the run's config; contacting "
+              f"{terminal(override)} ({BASE_URL_ENV})", file=sys.stderr)
     return override or configured
 
 

@@ -1,4 +1,5 @@
-"""``catallax dashboard [SCENARIO] [--host H] [--port P]``: the live market in the browser (scenarios/report/dashboard.py).
+"""``catallax dashboard [SCENARIO] [--host H] [--port P]``: the live market in the browser
+(scenarios/report/dashboard.py).
 
 It listens on 127.0.0.1 unless ``--host`` names another address (``$HOST`` is not read: a shell's or a
 container's ``HOST=0.0.0.0`` would open it to the network), accepts websockets from its own pages only, and
@@ -11,7 +12,8 @@ from scenarios.run.config import ConfigError
 
 def add_parser(subparsers):
     p = subparsers.add_parser("dashboard", help="serve the live market dashboard in the browser (127.0.0.1)")
-    p.add_argument("scenario", nargs="?", default="relay", help="a built-in scenario that runs on the market (default: relay)")
+    p.add_argument("scenario", nargs="?", default="relay",
+                   help="a built-in scenario that runs on the market (default: relay)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     return p

@@ -34,7 +34,8 @@ from sqlalchemy.exc import DatabaseError  # noqa: E402
 gc.freeze()
 gc.enable()
 
-COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report, dashboard)  # each: add_parser(subparsers), handle(args) -> int
+COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report, dashboard)
+"""Each: add_parser(subparsers), handle(args) -> int."""
 
 
 def build_parser() -> argparse.ArgumentParser:
