@@ -14,25 +14,13 @@ import sys
 
 import pytest
 
-from market.store import make_engine
-from skills import SkillLibrary
 from tests.reliability.test_stored_code import cli, relay_run, sql
+from tests.reliability.test_stored_paths import library_db  # noqa: F401  (the fixture: a two-skill library)
 
 
 def one_line(code, err) -> str:
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     return err
-
-
-@pytest.fixture
-def library_db(tmp_path):
-    url = f"sqlite:///{tmp_path / 'lib.db'}"
-    engine = make_engine(url)
-    library = SkillLibrary(engine)
-    library.add("tidy", "Keep it tidy.", "Tidy up.")
-    library.add("sweep", "Sweep the floor.", "Sweep.")
-    engine.dispose()
-    return url
 
 
 @pytest.mark.parametrize("column, value, named", [
