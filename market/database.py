@@ -66,8 +66,10 @@ def make_engine(url: str, readonly: bool = False):
     sqlite_file = parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:")
     limit = statement_limit()
     connect_args = {}
-    if readonly and sqlite_file:
-        parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro",
+    if readonly and sqlite_file:  # in a folder this process cannot write, SQLite could not make a WAL file's
+        # shared-memory index: the file is read as it is on disk (immutable), as of its last checkpoint
+        frozen = "&immutable=1" if not os.access(Path(parsed.database).absolute().parent, os.W_OK) else ""
+        parsed = parsed.set(database=f"file:{quote(str(Path(parsed.database).absolute()))}?mode=ro{frozen}",
                             query={"uri": "true"})
     elif parsed.get_backend_name() == "postgresql":
         options = f"-c statement_timeout={math.ceil(limit * 1000)}"

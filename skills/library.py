@@ -158,14 +158,12 @@ class SkillLibrary:
         """Every version, in the order written."""
         if self._empty:
             return []
-        with Session(self.engine) as s:
-            return list(s.exec(select(Skill).where(Skill.library == self.name).order_by(Skill.id)).all())
+        return self._rows(Skill, select(Skill).where(Skill.library == self.name).order_by(Skill.id))
 
     def edits(self) -> dict[int, SkillEdit]:
         if self._empty:
             return {}
-        with Session(self.engine) as s:
-            return {e.id: e for e in s.exec(select(SkillEdit).where(SkillEdit.library == self.name)).all()}
+        return {e.id: e for e in self._rows(SkillEdit, select(SkillEdit).where(SkillEdit.library == self.name))}
 
     def current(self) -> list[Skill]:
         return current_of(self.versions())
@@ -173,9 +171,19 @@ class SkillLibrary:
     def diagnosis_failures(self) -> list[DiagnosisFailure]:
         if self._empty:
             return []
-        with Session(self.engine) as s:
-            query = select(DiagnosisFailure).where(DiagnosisFailure.library == self.name).order_by(DiagnosisFailure.id)
-            return list(s.exec(query).all())
+        query = select(DiagnosisFailure).where(DiagnosisFailure.library == self.name).order_by(DiagnosisFailure.id)
+        return self._rows(DiagnosisFailure, query)
+
+    def _rows(self, table, query) -> list:
+        """``query``'s rows of ``table``; a stored value the row type cannot take (a foreign database's
+        ``created_at = 'yesterday'``) is a :class:`SkillError` naming the table and column, not a traceback."""
+        try:
+            with Session(self.engine) as s:
+                return list(s.exec(query).all())
+        except (ValueError, TypeError, OverflowError) as err:
+            first = " ".join(str(err).split())[:120]
+            where = f"{table.__tablename__}.created_at" if first.startswith("Invalid isoformat") else table.__tablename__
+            raise SkillError(f"library {self.name!r}: {where}: a stored value cannot be read ({first})") from None
 
     def record_failures(self, failures) -> None:
         """Write unusable diagnoses (skills/editor.py ``Malformed``: skill, output, error) in one transaction."""

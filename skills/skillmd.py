@@ -93,10 +93,14 @@ def render(skill: Skill, labels: dict[int, str], edit: SkillEdit | None) -> str:
     meta = {"version": str(skill.version), "status": skill.status}
     if skill.role is not None:
         meta["role"] = skill.role
-    if skill.parent_id is not None:
-        meta["parent"] = labels[skill.parent_id]
-    if skill.merge_parent_id is not None:
-        meta["merge-parent"] = labels[skill.merge_parent_id]
+    def fail(field: str, problem: str):  # a row of anyone's database: named by its table and column
+        raise SkillFormatError(f"skill {skill.name!r} version {skill.version!r}: {field}: {problem}")
+
+    for field, key in (("parent_id", "parent"), ("merge_parent_id", "merge-parent")):
+        if (parent := getattr(skill, field)) is not None:
+            if parent not in labels:
+                fail(f"skill.{field} = {parent!r}", "no such version in the library")
+            meta[key] = labels[parent]
     meta["created"] = skill.created_at.isoformat()
     if edit is not None:
         meta |= {"edit-operator": edit.operator, "edit-target": edit.target}
@@ -104,11 +108,36 @@ def render(skill: Skill, labels: dict[int, str], edit: SkillEdit | None) -> str:
                     "edit-score-before": edit.score_before, "edit-score-after": edit.score_after}
         meta |= {k: str(v) for k, v in optional.items() if v is not None}
         meta |= {"edit-gate": edit.gate, "edit-created": edit.created_at.isoformat()}
-    front = {"name": skill.name, "description": skill.description, **json.loads(skill.extra or "{}"), "metadata": meta}
+    front = {"name": skill.name, "description": skill.description, **_extra(skill.extra, fail), "metadata": meta}
     text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n" + skill.body
     if skill.rule is not None:
         text += f"\n\n{RULE_FENCE}\n{skill.rule}\n```"
     return text + "\n"
+
+
+MAX_EXTRA_DEPTH = 16
+"""Levels a stored ``skill.extra`` value may nest (front matter fields are flat; ``metadata`` is one level)."""
+
+
+def _extra(stored: str | None, fail) -> dict:
+    """A version's other front-matter fields from ``skill.extra`` (a JSON object), checked: a foreign row's
+    text that is not JSON, not an object or nested past :data:`MAX_EXTRA_DEPTH` fails naming the column."""
+    try:
+        extra = json.loads(stored or "{}")
+    except RecursionError:
+        fail("skill.extra", f"nested deeper than {MAX_EXTRA_DEPTH} levels")
+    except (ValueError, TypeError) as err:
+        fail("skill.extra", f"not JSON ({' '.join(str(err).split())[:80]})")
+    if not isinstance(extra, dict):
+        fail("skill.extra", "not a JSON object")
+    stack = [(extra, 0)]
+    while stack:  # measured without recursion: yaml's dump recurses once per level
+        node, depth = stack.pop()
+        if depth > MAX_EXTRA_DEPTH:
+            fail("skill.extra", f"nested deeper than {MAX_EXTRA_DEPTH} levels")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack += [(v, depth + 1) for v in children]
+    return extra
 
 
 def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:

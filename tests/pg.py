@@ -1,8 +1,10 @@
 """A throwaway PostgreSQL server for the persistence tests (real server, no mocks).
 
-``initdb`` into a fresh temp folder, ``pg_ctl start`` with its Unix socket in
-that folder and a free TCP port on 127.0.0.1, one new database per test, and
-``pg_ctl stop`` at the end. PostgreSQL refuses to run as root, so as root the
+``initdb`` into a fresh temp folder, ``postgres`` started directly (not through
+``pg_ctl``, which daemonizes it) with its Unix socket in that folder and a free TCP
+port on 127.0.0.1, one new database per test, and an immediate shutdown at the end,
+or as soon as the process that started it dies, however it dies
+(tests/processes.py ``dies_with_parent``). PostgreSQL refuses to run as root, so as root the
 server runs as ``nobody`` (the folder is handed to it). Durability is switched
 off (``fsync=off``): the tests kill clients, never the machine.
 """
@@ -13,12 +15,14 @@ import glob
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.processes import free_port
+from tests.processes import dies_with_parent, free_port
 
 DATABASES = ["sqlite", "postgres"]  # what the persistence tests run on
 
@@ -80,19 +84,43 @@ def cluster():
         try:
             as_server(bin_dir / "initdb", "-D", data, "-U", user, "--auth=trust", "--no-locale", "--encoding=UTF8",
                       "--no-sync")
-            options = (f"-k {folder} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off "
-                       "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
-            as_server(bin_dir / "pg_ctl", "start", "-w", "-D", data, "-l", folder / "server.log", "-o", options)
         except subprocess.CalledProcessError as err:
-            log = folder / "server.log"
-            detail = (err.stderr or b"").decode() + (log.read_text() if log.exists() else "")
-            raise RuntimeError(f"PostgreSQL test server did not start: {detail[-2000:]}") from None
+            raise RuntimeError(f"PostgreSQL test server did not start: {(err.stderr or b'').decode()[-2000:]}") from None
+        options = ["-k", folder, "-p", str(port), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+                   "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=50"]
+        with open(folder / "server.log", "w") as log:  # SIGQUIT: PostgreSQL's immediate shutdown
+            server = subprocess.Popen([bin_dir / "postgres", "-D", data, *options], stdout=log, stderr=subprocess.STDOUT,
+                                      cwd=folder, preexec_fn=dies_with_parent(signal.SIGQUIT), **run_as)
         try:
+            _wait_ready(server, folder)
             yield Cluster(folder, port, user)
         finally:
-            as_server(bin_dir / "pg_ctl", "stop", "-D", data, "-m", "immediate")
+            server.send_signal(signal.SIGQUIT)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_ready(server: subprocess.Popen, folder: Path, timeout: float = 60) -> None:
+    """Until the server takes connections (what ``pg_ctl start -w`` waits for: ``postmaster.pid``'s status line
+    says ``ready``); one that exits or stays silent fails with its log."""
+    deadline = time.monotonic() + timeout
+    while not _ready(folder / "data" / "postmaster.pid"):
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"PostgreSQL test server did not start: {(folder / 'server.log').read_text()[-2000:]}")
+        time.sleep(0.1)
+
+
+def _ready(pid_file: Path) -> bool:
+    try:
+        lines = pid_file.read_text().splitlines()
+    except OSError:
+        return False
+    return len(lines) >= 8 and lines[7].strip() == "ready"
 
 
 def _has_group(name: str) -> bool:

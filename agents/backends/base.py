@@ -159,6 +159,14 @@ class Backend(Protocol):
         """Release the engine (processes, memory)."""
 
 
+API_KEY_ENV = "CATALLAX_OPENAI_API_KEY"
+"""The environment variable the ``openai`` backend reads its API key from (``llm.api_key_env`` names another)."""
+
+
+class Unreachable(ConnectionError):
+    """No server answers at a backend's address: the command ends in one line naming the address (exit 2)."""
+
+
 class NoPrivilegedPass(ValueError):
     """This engine cannot teacher-force a completion (a chat server returns no prompt log-probabilities)."""
 
@@ -185,8 +193,14 @@ class BackendConfig:
     timeout: float = Field(600.0, gt=0)
     """Seconds one call may take; completions still running then end as ``timeout``."""
     base_url: str = "http://127.0.0.1:8000/v1"
-    """openai: the server's OpenAI-compatible root."""
-    api_key: str = "EMPTY"
+    """openai: the server's OpenAI-compatible root (``CATALLAX_OPENAI_BASE_URL`` in the environment overrides it,
+    and the run says so)."""
+    api_key_env: str = Field(API_KEY_ENV, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """openai: the environment variable that holds the API key. The key itself is never a config key: a run's
+    config is stored in its database and printed by ``catallax config show``, so a key there would leak."""
+    retry_for: float = Field(30.0, gt=0)
+    """openai: seconds a request whose server cannot be reached (refused, unresolvable, 429, 5xx) is retried
+    before it fails; a server that answers nothing at the start ends the command then, in one line."""
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     """vllm: share of (GPU, or on CPU the node's) memory the engine may take."""
     max_model_len: int = Field(2048, ge=64)

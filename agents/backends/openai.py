@@ -8,14 +8,19 @@ at the smallest reported value).
 
 Servers fail in passing (a rate limit, an overloaded or restarting server, a dropped
 connection): a request answered 429 or 5xx, or whose connection fails, is sent again
-after an exponential backoff (0.1 s, 0.2 s, ... at most 5 s) until ``timeout`` seconds
-after it was first sent; every failed attempt is recorded in ``failures``. What still
+after an exponential backoff (0.1 s, 0.2 s, ... at most 5 s) until ``retry_for`` seconds
+after it was first sent (and never past ``timeout``); every failed attempt is recorded in ``failures``. What still
 fails ends as a ``timeout`` or ``error`` completion, and a failed score is NaN: "no
 opinion" (the policy neither wakes the agent on that state nor caches the score).
 Never an exception into the market.
 
 ``model = "smollm2"`` (the default) means "whatever the server serves": the first
-id of ``GET /models``.
+id of ``GET /models``; a server that does not answer it is :class:`Unreachable` (one line, exit 2).
+
+The API key comes from the environment (``CATALLAX_OPENAI_API_KEY``, or the variable ``api_key_env`` names),
+never from the config, which a run stores and ``catallax config show`` prints. ``CATALLAX_OPENAI_BASE_URL``
+overrides ``base_url`` (a resumed run then reaches the server you name, not the one its database names), and
+the backend says on stderr when that differs from the config's.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from __future__ import annotations
 import collections
 import http.client
 import json
+import os
 import socket
+import sys
 import threading
 import time
 import urllib.error
@@ -32,9 +39,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from agents.backends.base import NO, YES, BackendConfig, Completion, NoPrivilegedPass, Prompt, Stats
+from market.escape import terminal
+
+from agents.backends.base import NO, YES, BackendConfig, Completion, NoPrivilegedPass, Prompt, Stats, Unreachable
 
 TOP_LOGPROBS = 20
+BASE_URL_ENV = "CATALLAX_OPENAI_BASE_URL"
+"""The environment variable that overrides ``llm.base_url`` (the server this machine's user chose)."""
 BACKOFF = (0.1, 5.0)
 """First wait and longest wait between attempts of one request (seconds); it doubles in between."""
 
@@ -47,25 +58,46 @@ def _retryable(err: Exception) -> bool:
     return isinstance(err, (urllib.error.URLError, ConnectionError, http.client.HTTPException))
 
 
+def server(cfg: BackendConfig) -> str:
+    """The root the backend contacts: ``CATALLAX_OPENAI_BASE_URL`` when set, else the config's ``base_url``;
+    a one-line note on stderr when they differ, so a run (a resumed one, whose config a database gave) never
+    reaches another server than its config names without saying so."""
+    configured, override = cfg.base_url.rstrip("/"), os.environ.get(BASE_URL_ENV, "").rstrip("/")
+    if override and override != configured:
+        print(f"catallax: note: llm.base_url is {terminal(configured)} in the run's config; contacting "
+              f"{terminal(override)} ({BASE_URL_ENV})", file=sys.stderr)
+    return override or configured
+
+
 class OpenAIBackend:
     name = "openai"
 
     def __init__(self, cfg: BackendConfig = BackendConfig()):
         self.cfg = cfg
-        self.root = cfg.base_url.rstrip("/")
+        self.root = server(cfg)
+        self._key = os.environ.get(cfg.api_key_env) or "EMPTY"  # a local server without --api-key takes any
         self.failures: collections.deque = collections.deque(maxlen=1000)
         """Failed attempts, the newest last: {"path", "attempt", "error", "retried"}."""
         self._lock = threading.Lock()
         self.stats = Stats()
-        self.model = cfg.model if cfg.model not in ("", "smollm2") else self._request("GET", "/models")["data"][0]["id"]
+        self.model = cfg.model if cfg.model not in ("", "smollm2") else self._served()
+
+    def _served(self) -> str:
+        try:
+            return self._request("GET", "/models")["data"][0]["id"]
+        except (OSError, ValueError, KeyError, IndexError, TypeError, http.client.HTTPException) as err:
+            reason = getattr(err, "reason", None) or err
+            raise Unreachable(f"llm.base_url = {self.root}: no OpenAI-compatible server answers GET /models there "
+                              f"({type(reason).__name__}: {' '.join(str(reason).split())[:120]})") from None
 
     def _request(self, method: str, path: str, body: dict | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()
         deadline = time.monotonic() + self.cfg.timeout
+        retry_until = time.monotonic() + min(self.cfg.retry_for, self.cfg.timeout)
         attempt = 0
         while True:
             request = urllib.request.Request(self.root + path, data=data, method=method, headers={
-                "Content-Type": "application/json", "Authorization": f"Bearer {self.cfg.api_key}"})
+                "Content-Type": "application/json", "Authorization": f"Bearer {self._key}"})
             left = deadline - time.monotonic()
             try:
                 with urllib.request.urlopen(request, timeout=max(left, 1e-3)) as response:
@@ -74,7 +106,7 @@ class OpenAIBackend:
                 wait = min(BACKOFF[0] * 2**attempt, BACKOFF[1])
                 timed_out = isinstance(err, (TimeoutError, socket.timeout)) or isinstance(
                     getattr(err, "reason", None), (TimeoutError, socket.timeout))
-                retry = _retryable(err) and not timed_out and time.monotonic() + wait < deadline
+                retry = _retryable(err) and not timed_out and time.monotonic() + wait < retry_until
                 with self._lock:
                     self.stats.failures += 1
                     self.failures.append({"path": path, "attempt": attempt, "error": f"{type(err).__name__}: {err}",

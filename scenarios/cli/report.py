@@ -9,6 +9,7 @@ A missing database or run is bad input: one error line, exit 2, nothing written.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -40,15 +41,21 @@ def handle(args) -> int:
     url = make_url(db_url)
     with store_errors():
         engine = make_engine(db_url, readonly=True)  # a report only reads: the database is left as it was
+    target = args.out / folder
+    created = next((p for p in (args.out, target) if not p.exists()), None)  # what a failed write removes again
     try:
         if not run_exists(engine, args.run_id):
             raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
         from scenarios.report.summary import write_report  # matplotlib loads only for this command
 
         with store_errors():  # a value the database should not hold: one line naming its table and column
-            written = write_report(engine, args.run_id, args.out / folder)
+            written = write_report(engine, args.run_id, target)
     except (UnsafePath, NotADirectoryError, FileExistsError) as err:  # a symlink or file where the report goes
         raise ConfigError(str(err)) from None
+    except OSError as err:  # a full disk (ENOSPC), a read-only one, a quota: no half-written folder is left
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise ConfigError(f"{err.filename or target}: cannot write the report ({err.strerror or err})") from None
     finally:
         engine.dispose()
     if args.json:

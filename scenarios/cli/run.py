@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from market.escape import terminal
 from market.store import StoreError
 from scenarios.run.config import ConfigError, load
 from scenarios.run.interrupt import Stop
@@ -30,11 +31,13 @@ def add_parser(subparsers):
     return p
 
 
-def database_url(db: str | None, out: Path, must_exist: bool = False, durable: bool = False) -> str:
+def database_url(db: str | None, out: Path, must_exist: bool = False, durable: bool = False,
+                 writes: bool = False) -> str:
     """The --db URL, checked, or the default SQLite file in --out. ``must_exist``: a command that only
     reads (resume, report, skills) must not create an empty SQLite database. ``durable``: a command that
     writes runs (run, sweep) refuses an in-memory database, whose runs could never be resumed or reported,
-    and a SQLite file it could not write (checked here, so nothing is half-written)."""
+    and a SQLite file it could not write (checked here, so nothing is half-written). ``writes``: a command that
+    writes into an existing database (skills import) checks only the last."""
     url = db or default_db(out)
     try:
         parsed = make_url(url)
@@ -51,23 +54,25 @@ def database_url(db: str | None, out: Path, must_exist: bool = False, durable: b
     if durable and parsed.get_backend_name() == "sqlite" and not sqlite_file:
         raise ConfigError(f"--db {url}: an in-memory database is gone when the run ends (it could not be "
                           f"resumed or reported); name a file, e.g. sqlite:///runs/catallax.db")
-    if durable and sqlite_file and db:
+    if (durable or writes) and sqlite_file and db:
         _writable(Path(parsed.database), f"--db {url}")
     return url
 
 
 def _writable(path: Path, flag: str) -> None:
     """Refuse a SQLite file that cannot be written, or created in its folder, before anything runs. Tried,
-    not inferred from permission bits (root passes those; a read-only filesystem does not); writes nothing."""
+    not inferred from permission bits (root passes those; a read-only filesystem does not); writes nothing.
+    The folder is tried too: SQLite writes its journal beside the file."""
+    target = path
     try:
         if path.exists():
             with open(path, "r+b"):
                 pass
-        else:
-            with tempfile.TemporaryFile(dir=path.parent):
-                pass
+        target = path.parent
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
     except OSError as err:
-        raise ConfigError(f"{flag}: cannot write {path if path.exists() else path.parent} ({err.strerror})") from None
+        raise ConfigError(f"{flag}: cannot write {target} ({err.strerror})") from None
 
 
 def output_folder(out: Path) -> None:
@@ -137,4 +142,4 @@ def print_summary(summary: dict, as_json: bool) -> None:
         print(json.dumps(summary))
     else:
         for key, value in summary.items():
-            print(f"{key:>16}: {value}")
+            print(terminal(f"{key:>16}: {value}"))  # a finished run's summary comes from its database

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import unicodedata
 from contextlib import nullcontext
 from pathlib import Path
 
+from market.escape import terminal as shown
 from market.store import make_engine, run_exists, snapshot
 from scenarios.cli.run import database_url, store_errors
 from scenarios.run.config import ConfigError
@@ -59,7 +59,7 @@ def add_parser(subparsers):
 def handle(args) -> int:
     if args.action == "export" and args.folder.exists() and not args.folder.is_dir():
         raise ConfigError(f"{args.folder}: not a folder; export into a new folder")
-    url = database_url(args.db, args.out, must_exist=args.action != "import")
+    url = database_url(args.db, args.out, must_exist=args.action != "import", writes=args.action == "import")
     if args.action == "import":
         _checked(read_folder, args.folder)  # a bad file is reported before any database is touched
     if args.db is None and args.action == "import":
@@ -89,16 +89,6 @@ def _checked(fn, *args):
     except (TypeError, OverflowError) as err:  # a skill row of a foreign database SQLAlchemy cannot convert
         raise ConfigError(f"skill tables: a stored value of the wrong type ({type(err).__name__}: "
                           f"{' '.join(str(err).split())[:120]})") from None
-
-
-def shown(text: str, keep: str = "") -> str:
-    """``text`` safe for a terminal: control characters (escape sequences, carriage returns, bidi overrides)
-    other than ``keep`` are shown as ``\\x1b``-style escapes; a library from anyone's database prints as text."""
-    return "".join(c if c in keep or not _control(c) else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def _control(c: str) -> bool:
-    return unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d"  # Cf: bidi overrides; keep the emoji joiner
 
 
 def _row(v, current: set, operator: str | None, gate: str | None) -> dict:

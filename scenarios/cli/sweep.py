@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from market.escape import terminal
 from market.store import new_run_id
 from scenarios.cli.run import database_url, output_folder, store_errors
 from scenarios.run.sweep import format_table, parse_grid, plan, sweep, table, write_csv
@@ -56,7 +57,7 @@ def handle(args) -> int:
     path = args.out / f"sweep-{sweep_id}.csv"
     write_csv(rows, path)
     failed = [o for o in outcomes if o.error]
-    print(format_table(rows))
+    print(terminal(format_table(rows), keep="\n"))
     print(f"sweep {sweep_id}: {len(outcomes) - len(failed)} run(s) in {db_url}, {len(failed)} failed; table in {path}")
     if args.json:
         print(json.dumps({

@@ -1,7 +1,7 @@
 """A live view of a running market in the browser, with Mesa's SolaraViz.
 
-    solara run scenarios/report/dashboard.py                          # relay
-    CATALLAX_DASHBOARD=blocks solara run scenarios/report/dashboard.py
+    catallax dashboard                 # relay, on http://127.0.0.1:8765
+    catallax dashboard blocks --port 8800
 
 Press Step or Play: each step is one round of the market (B episodes, then
 rent, bankruptcy and births). Four panels: the live agents' wealth (coloured
@@ -27,16 +27,12 @@ from mesa.visualization.utils import update_counter
 from market import MarketModel, PolicyWrapper
 from market.money import MICRO
 from scenarios.run.config import load
-from scenarios.registry import SCENARIO_DIR, SCENARIOS, get_scenario
+from scenarios.registry import SCENARIOS, get_scenario
+from scenarios.report.dashboard_server import live_scenarios, telemetry_off
 from scenarios.report.style import LINEAGE_PALETTE, figure
 
 RECENT = 20  # rounds in the success rate's moving average
-
-
-def live_scenarios() -> list[str]:
-    """Scenarios with a scenario file that run on ``MarketModel`` (not those with a model of their own)."""
-    return [n for n in sorted(SCENARIOS)
-            if (SCENARIO_DIR / f"{n}.toml").is_file() and get_scenario(n).own_model is None]
+telemetry_off()  # also under a plain `solara run` of this file (catallax dashboard turns it off before the server starts)
 
 
 class AuctionWatch(PolicyWrapper):

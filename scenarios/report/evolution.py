@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from market.escape import terminal
 from scenarios.report.data import CREDITS, RunData, rule_operator
 from scenarios.report.lineage import rule_tree
 from scenarios.report.style import figure, short
@@ -131,7 +132,7 @@ def market_evolution_figure(data: RunData, window: int | None = None, top: int =
     ax.set_ylabel("success rate")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc="center right")
-    ax.set_title(f"Run {data.run.id} ({data.run.scenario}): success and the market's verdict on rule edits",
+    ax.set_title(f"Run {data.run.id} ({terminal(data.run.scenario)}): success and the market's verdict on rule edits",
                  fontsize=10)
     tree, _ = rule_tree(data)
     credit = {rule: d["profit"] for rule, d in tree.nodes(data=True)}

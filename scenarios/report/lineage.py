@@ -21,6 +21,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from market.escape import terminal
 from scenarios.report.data import RunData, Timeline, rule_operator, timeline
 from scenarios.report.style import OPERATORS, OTHER, STATUS, figure, lineage_colours, short
 
@@ -160,7 +161,7 @@ def agent_tree_figure(data: RunData, tl: Timeline | None = None, top: int = 8, s
     hidden = [r for r in roots if r not in shown]
     left_out = (f"; not shown: {len(hidden)} smaller lineages ({sum(family[r] for r in hidden)} agents)"
                 if hidden else "")
-    ax.set_title(f"Agent lineage, run {data.run.id} ({data.run.scenario}): {len(g)} agents, "
+    ax.set_title(f"Agent lineage, run {data.run.id} ({terminal(data.run.scenario)}): {len(g)} agents, "
                  f"{len(roots)} roots{left_out}\nnode area = peak wealth, colour = lineage (as in the wealth "
                  f"figure), black outline = alive at the end", fontsize=10)
     return fig
@@ -224,7 +225,7 @@ def rule_tree_figure(data: RunData, min_carriers: int | None = None) -> Figure:
                  label="credits earned by its carriers", location="bottom", aspect=40)
     ax.set_xlabel("episode (a rule sits where it first appeared; its line runs while an agent carried it)")
     hidden = len(tree) - len(shown)
-    ax.set_title(f"Rule versions, run {data.run.id} ({data.run.scenario}): {len(tree)} distinct rules"
+    ax.set_title(f"Rule versions, run {data.run.id} ({terminal(data.run.scenario)}): {len(tree)} distinct rules"
                  + (f", {hidden} carried by fewer than {min_carriers} agents without descendants not shown"
                     if hidden else "")
                  + "\nnode area = agents that carried it; labels: the rules that earned or lost the most",

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import inspect, select as sa_select
 
+from market.escape import markdown as md, markdown_code as code
 from market.store import Agent, connected, snapshot
 from scenarios.report.data import CREDITS, flows, load_run, timeline
 from scenarios.report.evolution import market_evolution_figure, skill_evolution_figure
@@ -118,10 +119,9 @@ def diagnoses(summary: dict, library) -> list[str]:
     text += f"{_count(len(failures), 'unusable verdict')} kept in `skill_diagnosis_failure`"
     if failures:
         first = failures[0]
-        wrote = short(first.output.replace("`", "'"), 60)
-        text += f" (the first, on `{first.skill}`: {first.error}; it wrote `{wrote}`)"
+        text += f" (the first, on {code(first.skill)}: {md(first.error)}; it wrote {code(short(first.output, 60))})"
     if "diagnoses_malformed" in summary and summary["diagnoses_malformed"] != len(failures):
-        text += f"; **the run's summary counts {summary['diagnoses_malformed']}**"
+        text += f"; **the run's summary counts {md(summary['diagnoses_malformed'])}**"
     return [text + ".", ""]
 
 
@@ -132,13 +132,13 @@ def _count(n: int, noun: str) -> str:
 
 def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str] = ()) -> str:
     run, s = data.run, data.summary
-    lines = [f"# Run `{run.id}`: {run.scenario}, seed {run.seed}", "",
-             f"Status **{run.status}**, {_count(len(data.episodes), 'episode')} run, "
+    lines = [f"# Run {code(run.id)}: {md(run.scenario)}, seed {md(run.seed)}", "",  # every string a database
+             f"Status **{md(run.status)}**, {_count(len(data.episodes), 'episode')} run, "
              f"started {run.started_at:%Y-%m-%d %H:%M} UTC.", ""]
     scalars = {k: v for k, v in s.items() if isinstance(v, (int, float, str, bool)) and k not in ("run_id", "scenario", "seed")}
     if scalars:
         lines += ["| metric | value |", "|---|---|"]
-        lines += [f"| {k} | {round(v, 4) if isinstance(v, float) else v} |" for k, v in scalars.items()]
+        lines += [f"| {md(k)} | {round(v, 4) if isinstance(v, float) else md(v)} |" for k, v in scalars.items()]
         lines.append("")
     lines += [f"**Ledger.** {_ledger_check(engine, data)}.", ""]
     final = np.nan_to_num(tl.wealth[-1])
@@ -161,16 +161,16 @@ def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str]
         skill = dict(zip(data.ids.tolist(), data.skill))
         for r in sorted(by_root, key=lambda r: -by_root[r][2])[:5]:
             n, live, total = by_root[r]
-            rule = f"`{short(skill.get(r), 48)}`" if skill.get(r) else "-"
+            rule = code(short(skill.get(r), 48)) if skill.get(r) else "-"
             lines.append(f"| #{r} | {n} | {live} | {total:.3f} | {rule} |")
         lines.append("")
     groups, matrix, by_reason = flows(data)
     if by_reason:
         lines += ["**Money moved, by ledger reason** (credits): "
-                  + ", ".join(f"{k} {v:,.2f}" for k, v in sorted(by_reason.items(), key=lambda kv: -kv[1])) + ".", ""]
+                  + ", ".join(f"{md(k)} {v:,.2f}" for k, v in sorted(by_reason.items(), key=lambda kv: -kv[1])) + ".", ""]
     if library is not None:
         versions = library.versions()
-        lines += [f"**Skill library** `{library.name}`: {len(versions)} versions, "
+        lines += [f"**Skill library** {code(library.name)}: {len(versions)} versions, "
                   f"{len(library.current())} current, {sum(v.status == 'rejected' for v in versions)} rejected.", ""]
         lines += diagnoses(s, library)
         if "skill_evolution" in paths and not isinstance(data.summary.get("credit"), dict):

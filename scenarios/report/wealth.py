@@ -13,6 +13,7 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from market.escape import terminal
 from scenarios.report.data import RunData, Timeline, flows, timeline
 from scenarios.report.style import OTHER, figure, lineage_colours, short
 
@@ -53,7 +54,7 @@ def wealth_figure(data: RunData, tl: Timeline | None = None, top: int = 8) -> Fi
                 loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax_w.set_ylabel("wealth (credits)")
     _symlog_if_skewed(tl, ax_w)
-    ax_w.set_title(f"Run {data.run.id} ({data.run.scenario}, seed {data.run.seed}): wealth of every agent, "
+    ax_w.set_title(f"Run {data.run.id} ({terminal(data.run.scenario)}, seed {data.run.seed}): wealth of every agent, "
                    f"coloured by lineage")
 
     # 2. the distribution over the live agents

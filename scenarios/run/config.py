@@ -13,6 +13,7 @@ exit code 2. A key that was renamed (:data:`RENAMED`) is read under its new name
 from __future__ import annotations
 
 import copy
+import re
 import dataclasses
 import tomllib
 import warnings
@@ -23,7 +24,7 @@ from market.config import MarketConfig, PopulationConfig
 from scenarios.registry import SCENARIO_DIR, ScenarioError, get_scenario, plugin_names
 from scenarios.run import derived, rules
 from scenarios.run.experiment import MAX_EPISODES, Experiment, RunConfig
-from scenarios.run.sections import ConfigError, did_you_mean, keys, section
+from scenarios.run.sections import SECRET, ConfigError, did_you_mean, keys, section
 from skills.config import SkillsConfig
 
 __all__ = ["MAX_EPISODES", "RENAMED", "ConfigError", "DeprecatedKey", "Experiment", "RunConfig", "from_dict",
@@ -81,8 +82,12 @@ def parse_override(item: str) -> tuple[list[str], object]:
         raise ConfigError(f"--set {item}: expected KEY=VALUE, e.g. market.batch=4")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
+    except RecursionError:  # the parser recurses once per level: thousands of nested brackets
+        raise ConfigError(f"--set {_shown(item)}: nested deeper than {MAX_NESTING} levels") from None
     except ValueError:  # TOMLDecodeError, or an integer past Python's digit limit (then "expected an integer")
         value = raw
+    if _too_deep(key.strip(), value):
+        raise ConfigError(f"--set {_shown(item)}: nested deeper than {MAX_NESTING} levels") from None
     return key.strip().split("."), value
 
 
@@ -127,20 +132,46 @@ def _read(path: Path) -> dict:
     """A scenario file's tables. It must name its scenario: an empty or mistyped file would run relay's defaults."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (a value nested deeper than {MAX_NESTING} levels)") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except ValueError as err:  # TOMLDecodeError, or an integer of more digits than Python converts
         raise ConfigError(f"{path}: not valid TOML ({err})") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read it ({err.strerror})") from None
+    if deep := _too_deep("", data):
+        raise ConfigError(f"{path}: {deep} = ...: nested deeper than {MAX_NESTING} levels")
     if not isinstance(data.get("run"), dict) or "scenario" not in data["run"]:
         raise ConfigError(f'{path}: no [run] scenario: a scenario file names its world (e.g. scenario = "relay")')
     return data
 
 
+MAX_NESTING = 32
+"""Levels of tables and arrays a config value may nest (no key needs more than a few); deeper is refused before
+anything walks it recursively."""
+
+
+def _too_deep(key: str, value) -> str | None:
+    """The dotted key of the first value nested deeper than :data:`MAX_NESTING`, else None (walked without
+    recursion, so any depth is measured)."""
+    stack = [(key, value, 0)]
+    while stack:
+        name, node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return name or "(top level)"
+        if isinstance(node, dict):
+            stack += [(f"{name}.{k}" if name else str(k), v, depth + 1) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(name, v, depth + 1) for v in node]
+    return None
+
+
 def _shown(item) -> str:
     """A --set as the user typed it (a dict override as key=value), shortened in the middle past 80 characters."""
     text = item if isinstance(item, str) else f"{item[0]}={item[1]!r}"
+    if re.search(rf"\b{SECRET}\b", text):  # an API key given by --set is refused, and never repeated
+        text = f"{text.partition('=')[0]}=(not shown)"
     return text if len(text) <= 80 else f"{text[:50]}...{text[-20:]}"
 
 

@@ -1,6 +1,9 @@
 """Ctrl-C and SIGTERM for ``catallax run`` / ``resume``: finish the round, checkpoint, exit 130 / 143.
 
-A signal does not cut the run off where it is: the handler only records it,
+A signal that comes before the run has its row (while the model is built, an LLM server
+contacted) ends the command at once, exit 130 / 143: nothing is written yet, so there is
+nothing to save, and waiting would hold the signal off for as long as a server is retried.
+After that a signal does not cut the run off where it is: the handler only records it,
 the runner finishes the round it is in (its database write included), writes a
 checkpoint and raises :class:`Interrupted`, and the command says how to
 resume. A second signal acts as the first would without us (Ctrl-C raises
@@ -37,6 +40,7 @@ class Stop:
     def __init__(self):
         self.signum: int | None = None
         self.interrupted: Interrupted | None = None
+        self.run_id: str | None = None
         self._previous = {}
 
     def __enter__(self) -> Stop:
@@ -57,7 +61,12 @@ class Stop:
         self.signum = signum
         for s, handler in self._previous.items():  # a second signal: as without us
             signal.signal(s, handler)
+        if self.run_id is None:  # no row yet: nothing to checkpoint, so no reason to wait
+            print(f"catallax: {signal.Signals(signum).name} before the run started; nothing was written",
+                  file=sys.stderr)
+            raise SystemExit(128 + signum)
 
     def started(self, run_id: str) -> None:
-        """The run has its row: say how to come back to it."""
+        """The run has its row: say how to come back to it; a signal from now on checkpoints and stops."""
+        self.run_id = run_id
         print(f"run {run_id}: resume with `catallax resume {run_id}`", file=sys.stderr, flush=True)

@@ -13,12 +13,16 @@ import reprlib
 
 from pydantic import ValidationError
 
+from agents.backends.base import API_KEY_ENV
 from market.money import MAX_MICRO
 
 
 class ConfigError(ValueError):
     """A bad scenario name, file, key or value; the message is the one line the user sees."""
 
+
+SECRET = "api_key"
+"""The key a secret would be given under (an LLM backend's table): refused wherever a config comes from."""
 
 SCALARS = {"int": (int, "an integer"), "float": ((int, float), "a number"), "bool": (bool, "true or false")}
 
@@ -32,6 +36,10 @@ def section(path: str, data: dict, name: str, cls, moved=()):
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: {name} = {values!r}: expected a [{name}] section")
     values = dict(values)
+    if SECRET in values and f"{SECRET}_env" in keys(cls):  # refused before any message could repeat its value
+        raise ConfigError(f"{path}: {name}.{SECRET} = (not shown): an API key is never a config key (a run stores "
+                          f"its config and `catallax config show` prints it); put it in the environment variable "
+                          f"{API_KEY_ENV}, or name another with {name}.{SECRET}_env")
     for f in dataclasses.fields(cls):  # pydantic's lax mode would take true as 1, "0.5" as 0.5, "yes" as true
         if f.name not in values:
             continue

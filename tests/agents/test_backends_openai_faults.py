@@ -1,11 +1,8 @@
 """The ``openai`` backend when the server fails: a real HTTP server on 127.0.0.1 (standard library,
-in this module) that answers like an OpenAI-compatible one, fails on request (503, 429) and is
+tests/processes.py) that answers like an OpenAI-compatible one, fails on request (503, 429) and is
 stopped mid-run. No mock object: every failure is a real response or a real refused connection."""
 
-import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -13,61 +10,12 @@ import pytest
 from agents.backends import BackendConfig, Prompt
 from agents.backends.factory import make_backend
 from agents.llm_policy import LLMPolicy, Role
-
-
-class Server:
-    """Answers ``/models`` and ``/chat/completions``; the next ``fail`` requests get ``status``.
-    A scoring request (``top_logprobs``) about a text containing "good" leans yes, otherwise no."""
-
-    def __init__(self):
-        self.fail, self.status, self.seen = 0, 503, 0
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _reply(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._reply(200, {"data": [{"id": "toy"}]})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                owner.seen += 1
-                if owner.fail > 0:
-                    owner.fail -= 1
-                    return self._reply(owner.status, {"error": "try later"})
-                if "top_logprobs" in body:
-                    yes = -0.1 if "good" in body["messages"][-1]["content"] else -3.0
-                    top = [{"token": "yes", "logprob": yes}, {"token": "no", "logprob": -1.5}]
-                    content = [{"token": "yes", "logprob": yes, "top_logprobs": top}]
-                    return self._reply(200, {"choices": [{"message": {"content": "yes"}, "finish_reason": "length",
-                                                          "logprobs": {"content": content}}]})
-                self._reply(200, {"choices": [{"message": {"content": "4"}, "finish_reason": "stop",
-                                               "logprobs": {"content": [{"token": "4", "logprob": -0.2}]}}],
-                                  "usage": {"prompt_tokens": 9, "completion_tokens": 1}})
-
-        self.http, self.running = ThreadingHTTPServer(("127.0.0.1", 0), Handler), True
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    def stop(self):
-        if self.running:
-            self.running = False
-            self.http.shutdown()
-            self.http.server_close()
+from tests.processes import ToyOpenAIServer
 
 
 @pytest.fixture
 def server():
-    s = Server()
+    s = ToyOpenAIServer()
     yield s
     s.stop()
 
