@@ -2,7 +2,7 @@
 
 A team runs a recommendation workflow on user requests; each role follows the
 skills of a versioned library (rules the pipeline runs, plus the text an LLM
-would read). Group-relative skill evolution (DESIGN.md, "Skills"; GRSE) edits
+would read). Group-relative skill evolution (GRSE; docs: concepts/skills.md) edits
 the library: G rollouts per question with stochastic skill application, team
 reward (NDCG) minus the workflow penalty, group-relative credit, diagnosis,
 edit, validation gate. ``mode = "market"`` instead lets several agents per role

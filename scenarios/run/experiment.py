@@ -39,8 +39,8 @@ class RunConfig:
     checkpointed rounds only, and a killed run loses the rounds after its last checkpoint."""
     checkpoint_seconds: float = Field(10.0, gt=0, le=600)
     """The longest a run goes without a checkpoint, in seconds (with ``checkpoint_every``: whichever comes
-    first). A checkpoint and its transaction cost a fast world more than its rounds do (relay: ~0.7 ms to
-    encode and ~2 ms to write, beside ~1 ms to step a round); 10 s risks little work. At most 600: every
+    first). A checkpoint and its transaction cost a fast world more than its rounds do (relay's checkpoint
+    takes longer to encode and write than a round to step); 10 s risks little work. At most 600: every
     write renews the run's lease, which other processes take for dead after 900 s (market/store.py)."""
 
 
