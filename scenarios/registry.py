@@ -198,12 +198,7 @@ def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:
             if not path.is_file():
                 raise ScenarioError(f"{path}: no such scenario file")
             path = path.resolve()
-            module_name = f"catallax_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module  # dataclasses and pickling look their module up here
-            spec.loader.exec_module(module)
-            return str(path), module, path.stem, True
+            return str(path), _plugin_file(path), path.stem, True
         if "." in name:
             if str(Path.cwd()) not in sys.path:  # the console script does not put the working directory there
                 sys.path.insert(0, str(Path.cwd()))
@@ -216,6 +211,31 @@ def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:
         raise ScenarioError(f"{name}: does not import: {type(err).__name__}: {last}") from None
     known = sorted({*SCENARIOS, *plugins})
     raise ScenarioError(f"unknown scenario (known: {', '.join(known)}; or a .py file or a dotted module path)")
+
+
+_PLUGIN_FILES: dict[tuple[Path, str], types.ModuleType] = {}
+"""(resolved path, sha256 of its bytes) -> the module a .py plugin's file executed: the one import of it per process."""
+
+
+def _plugin_file(path: Path) -> types.ModuleType:
+    """The module of the .py scenario file at ``path`` (resolved), its body executed once per process and content:
+    a run names its scenario to the loader, the rules and the runner, and each gets this one module (its
+    ``Config`` one class). An edited file is a new key, so it is imported again."""
+    key = (path, hashlib.sha256(path.read_bytes()).hexdigest())
+    if key not in _PLUGIN_FILES:
+        module_name = f"catallax_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look their module up here
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+        _PLUGIN_FILES[key] = module
+    module = _PLUGIN_FILES[key]
+    sys.modules[module.__name__] = module  # the current content's module, where an edit replaced it
+    return module
 
 
 def plugin_names() -> list[str]:

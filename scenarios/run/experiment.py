@@ -18,6 +18,7 @@ from market.config import MarketConfig, PopulationConfig
 from market.money import MAX_MICRO
 from skills.config import SkillsConfig
 from market.strict import STRICT
+from scenarios.registry import Scenario, get_scenario
 
 MAX_EPISODES = 10**8
 
@@ -55,6 +56,20 @@ class Experiment:
     section: str = ""  # the scenario's own section (its name; a plugin file's stem)
     skills: SkillsConfig = dataclasses.field(default_factory=SkillsConfig)  # how a skill library evolves
     derived: dict = dataclasses.field(default_factory=dict)  # key -> (parsed, effective): scenarios/run/derived.py
+    resolved: Scenario | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The scenario's code, resolved once by the loader (scenarios/run/config.py); read it as :attr:`module`."""
+
+    @property
+    def module(self) -> Scenario:
+        """The scenario's code (scenarios/registry.py): the one the loader resolved, which the rules, the model's
+        build and the summary's metrics all use; looked up by ``run.scenario`` only for an experiment that was
+        pickled (a sweep's worker), since a plugin's functions do not travel."""
+        if self.resolved is None:
+            self.resolved = get_scenario(self.run.scenario)
+        return self.resolved
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "resolved": None}
 
     def to_dict(self) -> dict:
         return {
