@@ -62,14 +62,11 @@ class Experiment:
     @property
     def module(self) -> Scenario:
         """The scenario's code (scenarios/registry.py): the one the loader resolved, which the rules, the model's
-        build and the summary's metrics all use; looked up by ``run.scenario`` only for an experiment that was
-        pickled (a sweep's worker), since a plugin's functions do not travel."""
+        build and the summary's metrics all use; looked up by ``run.scenario`` only for an experiment made
+        without the loader."""
         if self.resolved is None:
             self.resolved = get_scenario(self.run.scenario)
         return self.resolved
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "resolved": None}
 
     def to_dict(self) -> dict:
         return {
