@@ -1,4 +1,14 @@
-"""Agents: policy backends (rule, hf, vllm, openai), bid heads and the learner.
+"""Agents: who acts in a market and how they learn.
+
+* rule agents: a small rule language (``rules.py``, ``rules_kernel.py``) and its policy (``rule_policy.py``);
+* LLM agents (``llm_*.py``, ``prompts.py``, ``privileged_pass.py``) on the engines of ``backends/`` (hf, vllm,
+  openai), and the text-world API a world of them is written in (``text_*.py``);
+* learners, composed by ``learned.py``: value and REINFORCE bids (``*_bids.py``, ``bid_head.py``), action
+  logits over rules (``action_logits.py``), the LoRA learner of a shared model (``lm_grpo.py``, ``hf_grpo.py``),
+  their critic and EMA weights, one optimiser step (``learner.py``); what a round earned (``advantages.py``);
+* the methods each is one file of a folder: credit estimators (``credit/``), policy objectives
+  (``objectives/``), task samplers (``tasks/``), all found by name (``named.py``) and set in ``[agents]``
+  (``config.py``).
 
 Your own LLM world is one class: ``from agents import Role, TextWorld`` (agents/text_world.py, whose docstring
 is the guide); the framework turns it into a scenario (agents/text_scenario.py).

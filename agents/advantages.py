@@ -24,9 +24,7 @@ import numpy as np
 
 from market.ledger import Reason
 from market.money import MICRO
-from skills.credit import advantages
-
-EPS = 1e-6
+from skills.credit import EPS, advantages, grouped_relative
 
 
 def outcome_advantage(outcome: np.ndarray, group: int, normalize: bool) -> np.ndarray:
@@ -70,10 +68,7 @@ def tree_advantage(outcome: np.ndarray, source: np.ndarray, prefix: np.ndarray, 
     below = (source[None, :] == b[:, None]) & (prefix[None, :] > t[:, None]) & ~own[:, None]
     below[np.arange(b.size), b] = True
     value = (below * r).sum(1) / below.sum(1)
-    count = np.bincount(group)
-    mean = np.bincount(group, r) / np.maximum(count, 1)
-    std = np.sqrt(np.bincount(group, (r - mean[group]) ** 2) / np.maximum(count, 1))
-    return (value - mean[group[b]]) / (std[group[b]] + EPS)
+    return grouped_relative(value, group[b], r, group, EPS)
 
 
 def holding_profit(trace) -> np.ndarray:

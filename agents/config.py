@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic.dataclasses import dataclass
 
 from agents.credit import NAMES, CreditSettings, make
+from agents.tasks import REGISTRY as TASK_SAMPLERS
 from market.money import MAX_CREDITS
 from market.strict import STRICT
 
@@ -87,6 +88,9 @@ class LMConfig:
     treats them as the policy's own (the usual approximation)."""
 
 
+TaskSettings = TASK_SAMPLERS.settings_table("TaskSettings", STRICT)
+"""Every task sampler's settings, one sub-table per name (agents/tasks): ``[agents.task_settings.rods]``."""
+
 LEARNER_TABLES = {"value": ValueBidsConfig, "reinforce": ReinforceBidsConfig, "logits": ActionLogitsConfig,
                   "lm": LMConfig}
 """Each learner's own table of ``[agents]``: a run reads the tables of the learners it composes
@@ -141,7 +145,7 @@ class AgentsConfig:
     """GRPO: the step-level importance ratio is clipped to [1 - clip, 1 + clip] (every learner of actions)."""
     kl: float = Field(0.0, ge=0)
     """GRPO: weight of KL(policy || reference), the reference being the agent's rule alone (action logits) or
-    the base model (the LM learner)."""
+    the base model (the LM learner). The one KL key: an objective's own ``kl_coef`` is refused, naming it."""
     epochs: int = Field(1, ge=1)
     """Optimizer steps per round on the round's data (the ratio departs from 1 from the second on)."""
     logits: ActionLogitsConfig = Field(default_factory=ActionLogitsConfig)
@@ -183,8 +187,8 @@ class AgentsConfig:
     ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""
     objective_settings: dict[str, dict] = Field(default_factory=dict)
     """agents.objective's settings, a sub-table named after it (its module's ``Config``, agents/objectives), e.g.
-    ``--set agents.objective_settings.tree_opsd.tau=2.0``; its clip range is agents.clip. Checked at load: an
-    unknown setting or a table of another objective is refused, naming it."""
+    ``--set agents.objective_settings.tree_opsd.tau=2.0``; its clip range is agents.clip, its KL weight agents.kl.
+    Checked at load: an unknown setting or a table of another objective is refused, naming it."""
     tasks: Literal["world", "uniform", "rods", "scrl"] = "world"
     """Which tasks a training round is spent on (agents/tasks; docs: concepts/credit-methods.md): world (the world's
     own draw), or a sampler over the world's tasks, G = agents.group rollouts of each: uniform; rods (tasks
@@ -192,6 +196,9 @@ class AgentsConfig:
     of a curriculum, half the tasks themselves; with learned actions each reward is normalised among the
     rollouts of its sub-problem, so it needs agents.group >= 2). Held-out evaluation is untouched. A world
     that does not give what the sampler needs (its scenario's SPEC.task_signals) is refused at load, naming it."""
+    task_settings: TaskSettings = Field(default_factory=TaskSettings)
+    """Each task sampler's settings, a sub-table per name (its module's ``Config``, agents/tasks), e.g.
+    ``--set agents.task_settings.rods.capacity=32``; only agents.tasks's are read (none for world)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """auto: cuda when available (bf16 autocast), else cpu; the same code path. A value-bid learner over rule
     actions has no gradient work and stays on the cpu under auto (agents.learner.pick_device)."""
@@ -226,8 +233,11 @@ class AgentsConfig:
         for name, settings in tables.items():
             if name != objective:
                 raise ValueError(f"{name}: not read (agents.objective = {objective!r})")
-            if "clip" in settings or "clip" in (settings.get("grpo") or {}):
-                raise ValueError(f"{name}.clip: set agents.clip, the clip range of every learner of actions")
+            inner = settings.get("grpo") if isinstance(settings.get("grpo"), dict) else {}
+            for key, one in (("clip", "agents.clip, the clip range"), ("kl_coef", "agents.kl, the KL weight")):
+                if key in settings or key in inner:
+                    where = f"{name}.{key}" if key in settings else f"{name}.grpo.{key}"
+                    raise ValueError(f"{where}: set {one} of every learner of actions")
             try:
                 REGISTRY.config(name, **settings)
             except KeyError as err:
@@ -254,6 +264,10 @@ class AgentsConfig:
         of actions' under ``actions = "grpo"``."""
         read = {self.bid_objective} if bid_scheme == "learned" else set()
         return read | ({learned_actions} & {"logits", "lm"} if self.actions == "grpo" else set())
+
+    def sampler_settings(self):
+        """The chosen task sampler's settings (its ``Config``), None for the world's own draw."""
+        return None if self.tasks == "world" else getattr(self.task_settings, self.tasks)
 
     def estimator(self):
         """The chosen estimator with its settings; a new one per call, so an online estimator (proas's

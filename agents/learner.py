@@ -1,6 +1,6 @@
 """What every learner of the market shares: the device, Adam with row bookkeeping, the KL to a reference.
 
-Training alternates (DESIGN.md, "Learner"): one market round collects B = (tasks x G) rollouts in
+Training alternates (docs: concepts/learner.md): one market round collects B = (tasks x G) rollouts in
 lockstep, then one update, then the next round. The learners themselves, one module each, are composed
 by ``agents/learned.py``: value bids (agents/value_bids.py), REINFORCE bids (agents/reinforce_bids.py),
 rule action logits (agents/action_logits.py) and the LM's LoRA (agents/lm_grpo.py over agents/hf_grpo.py);
@@ -31,9 +31,9 @@ def pick_device(name: str = "auto", gradients: bool = True) -> torch.device:
     """``auto``: cuda when available and the learner has gradient work for it, else the CPU.
 
     A learner without gradients (value bids over rule actions: ``value_step`` touches only the rows
-    of the round's turns) is bound by kernel launches on a GPU. There it ran 5-8x slower than on the
-    CPU (``benchmarks/learner.py``) and its float32 sums, taken in another order, changed the blocks
-    economy's ledgers, so ``auto`` keeps it on the CPU: the same ledger hash on every machine.
+    of the round's turns) is bound by kernel launches on a GPU. There it runs slower than on the CPU
+    (``benchmarks/learner.py``) and its float32 sums, taken in another order, change the blocks economy's
+    ledgers, so ``auto`` keeps it on the CPU: the same ledger hash on every machine.
     """
     cuda = name == "cuda" or (name == "auto" and gradients and torch.cuda.is_available())
     return torch.device("cuda" if cuda else "cpu")

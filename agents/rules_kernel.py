@@ -1,9 +1,8 @@
 """The rule interpreter's compiled path for large populations: one pass per (observation, term) (numba).
 
-:func:`agents.rules.evaluate`'s large path on numpy took, per term column, a gather of the observed
-features, two comparisons, a shift and an and: six passes over [U, N] a term, most of an auction step's
-rule work at N = 10k. Here each term column is read once per distinct observation, without a branch (a rule's
-outcome is as good as random to the branch predictor).
+On numpy a term column costs a gather of the observed features, two comparisons, a shift and an and: six
+passes over [U, N] a term. Here each term column is read once per distinct observation, without a branch (a
+rule's outcome is as good as random to the branch predictor).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ def evaluate(feature, op, value, distinct, holds) -> None:
 
     Term by term, over every rule: the rules' arrays are column-major (:func:`agents.rules.empty_rules`), so a
     term's column is contiguous. In a world of one feature every term reads it and the loop has no gather,
-    which LLVM vectorizes (23 -> 4 us for 10k rules); with several, the gather of each term's feature keeps
+    which LLVM vectorizes; with several, the gather of each term's feature keeps
     the loop scalar. Feature indices are read as unsigned (they are never negative), which spares numba's
     wraparound check."""
     rules, terms = op.shape

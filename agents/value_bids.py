@@ -121,8 +121,8 @@ class ValueBids(MarketBids):
 
 def value_step(head, loss: torch.Tensor) -> None:
     """Backward :func:`value_loss`, then one SGD step of size 1 on the rows and biases: the normalised step it is
-    built for. Written in place rather than through torch.optim.SGD, whose construction imports torch._dynamo
-    (about 0.9 s of a relay run that takes 5); the arithmetic is SGD's, p - grad."""
+    built for. Written in place rather than through torch.optim.SGD, whose construction imports torch._dynamo (a
+    large share of a short relay run's time); the arithmetic is SGD's, p - grad."""
     head.row.grad = head.bias.grad = None
     loss.backward()
     with torch.no_grad():

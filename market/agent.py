@@ -6,7 +6,7 @@ does not make them either. A model with a ``population`` mixes in
 :class:`LazyTraders`: the facades of the live rows are built the first time
 someone reads ``model.agents`` (or ``agents_by_type``) and brought up to date
 on each later read, so an economy nobody inspects per agent holds none (at a
-million agents the facades were most of the build time and ~900 bytes per agent).
+million agents, facades built eagerly would dominate the build time and memory).
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ def capped(raw: np.ndarray, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
 
 def capped_credits(credits, wealth: np.ndarray, bid_cap: float) -> np.ndarray:
     """A policy's bids in float credits ([N] or [B, N]) -> :func:`capped` micro-credits
-    (market.money.to_micro_array). From ``COMPILED_CELLS`` cells on, in one compiled pass: the numpy path's
-    eight passes cost a learned market of 8 x 400 cells ~10 us of every auction step. The same integers and
+    (market.money.to_micro_array). From ``COMPILED_CELLS`` cells on, in one compiled pass instead of the numpy
+    path's eight, which a learned market would pay at every auction step. The same integers and
     the same errors (a bid not finite or beyond int64 is left to the numpy path, which raises)."""
     credits = np.asarray(credits, dtype=np.float64)
     if credits.size >= COMPILED_CELLS:

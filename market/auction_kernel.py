@@ -3,13 +3,12 @@ Holland's bids in one pass over [N] instead of seven, and a policy's bids in cre
 micro-credits in one pass instead of eight.
 
 :func:`market.auction.clear` on numpy masks the bids, takes a max, compares, lists the candidates with
-``nonzero`` and reduces per world: each a full pass over the B x N cells, and in an economy where many
-agents hold the same wealth (Holland's bids tie by the thousand) the candidate lists are long. At N = 10k
-that was a fifth of an auction step. Here two passes find each world's top bid and how many rows bid it,
-the caller draws the candidates' uniforms from its own generator (so the stream is numpy's, in the same
-(world, row) order), and :func:`pick` finds each world's winner and price. No loop branches on
-eligibility, which the branch predictor cannot learn (a rule's outcome is as good as random): written with
-such branches these passes cost 34 us of a 200 us auction step at N = 10k, and now cost about 6.
+``nonzero`` and reduces per world: each a full pass over the B x N cells, and in an economy where many agents
+hold the same wealth (Holland's bids tie by the thousand) the candidate lists are long. Here two passes find
+each world's top bid and how many rows bid it, the caller draws the candidates' uniforms from its own
+generator (so the stream is numpy's, in the same (world, row) order), and :func:`pick` finds each world's
+winner and price. No loop branches on eligibility, which the branch predictor cannot learn (a rule's outcome
+is as good as random): branches there would cost more than the passes themselves.
 
 Only the rules whose keys are the draws themselves run here (``first_price``, ``second_price``,
 ``random``): ``softmax`` adds a Gumbel transform of each draw, and numba's ``log`` need not round as
@@ -33,7 +32,7 @@ def candidates(bids, eligible, by_bid, top, count) -> int:
     ``bids`` is [B, N], or [1, N] when every world sees the same bids.
 
     Two passes without a branch on the data (a max of selects, then a count): eligibility is as good as random
-    to the branch predictor, and the one-pass loop that branched on it cost four times as much at N = 10k."""
+    to the branch predictor, so a one-pass loop that branched on it would cost more than the two."""
     total = 0
     for b in range(eligible.shape[0]):
         bid, row = bids[b if bids.shape[0] > 1 else 0], eligible[b]

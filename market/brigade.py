@@ -1,6 +1,6 @@
 """The bucket brigade: who pays whom as a world changes hands, and what each holding earned.
 
-The payment rule is written once, here (DESIGN.md, "The economy", phases 4-6):
+The payment rule is written once, here (phases 4-6 of a step, market/model.py; docs: concepts/bucket-brigade.md):
 
 * :func:`sale`: the step's winner buys the world from its previous owner (``payment =
   "bucket_brigade"``) or from the house (``"final_only"``); with ``conserve = false`` the house

@@ -1,6 +1,6 @@
 """The market step's bookkeeping, compiled for large markets (numba): the sale and the step's records and
 payments in one pass each, where the reference's numpy lines (market/book.py ``NumpyBook``) make some
-twenty calls on [B] columns (~25 us of a 200 us blocks step, nearly all of it numpy's per-call cost).
+twenty calls on [B] columns, where a large market's cost is numpy's per-call overhead.
 
 The same results as those lines, by construction and by test (markets run both ways to the same ledger hash
 and trace). A reward that is not finite or beyond int64 changes nothing here, and the numpy lines raise.

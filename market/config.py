@@ -25,7 +25,7 @@ MAX_BATCH = 65_536
 
 @dataclass(config=STRICT)
 class MarketConfig:
-    """The auction, the payments and the house's rules (DESIGN.md, "The economy")."""
+    """The auction, the payments and the house's rules (docs: concepts/index.md)."""
 
     batch: int = Field(1, ge=1, le=MAX_BATCH)
     """B: episodes run in lockstep over one population (1 = the sequential EoM economy); at most 65536."""

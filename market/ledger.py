@@ -38,8 +38,8 @@ TRANSFER_DTYPE = np.dtype(
 )
 HOUSE_ID = 0
 _ROW_BYTES = np.dtype((np.void, TRANSFER_DTYPE.itemsize))
-"""A log row as opaque bytes: numpy concatenates these 13x faster than the structured rows it copies field by
-field (a round's rent rows at N = 10k took 0.25 ms that way)."""
+"""A log row as opaque bytes: numpy concatenates these as whole rows, where it copies structured rows field by
+field."""
 
 
 class Reason(IntEnum):
@@ -59,27 +59,24 @@ _SAFE = 2.0**62  # below this, n amounts and the largest |balance| cannot togeth
 class Digest:
     """sha256 of the ordered log, whose large chunks are hashed on a worker thread.
 
-    Hashing is the one pass over every byte of the log: 0.07 ms a step for Boltzmann's ~4k gifts at N = 10k,
-    a fifth of the step. hashlib releases the GIL on a chunk this large, so one worker thread per process
-    (FIFO: a ledger's chunks fold in the order they came) hashes while the economy runs on.
+    Hashing is the one pass over every byte of the log, a sizeable share of a large economy's step. hashlib
+    releases the GIL on a chunk this large, so one worker thread per process (FIFO: a ledger's chunks fold in
+    the order they came) hashes while the economy runs on.
 
     Chunks of ``BACKGROUND_BYTES`` or more are copied into one of two ``HANDOFF_BYTES`` buffers, and a full
-    buffer goes to the thread while the other fills; one larger than ``COPY_BYTES`` goes as it is. Measured on
-    10k-agent Boltzmann (2-core VMs), per step: handing each chunk over as it came made a third of the runs
-    ~0.13 ms slower for the whole run (0.35 or 0.47 ms; the cost came with the hand-offs: wake-up and GIL
-    races, as far as we can tell); holding the chunks themselves for a batch kept the ledger's freed rows
-    from being reused, ~20 fresh pages a step (0.375 ms in every run); a copy into a reused buffer costs
-    ~10 us. Small chunks are hashed in place unless larger ones are still waiting. A buffer is filled again
-    once the thread has folded it (the economy waits for that only if it filled the other one first).
-    ``hexdigest`` hands over the rest and waits.
+    buffer goes to the thread while the other fills; one larger than ``COPY_BYTES`` goes as it is. Why copies:
+    handing each chunk over as it came pays a thread hand-off per chunk (wake-ups, GIL races), and holding the
+    chunks themselves for a batch keeps the ledger's freed rows from being reused (fresh pages every step),
+    while a copy into a reused buffer is cheap. Small chunks are hashed in place unless larger ones are still
+    waiting. A buffer is filled again once the thread has folded it (the economy waits for that only if it
+    filled the other one first). ``hexdigest`` hands over the rest and waits.
     """
 
     BACKGROUND_BYTES = 1 << 16
     HANDOFF_BYTES = 1 << 22
-    """A buffer: ~28 Boltzmann steps at N = 10k (4 MB)."""
+    """A buffer (4 MB): many steps of a large economy's log rows."""
     COPY_BYTES = 1 << 20
-    """Larger chunks go to the thread as they are: a copy costs more than fresh pages save for them (a
-    round's rent at N = 100k, 3.8 MB, is 0.4 ms of copying)."""
+    """Larger chunks go to the thread as they are: a copy costs more than fresh pages save for them."""
 
     def __init__(self, data: bytes | np.ndarray = b""):
         self._sha = hashlib.sha256(data)
@@ -183,8 +180,8 @@ class Ledger:
     """A transfer of this many rows or more, or any transfer in a population of this many rows or more, takes
     the compiled path (market/ledger_kernel.py, numba: imported on first use, so a small economy that never
     moves this much at once never loads it). So does every transfer once numba is loaded anyway (a kernel of
-    the world's or of the rules needed it, as in blocks): there its one call beats numpy's dozen on any size
-    (a step's 24 rows: 3.4 against 15 us). None: never (the numpy path, which a test compares it with)."""
+    the world's or of the rules needed it, as in blocks): there its one call beats numpy's dozen on any size.
+    None: never (the numpy path, which a test compares it with)."""
 
     def __init__(self, population):
         self.pop = population

@@ -3,7 +3,7 @@
 :meth:`market.ledger.Ledger.transfer` on numpy makes about a dozen passes over a transfer's columns (the
 checks, ``np.subtract.at`` / ``np.add.at``, the account ids) and :meth:`~market.ledger.Ledger.pending` six
 strided ones over the packed log rows. For a few rows that is numpy's per-call cost and nothing else, but
-a Boltzmann step at N = 10k moves ~4k units, and there those passes were a third of the step. :func:`move`
+a large Boltzmann economy moves thousands of units a step, where those passes dominate. :func:`move`
 does the same work in three loops, writing the log rows as it goes.
 
 It decides nothing on its own: when any check fails, or the balances could come near int64, it moves

@@ -2,7 +2,7 @@
 
 One ``MarketModel.step()`` is one *round*: B episodes of the world run in
 lockstep over one population, then the economy settles (rent, bankruptcy,
-births). Per step of a round (DESIGN.md, "The economy"):
+births). Per step of a round (docs: concepts/index.md, "The economy"):
 
 1. every live agent's eligibility for each world's observation  -> [B, N]
 2. eligible agents bid (scheme, capped at wealth)                -> [N]
@@ -123,8 +123,8 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
     def rebid(self, bids: np.ndarray, rows: np.ndarray) -> None:
         """``bids`` (this round's, from :meth:`current_bids`) after a payment moved the balances of ``rows``. Only
         for a scheme whose bid reads nothing but its bidder's balance (``BALANCE_BIDS``): the rows that paid or
-        were paid are bid again, the rest stand (at N = 10k, Holland's bids for every row were an eighth of an
-        auction step, and a step moves a few balances)."""
+        were paid are bid again, the rest stand (bidding every row again would cost a large economy a sizeable
+        part of each auction step, and a step moves a few balances)."""
         pop, cfg = self.population, self.cfg
         if cfg.bid_scheme == "holland":
             holland_bids(pop.wealth, cfg.holland_c, self._money["base_bid"], cfg.bid_cap, rows=rows, out=bids)

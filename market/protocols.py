@@ -55,11 +55,12 @@ class World(Protocol):
     """The task each instance of the round was drawn as, where a task sampler draws them (draw_tasks); None:
     the world's own draw."""
 
-    def draw_tasks(self, name: str, rng: np.random.Generator) -> None:
+    def draw_tasks(self, name: str, rng: np.random.Generator, settings=None) -> None:
         """From the next round on, draw the training instances with the task sampler ``name`` (agents/tasks, the
         ``agents.tasks`` key) over this world's tasks, and report each round's rewards to it; ``rng`` for
-        what the world draws once (a pool of tasks). Only asked of a world whose scenario declares
-        ``SPEC.task_signals``; held-out instances stay the world's own."""
+        what the world draws once (a pool of tasks); ``settings``: the sampler's ``Config``
+        (``agents.task_settings.<name>``), handed to ``agents.tasks.Draw``. Only asked of a world whose scenario
+        declares ``SPEC.task_signals``; held-out instances stay the world's own."""
         raise NotImplementedError(f"{type(self).__name__} draws its own tasks (its SPEC has no task_signals)")
 
     def oracle(self, obs: np.ndarray) -> np.ndarray:

@@ -1,6 +1,8 @@
-"""Scenarios: the worlds (relay.py, blocks/, boltzmann.py, recsys/, wordmath.py) with their scenario files
-(*.toml) and credit signals, the Scenario interface (registry.py), and the front end in rooms of its own:
-run/ (config, runner, sweep), report/ (figures, dashboard), cli/ (the ``catallax`` command).
+"""Scenarios: the worlds with their scenario files (*.toml): rule worlds (relay.py, blocks/, boltzmann.py), a
+recommendation team (recsys/) and text worlds of LLM agents (wordmath.py, procurement.py, multihop.py,
+plangrid.py, longlookup.py, errands.py, review.py); the scenario interface (registry.py, spec.py); and the front
+end in rooms of its own: run/ (config, runner, sweep), report/ (figures, dashboard), cli/ (the ``catallax``
+command).
 
 The Python API, for notebooks and scripts (everything the CLI does, without it)::
 

@@ -123,8 +123,8 @@ def gini_of_units(units):
 
 
 def workspace(n: int, cells: int) -> tuple[np.ndarray, ...]:
-    """The arrays :func:`play` overwrites every step, made once per model: allocated inside each call they
-    were ~0.6 MB of fresh pages a step at N = 10k: 0.11 ms a step in the benchmark's order (caches cold)."""
+    """The arrays :func:`play` overwrites every step, made once per model: allocated inside each call they would
+    be fresh pages every step, which a large economy pays for with cold caches."""
     order, old, new = (np.empty(n, np.int32) for _ in range(3))
     units, givers, receivers = (np.empty(n, np.int64) for _ in range(3))
     start, end, slots = np.empty(cells + 1, np.int32), np.empty(cells, np.int32), np.empty(2 * n, np.int32)
@@ -137,7 +137,7 @@ def splitmix(state):
 
     A step's uniforms are this stream from a key the model's numpy Generator draws once a step, so the
     run stays determined by its seed and checkpointed by the Generator's state, while the draws cost a few
-    cycles each inside the kernel instead of a 2N-double array filled and read back (~45 us at N = 10k).
+    cycles each inside the kernel instead of a 2N-double array filled and read back.
     """
     state += np.uint64(0x9E3779B97F4A7C15)
     z = (state ^ (state >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)

@@ -22,6 +22,9 @@ A scenario module provides
 and optionally
 
 * ``validate(exp)``: how the sections fit together (raise ``ValueError`` naming the key);
+* ``defaults(exp) -> dict``: its own defaults for platform keys, given its section (dotted key -> value; recsys's
+  market mode: its auction, and the population its agents per role make), applied where the config does not set
+  the key and shown by ``catallax config show`` as derived (scenarios/run/derived.py);
 * ``SPEC``: a :class:`scenarios.spec.ScenarioSpec`, what its world and agents can do (credit and task signals,
   learned bid features and actions, a skill library, an oracle, branches, value-bid defaults); the config loader
   checks every key a run asks for against it before anything loads;
@@ -69,6 +72,11 @@ def _fits(exp) -> None:
     """The default ``validate``: the sections' own checks are all there is."""
 
 
+def _no_defaults(exp) -> dict:
+    """The default ``defaults``: the platform's own defaults for every key."""
+    return {}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str  # what the config names: a built-in or entry-point name, a file's absolute path, a module path
@@ -81,6 +89,7 @@ class Scenario:
     own_model: Callable | None = None  # the module's make_model, when it has a model of its own
     validate: Callable = _fits
     plugin: bool = False
+    defaults: Callable = _no_defaults
     spec: ScenarioSpec = ScenarioSpec().resolved(own_model=True)  # what it can do, defaults filled in
 
     @classmethod
@@ -114,7 +123,8 @@ class Scenario:
         own = hasattr(module, "make_model")
         return cls(name, section, origin, doc[0] if doc else "", module.Config, module.metrics,
                    getattr(module, "build", None), getattr(module, "make_model", None),
-                   getattr(module, "validate", _fits), plugin, spec.resolved(own_model=own))
+                   getattr(module, "validate", _fits), plugin, getattr(module, "defaults", _no_defaults),
+                   spec.resolved(own_model=own))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy
@@ -134,7 +144,8 @@ class Scenario:
                                 f"({type(policy).__name__}) reports no LLM tokens to charge (its compute(), "
                                 f"market/protocols.py Policy)")
         if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)
-            world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]))
+            world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]),
+                             exp.agents.sampler_settings())
         if self.spec.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
             if not hasattr(policy, "evolve_skills"):
                 raise ScenarioError(f"{self.origin}: SPEC.skill_library, but its policy has no evolve_skills")
@@ -198,12 +209,7 @@ def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:
             if not path.is_file():
                 raise ScenarioError(f"{path}: no such scenario file")
             path = path.resolve()
-            module_name = f"catallax_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module  # dataclasses and pickling look their module up here
-            spec.loader.exec_module(module)
-            return str(path), module, path.stem, True
+            return str(path), _plugin_file(path), path.stem, True
         if "." in name:
             if str(Path.cwd()) not in sys.path:  # the console script does not put the working directory there
                 sys.path.insert(0, str(Path.cwd()))
@@ -216,6 +222,31 @@ def _import(name: str, base: Path | None) -> tuple[str, object, str, bool]:
         raise ScenarioError(f"{name}: does not import: {type(err).__name__}: {last}") from None
     known = sorted({*SCENARIOS, *plugins})
     raise ScenarioError(f"unknown scenario (known: {', '.join(known)}; or a .py file or a dotted module path)")
+
+
+_PLUGIN_FILES: dict[tuple[Path, str], types.ModuleType] = {}
+"""(resolved path, sha256 of its bytes) -> the module a .py plugin's file executed: the one import of it per process."""
+
+
+def _plugin_file(path: Path) -> types.ModuleType:
+    """The module of the .py scenario file at ``path`` (resolved), its body executed once per process and content:
+    a run names its scenario to the loader, the rules and the runner, and each gets this one module (its
+    ``Config`` one class). An edited file is a new key, so it is imported again."""
+    key = (path, hashlib.sha256(path.read_bytes()).hexdigest())
+    if key not in _PLUGIN_FILES:
+        module_name = f"catallax_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look their module up here
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+        _PLUGIN_FILES[key] = module
+    module = _PLUGIN_FILES[key]
+    sys.modules[module.__name__] = module  # the current content's module, where an edit replaced it
+    return module
 
 
 def plugin_names() -> list[str]:

@@ -109,8 +109,8 @@ class RelayWorld(World):
         return self.stage == self.length
 
     # --- task samplers (agents.tasks) --------------------------------------------------------
-    def draw_tasks(self, name: str, rng: np.random.Generator) -> None:
-        self.draw = Draw(name, [self.chain], variant=self.relabel, subproblems=prefixes)
+    def draw_tasks(self, name: str, rng: np.random.Generator, settings=None) -> None:
+        self.draw = Draw(name, [self.chain], variant=self.relabel, subproblems=prefixes, settings=settings)
 
     def relabel(self, chain: tuple[int, ...], rng: np.random.Generator) -> tuple[int, ...]:
         """The same chain with its stages renumbered by a random permutation of 0..K-1."""

@@ -1,5 +1,5 @@
 """Skills: versioned library, SKILL.md format, lineage, group-relative credit, workflow penalties,
-diagnosis and edits, validation gate (DESIGN.md, "Skills"). Imports ``market`` only; an LLM is passed in."""
+diagnosis and edits, validation gate (docs: concepts/skills.md). Imports ``market`` only; an LLM is passed in."""
 
 from skills.config import SkillsConfig
 from skills.credit import Batch, CreditConfig, GroupCredit, Rollout, batch, group_relative_credit, presence_credit

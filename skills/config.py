@@ -1,4 +1,4 @@
-"""The ``[skills]`` section: how a scenario's skill library evolves (DESIGN.md, "Skills").
+"""The ``[skills]`` section: how a scenario's skill library evolves (docs: concepts/skills.md).
 
 One section for every scenario with a library (scenarios/spec.py: ``skill_library``), so that
 ``--set skills.credit=presence`` means the same in each; a scenario without one refuses a changed key.
@@ -61,7 +61,7 @@ class SkillsConfig:
     """Confidence with which an edit that is not a prune must improve the mean validation score to pass the
     gate (a one-sided paired sign-flip test, p <= 1 - confidence; skills/gate.py). 0.9: a candidate that
     changes nothing measurable passes at most one time in ten (a tie never), so repeated passes against
-    the same validation set random-walk the library far less than the old "no drop" rule; and an
+    the same validation set random-walk the library far less than a "no drop" rule would; and an
     improvement of 4 of 16 validation problems (0/1 scores) with none lost still passes. 0.5 is about
     "any mean improvement"."""
     gate_delta: float = Field(0.0, ge=0)

@@ -61,6 +61,10 @@ from pydantic.dataclasses import dataclass as config_dataclass
 from skills.workflow import Trace
 from market.strict import STRICT
 
+EPS = 1e-6
+"""The z-score's guard for a group whose outcomes all agree (std 0: every advantage 0): the one epsilon of the
+learners, the credit estimators and the objectives."""
+
 
 @config_dataclass(config=STRICT)
 class CreditConfig:
@@ -68,7 +72,7 @@ class CreditConfig:
     """G: complete team rollouts per question."""
     penalty: float = Field(0.1, ge=0)
     """lam of the workflow penalty (skills/workflow.py): a role whose every node failed loses lam."""
-    eps: float = Field(1e-6, gt=0)
+    eps: float = Field(EPS, gt=0)
     """Added to the group's reward std, so equal-reward groups get advantage 0."""
     ridge: float = Field(1.0, gt=0)
     """Ridge of the joint fit: shrinks columns with little contrast towards 0."""
@@ -137,9 +141,28 @@ def batch(groups: Sequence[tuple[Hashable, Sequence[Rollout]]], cfg: CreditConfi
     return Batch(questions, rewards, usage, keys, acted, agents, traces)
 
 
-def advantages(rewards: np.ndarray, eps: float) -> np.ndarray:
-    """[Q, G] -> (r - group mean) / (group std + eps)."""
+def advantages(rewards: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """[Q, G] -> (r - group mean) / (group std + eps): the grouped z-score every learner and credit reads."""
     return (rewards - rewards.mean(1, keepdims=True)) / (rewards.std(1, keepdims=True) + eps)
+
+
+def relative(value, reference, eps: float = EPS, spread=None):
+    """``value`` as a z-score against the ``reference`` outcomes, (value - mean) / (std + eps), the std taken over
+    ``spread`` where given (a group's every rollout, where the mean is over its full rollouts alone): a state's worth
+    or a skill's credit judged by one group's outcomes."""
+    reference = np.asarray(reference, dtype=np.float64)
+    spread = reference if spread is None else np.asarray(spread, dtype=np.float64)
+    return (value - reference.mean()) / (spread.std() + eps)
+
+
+def grouped_relative(value: np.ndarray, value_group: np.ndarray, reference: np.ndarray, group: np.ndarray,
+                     eps: float = EPS) -> np.ndarray:
+    """[S] ``value`` as z-scores against the ``reference`` [B] outcomes of its group (``value_group`` [S] and ``group``
+    [B] int ids), each group's mean and population std counted at once."""
+    count = np.bincount(group)
+    mean = np.bincount(group, reference) / np.maximum(count, 1)
+    std = np.sqrt(np.bincount(group, (reference - mean[group]) ** 2) / np.maximum(count, 1))
+    return (value - mean[value_group]) / (std[value_group] + eps)
 
 
 def _distinct(inverse: np.ndarray, per_group: np.ndarray) -> np.ndarray:

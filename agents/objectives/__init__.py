@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from agents.credit.base import check as signals_check
 from agents.named import Registry
 from agents.objectives.batch import SIGNALS, MissingSignals, PolicyBatch
 
@@ -25,10 +26,8 @@ module, needs = REGISTRY.module, REGISTRY.needs
 
 
 def check(name: str, signals, where: str = "this world") -> None:
-    missing = sorted(set(needs(name)) - set(signals))
-    if missing:
-        raise MissingSignals(f"objective {name!r} needs signals {where} does not provide: {', '.join(missing)} "
-                             f"(provided: {', '.join(sorted(signals)) or 'none'})")
+    """:class:`MissingSignals` naming what objective ``name`` needs and ``where``'s ``signals`` lack."""
+    signals_check(name, needs(name), signals, where, "objective", MissingSignals)
 
 
 @dataclass

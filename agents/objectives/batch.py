@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from agents.credit.base import MissingSignals as CreditMissingSignals
-
-EPS = 1e-6
+from skills.credit import EPS
 
 
 class MissingSignals(CreditMissingSignals):

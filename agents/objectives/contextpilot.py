@@ -34,6 +34,7 @@ from agents.objectives.batch import EPS, PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
 from market.strict import STRICT
+from skills.credit import relative
 
 NEEDS = ("branch", "context_edit")
 
@@ -75,7 +76,7 @@ def advantage(outcome, source, prefix, t, b, group, edit, eps: float = EPS) -> n
     for k in np.flatnonzero(np.asarray(edit, dtype=bool) & full[b]).tolist():
         g = group == group[b[k]]
         v = value(r, source, prefix, int(b[k]), int(t[k]) + 1)
-        out[k] = (v - r[g & full].mean()) / (r[g].std() + eps)
+        out[k] = relative(v, r[g & full], eps, spread=r[g])
     return out
 
 

@@ -37,6 +37,7 @@ from agents.objectives.batch import EPS, PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss
 from market.strict import STRICT
+from skills.credit import relative
 
 NEEDS = ("value_logits", "branch")
 
@@ -94,7 +95,7 @@ def advantage(outcome, source, prefix, t, b, group, cfg: Config, eps: float = EP
 
     sets = [full & (group == group[w]) if full[w] else through(source[w], prefix[w]) for w in worlds]
     mean = np.array([r[s].mean() for s in sets])
-    apart = (r - mean) / (np.array([r[s].std() for s in sets]) + eps)
+    apart = np.array([relative(r[w], r[s], eps) for w, s in enumerate(sets)])
     t, b = np.asarray(t), np.asarray(b)
     first = {w: t[b == w].min() for w in np.unique(b)}
     future = np.zeros(t.size)

@@ -55,9 +55,11 @@ class Draw:
     Once rods has retired every task and variant (a world of few tasks: relay's chain has K! relabellings)
     no reward varies any more, and rounds draw the world's own tasks uniformly."""
 
-    def __init__(self, name: str, tasks, variant=None, subproblems=None):
+    def __init__(self, name: str, tasks, variant=None, subproblems=None, settings=None):
+        """``settings``: the sampler's ``Config`` (``agents.task_settings.<name>``; None: its defaults)."""
         given = {"variant": variant, "subproblems": subproblems}
-        self.sampler = make(name, tasks, **{k: f for k, f in given.items() if k in NEEDS[name]})
+        own = dataclasses.asdict(settings) if settings is not None else {}
+        self.sampler = make(name, tasks, **own, **{k: f for k, f in given.items() if k in NEEDS[name]})
         self.progress = "progress" in NEEDS[name]
         self.own = Uniform(tasks)
 

@@ -1,10 +1,9 @@
 """Blocks World's features and moves, one compiled pass per instance each (numba).
 
-An observation of B = 8 instances on numpy took some thirty array operations over tiny arrays (masks of the
-stacks, a cumulative product for the prefix, arg-reductions for the needed block), and a move a dozen more:
-about 0.4 ms an auction step together, the largest single cost of a blocks run, and all of it numpy's per-call
-overhead. Here each instance is read once, in the order a person would: walk stack 1 up while it matches the
-goal, then look down each stack for the next block the goal needs.
+An observation of B = 8 instances on numpy is some thirty array operations over tiny arrays (masks of the
+stacks, a cumulative product for the prefix, arg-reductions for the needed block), and a move a dozen more,
+whose cost is all numpy's per-call overhead. Here each instance is read once, in the order a person would:
+walk stack 1 up while it matches the goal, then look down each stack for the next block the goal needs.
 """
 
 from __future__ import annotations

@@ -182,12 +182,13 @@ class BlocksWorld(World):
         return self._solved
 
     # --- task samplers (agents.tasks) ------------------------------------
-    def draw_tasks(self, name: str, rng: np.random.Generator) -> None:
+    def draw_tasks(self, name: str, rng: np.random.Generator, settings=None) -> None:
         """Each training size's sampler draws from ``task_pool`` instances of that size, drawn once from ``rng``."""
         self.draws = {}
         for n in self.cfg.train_sizes:
             pool = [generate(n, self.cfg.colours, rng) for _ in range(self.cfg.task_pool)]
-            self.draws[n] = Draw(name, [(i.goal, i.stacks) for i in pool], variant=self.recolour, subproblems=prefixes)
+            self.draws[n] = Draw(name, [(i.goal, i.stacks) for i in pool], variant=self.recolour, subproblems=prefixes,
+                                 settings=settings)
 
     def recolour(self, task: tuple, rng: np.random.Generator) -> tuple:
         """rods's isomorphic variant of a task (an ``Instance`` as a tuple): the same stacks, the colours permuted."""

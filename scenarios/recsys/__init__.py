@@ -2,7 +2,7 @@
 
 A team runs a recommendation workflow on user requests; each role follows the
 skills of a versioned library (rules the pipeline runs, plus the text an LLM
-would read). Group-relative skill evolution (DESIGN.md, "Skills"; GRSE) edits
+would read). Group-relative skill evolution (GRSE; docs: concepts/skills.md) edits
 the library: G rollouts per question with stochastic skill application, team
 reward (NDCG) minus the workflow penalty, group-relative credit, diagnosis,
 edit, validation gate. ``mode = "market"`` instead lets several agents per role
@@ -29,12 +29,13 @@ the model's ``attach(store)`` puts the skill libraries into the run database.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from scenarios.recsys.config import Config
 from scenarios.spec import ScenarioSpec
 
-__all__ = ["Config", "make_model", "metrics", "validate"]
+__all__ = ["Config", "defaults", "make_model", "metrics", "validate"]
 
 SPEC = ScenarioSpec(bid_features=("numeric", "agent"), learned_actions="none", skill_library=True,
                     objective_signals=("item_logits", "target", "list_len"))
@@ -45,16 +46,36 @@ agents.objective the learned recall source's item scores, each question's held-o
 mode."""
 
 
+MARKET_MODE = {"market.bid_scheme": "policy", "market.base_bid": 0.01, "market.clearing": "softmax",
+               "market.temperature": 0.005, "market.reward_scale": 1.0, "market.rent": 0.0002,
+               "population.initial_wealth": 0.5, "population.p_exploit": 0.004, "population.p_explore": 0.004,
+               "population.min_agents": 6, "population.max_agents": 24}
+"""Market mode's auction and population (rent and births are per episode): each agent bids its own
+base_bid x (1 + role), evolved (scenarios/recsys/market.py)."""
+TEAM_READS = ("batch",)
+"""What team mode reads of [market] (one round's rollouts); it has no auction and no population to set."""
+
+
+def defaults(exp) -> dict:
+    """Market mode's settings where the config leaves them (:data:`MARKET_MODE`), and its population: agents_per_role
+    agents for each of the pipeline's roles (``catallax config show`` shows the count, derived)."""
+    if exp.scenario.mode != "market":
+        return {}
+    from scenarios.recsys.ops import ROLES
+
+    return {**MARKET_MODE, "population.initial_agents": exp.scenario.agents_per_role * len(ROLES)}
+
+
 def validate(exp) -> None:
-    """How the sections fit: the batch holds whole groups; the data path and seed library exist and parse (a
+    """How the sections fit: each mode reads its keys; the data path and seed library exist and parse (a
     learned source only where agents.objective trains it); the diagnoser is the rule one (no language model is
     wired to recsys's edits)."""
-    cfg, G = exp.scenario, exp.agents.group
-    if exp.market.bid_scheme == "learned" and cfg.mode != "market":
-        raise ValueError("market.bid_scheme = 'learned': team mode has no auction; set recsys.mode = \"market\"")
-    if exp.market.batch % G:
-        raise ValueError(f"market.batch = {exp.market.batch}: must be a multiple of agents.group = {G} "
-                         f"(each question gets G rollouts)")
+    cfg = exp.scenario
+    if cfg.mode == "team":
+        _team_reads_only_the_batch(exp)
+    elif exp.population.initial_agents != (fielded := defaults(exp)["population.initial_agents"]):
+        raise ValueError(f"population.initial_agents = {exp.population.initial_agents}: market mode fields "
+                         f"recsys.agents_per_role = {cfg.agents_per_role} agents per role ({fielded}); set that instead")
     if exp.skills.diagnoser != "rule":
         raise ValueError(f"skills.diagnoser = {exp.skills.diagnoser!r}: recsys has no LLM diagnoser wired to its "
                          f"edits yet (they use the rule diagnoser); set skills.diagnoser = \"rule\"")
@@ -87,6 +108,18 @@ def validate(exp) -> None:
                                              f"{clause.operator!r}, which only agents.objective = \"ca_pg\" trains")
         except (SkillError, ValueError, OSError) as err:
             raise ValueError(f"recsys.seed_library = {cfg.seed_library!r}: {err}") from None
+
+
+def _team_reads_only_the_batch(exp) -> None:
+    """Team mode has no auction and no population: a changed [market] key but the batch, or [population] key, would
+    do nothing."""
+    for table in ("market", "population"):
+        ours, default = getattr(exp, table), type(getattr(exp, table))()
+        for f in dataclasses.fields(ours):
+            derived = f"{table}.{f.name}" in exp.derived  # what a changed key brought along: that key is named
+            if f.name not in TEAM_READS and not derived and getattr(ours, f.name) != getattr(default, f.name):
+                raise ValueError(f"{table}.{f.name} = {getattr(ours, f.name)!r}: not read: team mode has no auction "
+                                 f"and no population (it reads market.batch only); set recsys.mode = \"market\"")
 
 
 def make_model(exp):

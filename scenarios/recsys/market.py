@@ -25,7 +25,6 @@ Skills evolve in two ways:
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 
@@ -219,8 +218,7 @@ class RecsysMarket(MarketModel):
             from agents.learned import LearnedPolicy
 
             policy = LearnedPolicy(roles, exp.agents, seed=exp.run.seed, learned_bids=True)
-        population = dataclasses.replace(exp.population, initial_agents=cfg.agents_per_role * len(ROLES))
-        model = cls(env, policy, exp.market, population, seed=exp.run.seed)
+        model = cls(env, policy, exp.market, exp.population, seed=exp.run.seed)  # agents_per_role x roles (defaults)
         model.world_data, model.cfg_recsys, model.skills, model.group = world, cfg, exp.skills, exp.agents.group
         model.rounds = rounds(exp)  # the last one's edit pass is the run's last (evolve.last_pass)
         model.learned = learned_recall.for_run(exp, world)  # trained after each round (agents.objective = ca_pg)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agents.config import AgentsConfig
 from market.config import MarketConfig, PopulationConfig
-from scenarios.registry import SCENARIO_DIR, ScenarioError, get_scenario, plugin_names
+from scenarios.registry import SCENARIO_DIR, Scenario, ScenarioError, get_scenario, plugin_names
 from scenarios.run import derived, rules
 from scenarios.run.experiment import MAX_EPISODES, Experiment, RunConfig
 from scenarios.run.sections import SECRET, ConfigError, did_you_mean, keys, section
@@ -94,12 +94,14 @@ def parse_override(item: str) -> tuple[list[str], object]:
 def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None = None) -> Experiment:
     """The experiment of a scenario (a name, a .toml file or a plugin: :func:`resolve`) with ``overrides``:
     ``--set`` strings (``["market.batch=8"]``) or, from Python, a dict of dotted keys (``{"market.batch": 8}``)."""
-    path = resolve(name_or_path)
+    path, module = resolve(name_or_path), None
     if path is None:  # a plugin named directly: its defaults
         path, data = Path(name_or_path), {"run": {"scenario": name_or_path}}
     else:
         data = _read(path)  # renamed before the --set's, so a --set of the new name overrides a file's old one
-        data = _renamed(data, _skill_library(data, path.parent))
+        module = _scenario_of(data, path.parent)
+        data = _renamed(data, module.spec.skill_library if module else None, str(path))
+    named_scenario = data["run"]["scenario"]
     named = {}  # dotted key -> the --set that gave it, so a bad value is blamed on the --set, not the file
     for item in overrides.items() if isinstance(overrides, dict) else overrides:
         parts, value = parse_override(item) if isinstance(item, str) else (item[0].split("."), item[1])
@@ -120,8 +122,11 @@ def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None =
     if seed is not None:
         data.setdefault("run", {})["seed"] = seed
         named["run.seed"] = f"--seed {seed}"
+    run = data.get("run")
+    if not (isinstance(run, dict) and run.get("scenario") == named_scenario):  # a --set named another scenario
+        module = None
     try:
-        return from_dict(data, source=str(path))
+        return from_dict(data, source=str(path), module=module)
     except ConfigError as err:
         line = str(err).removeprefix(f"{path}: ")
         given = [flag for key, flag in named.items() if line.startswith((f"{key} =", f"{key}."))]
@@ -191,17 +196,19 @@ def _leaves(key: str, value) -> list[str]:
     return [leaf for k, v in value.items() for leaf in _leaves(f"{key}.{k}", v)]
 
 
-def from_dict(data: dict, source: str) -> Experiment:
+def from_dict(data: dict, source: str, module: Scenario | None = None) -> Experiment:
     """Validate a config already read (a TOML file's sections, or a stored run's config): the effective
-    experiment (scenarios/run/derived.py), every rule across keys checked (scenarios/run/rules.py)."""
+    experiment (scenarios/run/derived.py), every rule across keys checked (scenarios/run/rules.py). ``module``:
+    the scenario ``data`` names, where the caller has resolved it already; the experiment carries it."""
     path = source
     run = section(path, data, "run", RunConfig)
     base = Path(source).parent if source.endswith(".toml") else None  # a .py scenario is relative to its TOML
-    try:
-        module = get_scenario(run.scenario, base)
-    except ScenarioError as err:
-        raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err}") from None
-    data = _renamed(data, module.spec.skill_library)
+    if module is None:
+        try:
+            module = get_scenario(run.scenario, base)
+        except ScenarioError as err:
+            raise ConfigError(f"{path}: run.scenario = {run.scenario!r}: {err}") from None
+    data = _renamed(data, module.spec.skill_library, path)
     sections = {"run": RunConfig, "market": MarketConfig, "population": PopulationConfig, "agents": AgentsConfig,
                 "skills": SkillsConfig, module.section: module.Config}
     moved = keys(SkillsConfig, "skills.") if module.spec.skill_library else ()  # recsys.credit -> skills.credit
@@ -218,8 +225,9 @@ def from_dict(data: dict, source: str) -> Experiment:
         agents=section(path, data, "agents", AgentsConfig),
         section=module.section,
         skills=section(path, data, "skills", SkillsConfig),
+        resolved=module,
     )
-    exp = derived.effective(parsed, given_keys(data), module.spec)
+    exp = derived.effective(parsed, given_keys(data), module.spec, module.defaults(parsed))
     if problem := rules.problem(exp):
         raise ConfigError(f"{path}: {problem}")
     return exp
@@ -230,12 +238,14 @@ def given_keys(data: dict) -> set[str]:
     return {leaf for name, table in data.items() for leaf in _leaves(name, table)}
 
 
-def _renamed(data: dict, skill_library: bool | None = None) -> dict:
+def _renamed(data: dict, skill_library: bool | None = None, source: str = "") -> dict:
     """``data`` with each renamed key (:data:`RENAMED`) moved to its new name, one :class:`DeprecatedKey` warning
-    for all of them (a copy; ``data`` is left as it is). The new name's own value, if set too, gives way to the
-    old one's, as ``agents.bids`` overrode ``market.bid_scheme``; ``agents.bids = "market"`` sets nothing, and
-    neither does ``skills.group`` where the scenario has no skill library (``skill_library`` False: it was never
-    read there, and a stored config of such a run holds it at its old default beside the agents.group it ran)."""
+    for all of them (a copy; ``data`` is left as it is). An old name set beside its new one to another value is
+    refused, naming both (neither may silently win); ``agents.bids = "market"`` sets nothing, and neither does
+    ``skills.group`` where the scenario has no skill library (``skill_library`` False: it was never read there,
+    and a stored config of such a run holds it at its old default beside the agents.group it ran). A stored
+    config of the flat layout holds ``skills.group`` beside ``agents.group = 0``, which a skill library did not
+    read: there the old key is the run's G."""
     out, said = copy.deepcopy(data), []
     for old, new in RENAMED.items():
         *path, key = old.split(".")
@@ -253,17 +263,19 @@ def _renamed(data: dict, skill_library: bool | None = None) -> dict:
             if not isinstance(target, dict):  # section() reports the bad table
                 break
         else:
+            if key in target and target[key] != value and (old, target[key]) != ("skills.group", 0):
+                raise ConfigError(f"{source + ': ' if source else ''}{old} = {value!r} beside {new} = {target[key]!r}: "
+                                  f"{old} is the old name of {new}; set {new} only")
             target[key] = value
     if said:
         warnings.warn("; ".join(said), DeprecatedKey, stacklevel=3)
     return out
 
 
-def _skill_library(data: dict, base: Path) -> bool | None:
-    """Whether the scenario a file's tables name has a skill library (None where it cannot be told yet:
-    :func:`from_dict` reports a bad scenario)."""
+def _scenario_of(data: dict, base: Path) -> Scenario | None:
+    """The scenario a file's tables name (None where it cannot be told yet: :func:`from_dict` reports a bad one)."""
     try:
-        return get_scenario(data["run"]["scenario"], base).spec.skill_library
+        return get_scenario(data["run"]["scenario"], base)
     except (ScenarioError, KeyError, TypeError):
         return None
 

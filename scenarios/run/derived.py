@@ -28,15 +28,32 @@ of each question (one grouping for the skills' credit and the LM learner alike; 
 question's group)."""
 
 
-def effective(exp: Experiment, given: set[str], spec: ScenarioSpec) -> Experiment:
+def effective(exp: Experiment, given: set[str], spec: ScenarioSpec, own: dict | None = None) -> Experiment:
     """``exp`` (as parsed: the keys set, the rest at their dataclass defaults) with the dependent defaults of
     the keys not in ``given`` (dotted keys: ``market.clearing``) derived for a scenario declaring ``spec``,
     and ``derived`` naming each key whose value they changed (dotted key, a learner table's as
-    ``agents.value.margin`` -> (parsed, effective)). A new experiment: ``exp`` is left as it is."""
-    agents = _agents(exp, given, spec)
-    market = _market(exp, agents, given)
-    changed = dict(_changed("market", exp.market, market)) | dict(_changed("agents", exp.agents, agents))
-    return dataclasses.replace(exp, agents=agents, market=market, derived=changed)
+    ``agents.value.margin`` -> (parsed, effective)). ``own``: the scenario's own defaults of [market] and
+    [population] keys (its module's ``defaults(exp)``), applied first, as if its file set them. A new
+    experiment: ``exp`` is left as it is."""
+    scenario = _scenario_defaults(exp, own or {}, given)
+    given = given | set(own or {})
+    agents = _agents(scenario, given, spec)
+    market = _market(scenario, agents, given)
+    changed = {**dict(_changed("market", exp.market, market)), **dict(_changed("population", exp.population,
+               scenario.population)), **dict(_changed("agents", exp.agents, agents))}
+    return dataclasses.replace(scenario, agents=agents, market=market, derived=changed)
+
+
+def _scenario_defaults(exp: Experiment, own: dict, given: set[str]) -> Experiment:
+    """``exp`` with the scenario's defaults of the [market] and [population] keys it does not set."""
+    tables: dict[str, dict] = {}
+    for key, value in own.items():
+        table, _, name = key.partition(".")
+        if table not in ("market", "population") or not name:
+            raise ValueError(f"a scenario's defaults name [market] and [population] keys; {key!r} is neither")
+        if key not in given:
+            tables.setdefault(table, {})[name] = value
+    return dataclasses.replace(exp, **{t: dataclasses.replace(getattr(exp, t), **kv) for t, kv in tables.items()})
 
 
 def _changed(prefix: str, old, new):

@@ -18,6 +18,7 @@ from market.config import MarketConfig, PopulationConfig
 from market.money import MAX_MICRO
 from skills.config import SkillsConfig
 from market.strict import STRICT
+from scenarios.registry import Scenario, get_scenario
 
 MAX_EPISODES = 10**8
 
@@ -39,8 +40,8 @@ class RunConfig:
     checkpointed rounds only, and a killed run loses the rounds after its last checkpoint."""
     checkpoint_seconds: float = Field(10.0, gt=0, le=600)
     """The longest a run goes without a checkpoint, in seconds (with ``checkpoint_every``: whichever comes
-    first). A checkpoint and its transaction cost a fast world more than its rounds do (relay: ~0.7 ms to
-    encode and ~2 ms to write, beside ~1 ms to step a round); 10 s risks little work. At most 600: every
+    first). A checkpoint and its transaction cost a fast world more than its rounds do (relay's checkpoint
+    takes longer to encode and write than a round to step); 10 s risks little work. At most 600: every
     write renews the run's lease, which other processes take for dead after 900 s (market/store.py)."""
 
 
@@ -55,6 +56,17 @@ class Experiment:
     section: str = ""  # the scenario's own section (its name; a plugin file's stem)
     skills: SkillsConfig = dataclasses.field(default_factory=SkillsConfig)  # how a skill library evolves
     derived: dict = dataclasses.field(default_factory=dict)  # key -> (parsed, effective): scenarios/run/derived.py
+    resolved: Scenario | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The scenario's code, resolved once by the loader (scenarios/run/config.py); read it as :attr:`module`."""
+
+    @property
+    def module(self) -> Scenario:
+        """The scenario's code (scenarios/registry.py): the one the loader resolved, which the rules, the model's
+        build and the summary's metrics all use; looked up by ``run.scenario`` only for an experiment made
+        without the loader."""
+        if self.resolved is None:
+            self.resolved = get_scenario(self.run.scenario)
+        return self.resolved
 
     def to_dict(self) -> dict:
         return {

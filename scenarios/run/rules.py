@@ -14,9 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import LEARNER_TABLES, AgentsConfig
-from agents.credit import NAMES
 from market.money import MAX_MICRO, MICRO
-from scenarios.registry import get_scenario
 from scenarios.run.experiment import Experiment
 from skills.config import SkillsConfig
 
@@ -42,7 +40,7 @@ def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
 def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
     """Learned bids need features the scenario's agents can give; learned actions a world of discrete
     actions its policy maps rules onto (scenarios/spec.py: bid_features, learned_actions)."""
-    agents, scenario = exp.agents, get_scenario(exp.run.scenario)
+    agents, scenario = exp.agents, exp.module
     if exp.market.bid_scheme == "learned" and agents.features not in scenario.spec.bid_features:
         if not scenario.spec.bid_features:
             return f"market.bid_scheme = 'learned': scenario {exp.run.scenario!r} has no learned bids"
@@ -55,7 +53,7 @@ def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
 def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
     """[skills] evolves a scenario's skill library (scenarios/spec.py: skill_library): a scenario without
     one would ignore a changed key (``credit = "none"``, the setting that turns skill evolution off, says so)."""
-    if get_scenario(exp.run.scenario).spec.skill_library:
+    if exp.module.spec.skill_library:
         return None
     defaults = SkillsConfig()
     for f in dataclasses.fields(SkillsConfig):
@@ -100,7 +98,7 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return None
     from agents.objectives import MissingSignals, check, needs
 
-    scenario = get_scenario(exp.run.scenario)
+    scenario = exp.module
     if scenario.spec.objective_signals:  # a learner of the scenario's own trains what those signals score
         if not set(needs(agents.objective)) & set(scenario.spec.objective_signals):
             return (f"agents.objective = {agents.objective!r}: scenario {exp.run.scenario!r} trains only what "
@@ -132,7 +130,7 @@ def _token_price_is_charged(exp: Experiment) -> str | None:
     Policy), which only its built policy tells (scenarios/registry.py refuses the key there, before a round); a model
     of the scenario's own has no market policy to report them."""
     key = "token_prices" if exp.market.token_prices else "token_price"
-    if getattr(exp.market, key) and get_scenario(exp.run.scenario).own_model is not None:
+    if getattr(exp.market, key) and exp.module.own_model is not None:
         return (f"market.{key} = {getattr(exp.market, key)!r}: scenario {exp.run.scenario!r} runs a model of its "
                 f"own, whose agents report no LLM tokens to the market")
 
@@ -151,7 +149,7 @@ def _features_are_read(exp: Experiment) -> str | None:
     agents = exp.agents
     if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned" or agents.logits.per_state:
         return None
-    if agents.actions == "grpo" and agents.objective != "grpo" and get_scenario(exp.run.scenario).spec.learned_actions != "lm":
+    if agents.actions == "grpo" and agents.objective != "grpo" and exp.module.spec.learned_actions != "lm":
         from agents.critic import SIGNALS
         from agents.objectives import needs
 
@@ -173,7 +171,7 @@ def _learner_tables_are_read(exp: Experiment) -> str | None:
     the run does not compose would do nothing. The bid tables are checked under learned bids (where the run
     has a bid objective), the tables of learned actions always."""
     agents = exp.agents
-    read = agents.tables_read(exp.market.bid_scheme, get_scenario(exp.run.scenario).spec.learned_actions)
+    read = agents.tables_read(exp.market.bid_scheme, exp.module.spec.learned_actions)
     checked = ("value", "reinforce", "logits", "lm") if exp.market.bid_scheme == "learned" else ("logits", "lm")
     for name in checked:
         table, default = getattr(agents, name), LEARNER_TABLES[name]()
@@ -195,19 +193,24 @@ def _device_is_there(exp: Experiment) -> str | None:
 
 
 def _groups_divide_the_batch(exp: Experiment) -> str | None:
-    """A group is G consecutive episodes of one round, so a round must hold whole groups."""
-    agents, market = exp.agents, exp.market
-    if _needs_groups(exp) and agents.group and market.batch % agents.group:
+    """A group is G consecutive episodes of one round, so a round must hold whole groups, wherever rollouts are
+    grouped: a learner's group-relative advantage, a skill library's credit over the training rounds (a probe
+    groups its own frozen batch), a model of its own's questions (recsys: G rollouts of each). The one statement
+    of the batch/group rule."""
+    agents, market, scenario, skills = exp.agents, exp.market, exp.module, exp.skills
+    library = scenario.spec.skill_library and (scenario.own_model is not None or
+                                               (skills.credit != "none" and skills.evidence == "training"))
+    if (_needs_groups(exp) or library) and agents.group and market.batch % agents.group:
         return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
 
 
 def _skill_groups_fit(exp: Experiment) -> str | None:
     """A skill library's credit (skills/credit.py) compares the G = agents.group rollouts of a question, G >= 2 (unset,
     4: scenarios/run/derived.py), and a round holds whole groups; the LM learner groups the same worlds by the same
-    key. A model of its own checks the batch itself (its scenario's rules); a probe (``skills.evidence``) groups its
+    key (the batch holding whole groups: :func:`_groups_divide_the_batch`); a probe (``skills.evidence``) groups its
     own frozen batch, and is for LLM worlds' markets only."""
-    skills, agents, market = exp.skills, exp.agents, exp.market
-    scenario = get_scenario(exp.run.scenario)
+    skills, agents = exp.skills, exp.agents
+    scenario = exp.module
     if not (scenario.spec.skill_library and (scenario.own_model is not None or skills.credit != "none")):
         return None
     if skills.evidence == "probe" and scenario.own_model is not None:
@@ -216,8 +219,6 @@ def _skill_groups_fit(exp: Experiment) -> str | None:
     if agents.group < 2:
         return (f"agents.group = {agents.group}: scenario {exp.run.scenario!r}'s skill library compares the G "
                 f"rollouts of a question; set agents.group >= 2")
-    if scenario.own_model is None and skills.evidence == "training" and market.batch % agents.group:
-        return f"agents.group = {agents.group}: market.batch ({market.batch}) must be a multiple of {agents.group}"
 
 
 def _probe_size_is_read(exp: Experiment) -> str | None:
@@ -237,7 +238,7 @@ def _branches_can_be_played(exp: Experiment) -> str | None:
     N = agents.branches
     if not N:
         return None
-    scenario = get_scenario(exp.run.scenario)
+    scenario = exp.module
     if not scenario.spec.branches:
         return (f"agents.branches = {N}: scenario {exp.run.scenario!r}'s world cannot restart an instance from an "
                 f"inner state (its SPEC does not declare branches)")
@@ -281,7 +282,7 @@ def _world_feeds_the_estimator(exp: Experiment) -> str | None:
         from agents.credit import MissingSignals, require
         from agents.credit.step_advantages import provides
 
-        signals = provides(get_scenario(exp.run.scenario).spec.credit_signals)
+        signals = provides(exp.module.spec.credit_signals)
         try:
             require(agents.credit, signals, f"scenario {exp.run.scenario!r}")
         except MissingSignals as err:
@@ -294,28 +295,36 @@ def _world_offers_the_tasks(exp: Experiment) -> str | None:
     agents = exp.agents
     if agents.tasks == "world":
         return None
+    from agents.credit import MissingSignals
+    from agents.credit.base import check
     from agents.tasks import NEEDS
 
-    provided = get_scenario(exp.run.scenario).spec.task_signals
-    missing = sorted(set(NEEDS[agents.tasks]) - set(provided))
-    if missing:
-        return (f"agents.tasks = {agents.tasks!r}: task sampler {agents.tasks!r} needs signals scenario "
-                f"{exp.run.scenario!r} does not provide: {', '.join(missing)} "
-                f"(provided: {', '.join(provided) or 'none'})")
+    try:
+        check(agents.tasks, NEEDS[agents.tasks], exp.module.spec.task_signals, f"scenario {exp.run.scenario!r}",
+              "task sampler")
+    except MissingSignals as err:
+        return f"agents.tasks = {agents.tasks!r}: {err}"
     if agents.tasks == "scrl" and agents.actions == "grpo" and agents.group < 2:
         return (f"agents.tasks = 'scrl': learned actions' rewards are normalised among the rollouts of each "
                 f"sub-problem; set agents.group >= 2 (G rollouts of each task drawn; now {agents.group})")
 
 
-def _credit_settings_are_read(exp: Experiment) -> str | None:
-    """The learner reads the settings of the per-step estimator agents.credit names, and no others (grpo's
-    advantage is its own, agents/learner.py): a changed sub-table it does not read would do nothing."""
+SETTINGS_TABLES = (("credit_settings", "credit", "grpo"), ("task_settings", "tasks", "world"))
+"""Each plugin settings table of [agents] (a sub-table per registered name), the key choosing the one read, and the
+choice that reads none (grpo's advantage is the learner's own, agents/learner.py; world draws its own tasks)."""
+
+
+def _plugin_settings_are_read(exp: Experiment) -> str | None:
+    """A run reads the settings of the credit estimator and task sampler it chose, and no others: a changed
+    sub-table it does not read would do nothing. (agents.objective_settings is checked on its dataclass.)"""
     agents = exp.agents
-    for name in NAMES:
-        settings = getattr(agents.credit_settings, name)
-        if (name != agents.credit or name == "grpo") and settings != type(settings)():
-            return (f"agents.credit_settings.{name} = {dataclasses.asdict(settings)}: not read: the learner reads "
-                    f"only the settings of agents.credit (now {agents.credit!r}), and none for grpo")
+    for table, key, own in SETTINGS_TABLES:
+        chosen, tables = getattr(agents, key), getattr(agents, table)
+        for f in dataclasses.fields(tables):
+            settings = getattr(tables, f.name)
+            if (f.name != chosen or f.name == own) and settings != type(settings)():
+                return (f"agents.{table}.{f.name} = {dataclasses.asdict(settings)}: not read: the run reads only the "
+                        f"settings of agents.{key} (now {chosen!r}), and none for {own}")
 
 
 def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
@@ -366,7 +375,7 @@ def _scenario_rules_hold(exp: Experiment) -> str | None:
     """The scenario's own rules across its section and the others (its module's ``validate``, which raises a
     ValueError naming the key): the last rule, so the platform's keys are checked first."""
     try:
-        get_scenario(exp.run.scenario).validate(exp)
+        exp.module.validate(exp)
     except ValueError as err:
         return str(err)
 
@@ -375,7 +384,7 @@ RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked
          _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
          _learned_bids_clear_by_softmax, _branches_can_be_played, _groups_divide_the_batch,
          _skill_groups_fit, _probe_size_is_read, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
-         _credit_settings_are_read, _groups_hold_two_rollouts, _scenario_rules_hold)
+         _plugin_settings_are_read, _groups_hold_two_rollouts, _scenario_rules_hold)
 """In order: the first problem is the one reported."""
 
 

@@ -21,7 +21,6 @@ from market.store import (RunStore, StoreError, get_run, load_episodes, load_tra
 from scenarios.run.config import ConfigError, Experiment, from_dict
 from scenarios.run import trust
 from scenarios.run.interrupt import Interrupted, Stop
-from scenarios.registry import get_scenario
 
 
 def default_db(out: Path) -> str:
@@ -42,7 +41,7 @@ def conservation_ok(model: MarketModel, replayed: dict[int, int]) -> bool:
 
 
 def build_model(exp: Experiment) -> Economy:
-    return get_scenario(exp.run.scenario).make_model(exp)
+    return exp.module.make_model(exp)
 
 
 def run_experiment(exp: Experiment, db_url: str, progress: bool = True, run_id: str | None = None,
@@ -234,7 +233,7 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         "conservation_ok": conservation_ok(model, stored_balances(store.engine, store.run_id)),
         "transfers": model.ledger.count,
         "house": int(pop.wealth[HOUSE_ROW]),
-        **get_scenario(exp.run.scenario).metrics(model, episodes, exp.scenario),
+        **exp.module.metrics(model, episodes, exp.scenario),
         **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learned.py)
     }
     ids = pop.ids[live].tolist()

@@ -305,9 +305,12 @@ def test_objective_settings_from_the_config_reach_the_objective_and_bad_ones_are
     base = ['agents.actions="grpo"', "market.batch=8", "agents.objective=eapo", "agents.clip=0.3"]
     objective = for_agents(load("relay", base + ["agents.objective_settings.eapo.boost=2.5"]).agents)
     assert (objective.name, objective.cfg.boost, objective.cfg.clip, objective.cfg.penalty) == ("eapo", 2.5, 0.3, 1.0)
-    sero = for_agents(load("relay", ['agents.actions="grpo"', "market.batch=8", "agents.objective=sero",
-                                     "agents.objective_settings.sero.grpo.kl_coef=0.1"]).agents)
-    assert (sero.cfg.grpo.kl_coef, sero.cfg.grpo.clip) == (0.1, 0.2)  # the inner grpo's clip is agents.clip too
+    sero = for_agents(load("relay", ['agents.actions="grpo"', "market.batch=8", "agents.objective=sero"]).agents)
+    assert sero.cfg.grpo.clip == 0.2  # the inner grpo's clip is agents.clip too
+    for objective in ("sero", "grpo"):  # one KL key: agents.kl
+        with pytest.raises(ConfigError, match=rf"{objective}\.(grpo\.)?kl_coef: set agents\.kl, the KL weight"):
+            load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={objective}",
+                           f"agents.objective_settings.{objective}.{'grpo.' * (objective == 'sero')}kl_coef=0.1"])
     for extra, message in [("agents.objective_settings.grpo.kl_coef=0.1", "grpo: not read"),
                            ("agents.objective_settings.eapo.boos=1", "has no setting boos"),
                            ("agents.objective_settings.eapo.clip=0.1", "set agents.clip"),

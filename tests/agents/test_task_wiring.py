@@ -195,3 +195,15 @@ def test_scrl_with_learned_actions_needs_groups():
     with pytest.raises(ConfigError, match="agents.tasks = 'scrl'.*agents.group >= 2"):
         load("blocks", ["agents.tasks=scrl", "agents.actions=grpo"])
     assert load("blocks", ["agents.tasks=scrl"]).agents.tasks == "scrl"  # rule actions: no normalisation to feed
+
+
+def test_a_samplers_settings_are_set_keys_that_reach_it_and_another_samplers_are_refused():
+    """agents.task_settings.<name> is a typed table like the credit estimators': the chosen sampler gets its settings,
+    a bad value or a sampler the run does not use is refused at load, naming the key."""
+    sets = ["market.batch=8", "relay.stages=2", "agents.tasks=rods", "agents.task_settings.rods.capacity=3"]
+    rods = build_model(load("relay", sets, seed=0)).world.draw.sampler
+    assert rods.cfg.capacity == 3 and build_model(load("relay", sets[:3], seed=0)).world.draw.sampler.cfg.capacity == 64
+    with pytest.raises(ConfigError, match=r"agents\.task_settings\.scrl = \{.*\}: not read: .*\(now 'rods'\)"):
+        load("relay", sets + ["agents.task_settings.scrl.advance=0.5"])
+    with pytest.raises(ConfigError, match=r"agents\.task_settings\.rods\.mastered"):
+        load("relay", sets + ["agents.task_settings.rods.mastered=2"])

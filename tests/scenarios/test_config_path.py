@@ -107,3 +107,18 @@ def test_any_objective_module_is_a_value_of_agents_objective_and_a_misspelt_one_
     assert load("relay", ["agents.actions=grpo", "agents.objective=eapo"]).agents.objective == "eapo"
     with pytest.raises(ConfigError, match=r"agents\.objective = 'grpp'.*unknown objective \(known: grpo, "):
         load("relay", ["agents.objective=grpp"])
+
+
+def test_an_old_key_beside_its_new_name_is_refused_in_one_line_naming_both(tmp_path):
+    """Neither value may silently win: a file setting agents.bid_margin and agents.value.margin apart is refused;
+    the same value under both reads, with the warning."""
+    path = tmp_path / "both.toml"
+    path.write_text('[run]\nscenario = "relay"\n[market]\nbid_scheme = "learned"\n'
+                    '[agents]\nbid_margin = 0.1\n[agents.value]\nmargin = 0.2\n')
+    with pytest.raises(ConfigError, match=r"both\.toml: agents\.bid_margin = 0\.1 beside agents\.value\.margin = 0\.2: "
+                                          r"agents\.bid_margin is the old name of agents\.value\.margin; set "
+                                          r"agents\.value\.margin only$"):
+        load(str(path))
+    path.write_text(path.read_text().replace("margin = 0.2", "margin = 0.1"))
+    with pytest.warns(DeprecatedKey):
+        assert load(str(path)).agents.value.margin == 0.1

@@ -119,3 +119,22 @@ def test_token_price_needs_a_policy_that_reports_tokens_not_a_learned_actions_de
         charged = db.execute("SELECT count(*), sum(amount) FROM transfer WHERE reason = ?",
                              (int(Reason.COMPUTE),)).fetchone()
     assert charged[0] > 0 and charged[1] % 500_000 == 0  # 500 tokens at 1 credit per 1000: 0.5 credits an action
+
+
+def test_recsys_market_modes_agent_count_is_derived_and_shown_and_a_users_other_count_is_refused(capsys):
+    """Market mode fields recsys.agents_per_role agents per role: the count is a derived default the stored config
+    and ``catallax config show`` carry; a population.initial_agents the model would not build is refused."""
+    market = ['recsys.mode="market"']
+    exp = load("recsys", market)
+    assert exp.population.initial_agents == 9 and exp.derived["population.initial_agents"] == (20, 9)
+    assert load("recsys", market + ["recsys.agents_per_role=5"]).population.initial_agents == 15
+    assert "population.initial_agents = 40: market mode fields recsys.agents_per_role = 3 agents per role (9)" in \
+        refusal("recsys", market + ["population.initial_agents=40"])
+    code, out, _ = cli(["config", "show", "recsys", "--set", 'recsys.mode="market"'], capsys)
+    assert code == 0 and any("initial_agents" in line and "9" in line and "derived" in line for line in out.splitlines())
+
+
+def test_recsys_team_mode_refuses_the_auction_and_population_keys_it_does_not_read():
+    for key in ("market.rent=0.05", "market.bid_scheme=learned", "population.initial_agents=40"):
+        assert "not read: team mode has no auction and no population" in refusal("recsys", [key]), key
+    assert load("recsys", ["market.batch=128"]).market.batch == 128  # the batch it reads

@@ -101,3 +101,16 @@ def test_a_plain_world_that_cannot_take_the_default_hooks_is_refused_at_load_nam
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
     assert "slotted.py: the world has no group (market/protocols.py World)" in done.stderr
     assert not (tmp_path / "runs" / "catallax.db").exists()  # refused before anything was written
+
+
+def test_a_py_plugins_module_body_runs_once_per_run(tmp_path):
+    """The loader, every rule, the model's build and the summary's metrics share the one resolved scenario: the
+    plugin's file is executed once per ``catallax run``, named directly or by a scenario file beside it."""
+    counted = "from pathlib import Path\nPath('imports.txt').open('a').write('x')\n"
+    (tmp_path / "counted.py").write_text(WORLD.replace("CATALLAX_API = 1\n", "CATALLAX_API = 1\n" + counted))
+    (tmp_path / "lab.toml").write_text('[run]\nscenario = "counted.py"\nepisodes = 8\n\n[market]\nbatch = 4\n')
+    for argv in (["counted.py", "--set", "run.episodes=8", "--set", "market.batch=4"], ["lab.toml"]):
+        (tmp_path / "imports.txt").write_text("")
+        done = catallax(tmp_path, "run", *argv, "--json", "--out", f"out-{argv[0]}")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (tmp_path / "imports.txt").read_text() == "x", argv
