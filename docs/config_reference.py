@@ -28,6 +28,8 @@ from functools import cache
 
 import annotated_types
 
+from docs import griffe_roles
+
 BOUNDS = {annotated_types.Ge: ">=", annotated_types.Gt: ">", annotated_types.Le: "<=", annotated_types.Lt: "<"}
 
 
@@ -176,7 +178,7 @@ def _table(keys: list[Key], files: dict[str, dict[str, str]], sections: list[str
         "| key | type | default | bounds | what it does |"
     lines = [head, "|---|---|---|---|---|---|" if scenario_column else "|---|---|---|---|---|"]
     for key in keys:
-        doc = " ".join(key.doc.split()).replace("|", "\\|")
+        doc = griffe_roles.plain(" ".join(key.doc.split())).replace("|", "\\|")
         cells = [f"`{key.name}`", key.type, f"`{key.default}`"]
         if scenario_column:
             found = {stem: v for s in sections for stem, v in files.get(f"{s}.{key.name}", {}).items()}

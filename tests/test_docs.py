@@ -133,3 +133,15 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert "catallax run" in (site / "reference" / "cli" / "index.html").read_text()
     assert re.search(r"Rows: <code>benchmarks/results/relay_payment\.jsonl</code>, from <code>python -m experiments",
                      (site / "results" / "relay" / "index.html").read_text())
+    api = (site / "reference" / "api" / "index.html").read_text()
+    for name in ("agents.text_world.TextWorld.act", "agents.text_task.Role", "agents.prompts.Prompts",
+                 "agents.backends.base.BackendConfig", "scenarios.run.experiment.Experiment", "market.model.MarketModel",
+                 "agents.rule_policy.RulePolicy", "scenarios.report.data.open_run", "scenarios.run.runner.build_model",
+                 "agents.credit.base.Trajectory", "agents.objectives.batch.PolicyBatch", "agents.learner.RoundLearner.loss"):
+        entry = api[api.index(f'id="{name}"'):][:8000]  # the entry, its Args ("Parameters") table within it
+        assert "Parameters" in entry, f"{name}: no Args section in the API reference"
+    summary = (site / "reference" / "summary" / "index.html").read_text()
+    assert "heldout_accuracy_initial" in summary and "blame_unread_by_imitation" in summary
+    raw = [str(page.relative_to(site)) for page in site.rglob("*.html")
+           if re.search(r":(class|func|meth|attr|mod|data|exc|obj):<code>", page.read_text())]
+    assert not raw, f"Sphinx roles rendered as raw text in {raw}"

