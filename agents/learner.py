@@ -147,29 +147,84 @@ class RoundLearner:
     """
 
     params: list = []
+    """Its torch parameters, stepped by the shared Adam."""
     rows: list = []
-    moves_features = False  # its update changes what the bid features read (an LM that is also the encoder)
+    """Those of ``params`` whose first axis is the population's rows (resized and inherited at births)."""
+    moves_features = False
+    """Whether its update changes what the bid features read (an LM that is also the encoder)."""
 
     def resize(self, capacity: int) -> bool:
+        """Make room for ``capacity`` population rows.
+
+        Args:
+            capacity: The population's new number of rows.
+
+        Returns:
+            Whether any parameter grew (the shared optimiser then rebuilds its state).
+        """
         return False
 
     def born(self, rows: np.ndarray, parents: np.ndarray | None) -> None:
-        pass
+        """Initialise newborns' rows.
+
+        Args:
+            rows: [K] the newborns' population rows.
+            parents: [K] each one's parent row (a child inherits from it), or None for random newcomers.
+        """
 
     def learn(self, model) -> dict:
+        """An update of its own after a round, outside the shared Adam (e.g. a value head's exact step).
+
+        Args:
+            model: The market model whose round just ended (``model.trace``: the round's auctions and steps).
+
+        Returns:
+            Statistics for the run's log, by name.
+        """
         return {}
 
     def batch(self, model):
+        """What ``loss`` reads this round, made once before the epochs (None: no gradient work this round).
+
+        Args:
+            model: The market model whose round just ended.
+
+        Returns:
+            Any object its own ``loss`` understands (the action learners': a ``PolicyBatch``), or None.
+        """
         return None
 
     def loss(self, batch, epoch: int):
+        """Its loss for one epoch of ``agents.epochs``, summed with the other learners' into one clipped Adam step.
+
+        Args:
+            batch: What ``batch`` returned.
+            epoch: The epoch, from 0.
+
+        Returns:
+            ``(loss, stats)``: a scalar tensor with grad and a dict of statistics; or None (nothing to learn).
+        """
         return None
 
     def report(self) -> dict:
+        """What the run's summary says of this learner.
+
+        Returns:
+            Summary keys and their values (documented with the summary's keys).
+        """
         return {}
 
     def state_dict(self) -> dict:
+        """Everything needed to continue exactly from a checkpoint.
+
+        Returns:
+            Tensors, arrays and plain values (written into the run's checkpoint).
+        """
         return {}
 
     def load_state_dict(self, state: dict) -> None:
-        pass
+        """Restore what ``state_dict`` returned.
+
+        Args:
+            state: A checkpoint's entry for this learner.
+        """

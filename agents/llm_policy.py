@@ -76,9 +76,11 @@ class PolicyConfig:
     rewrite_temperature: float = Field(0.7, ge=0)
     """Temperature of skill rewrites at births (seeded from the model's RNG)."""
     rewrite_tokens: int = Field(48, ge=8)
+    """Most tokens a skill rewrite at a birth may generate."""
     max_skills: int = Field(10, ge=1)
     """Skill lines an agent keeps; an added line beyond this drops the oldest."""
     theta_low: float = -1.0
+    """Lower end of newcomers' wake thresholds (see ``theta_high``)."""
     theta_high: float = 0.3
     """Newcomers' wake thresholds are uniform in [theta_low, theta_high): an agent wakes where its
     yes-vs-no log-odds exceed its threshold."""

@@ -34,25 +34,53 @@ class Prompts:
 
     ``exploit_ask`` is formatted with ``role`` (the role's frozen prompt) and ``skills`` (its lines);
     ``explore_ask`` with ``given``, ``wrote`` and ``correct``. A demonstration left ``None`` is made from
-    the world's own material when the policy starts (:meth:`resolve`); ``""`` shows none."""
+    the world's own material when the policy starts (:meth:`resolve`); ``""`` shows none. A world sets its own as
+    ``TextWorld.prompts``.
+
+    Args:
+        rewrite_system: The system line of every skill rewrite at a birth.
+        exploit_ask: The ask of an exploit birth (a rich agent's child): one more general skill for the role.
+        explore_ask: The ask of an explore birth (from a failure): a worked example of what was correct.
+        explore_demo: A worked explore rewrite shown with the ask (None: made from the world's pool).
+        diagnose_system: The system line of the skill diagnoser's short form.
+        diagnose_demo: Worked verdicts shown to the diagnoser (None: made from the world's role names).
+    """
 
     rewrite_system: str = REWRITE_SYSTEM
+    """The system line of every skill rewrite at a birth."""
     exploit_ask: str = EXPLOIT_ASK
+    """An exploit birth's ask, formatted with ``role`` (its frozen prompt) and ``skills`` (its lines)."""
     explore_ask: str = EXPLORE_ASK
+    """An explore birth's ask, formatted with ``given`` (the task), ``wrote`` (the failed output) and ``correct``."""
     explore_demo: str | None = None
     """A worked explore rewrite, as demonstration turns (``example: <ask> => <new line>``)."""
     diagnose_system: str = SHORT_SYSTEM
+    """The system line of the skill diagnoser's short form."""
     diagnose_demo: str | None = None
     """Worked verdicts of the diagnoser's short form (skills/editor.py ``LLMDiagnoser.short_prompt``)."""
 
     def diagnosis(self, case_line: str) -> Prompt:
         """The diagnoser's ask for one case (skills/editor.py ``LLMDiagnoser.short_prompt``): its system line and
-        worked verdicts, room for one verdict."""
+        worked verdicts, room for one verdict.
+
+        Args:
+            case_line: The case to judge, in one line.
+
+        Returns:
+            The prompt (``agents.backends.base.Prompt``), at most 96 tokens of answer.
+        """
         return Prompt(self.diagnose_system, self.diagnose_demo, case_line, max_tokens=96)
 
     def resolve(self, roles, pool: dict[str, list[tuple[float, list[str]]]]) -> Prompts:
-        """These prompts with every ``None`` demonstration made from the world: ``roles`` (agents/text_task.py
-        Role) and ``pool`` (role -> groups of skill lines)."""
+        """These prompts with every ``None`` demonstration made from the world.
+
+        Args:
+            roles: The world's roles (``agents.Role``).
+            pool: Role -> groups ``(p, [lines])`` of skill lines (``TextWorld.skill_pool()``).
+
+        Returns:
+            A copy with ``explore_demo`` and ``diagnose_demo`` filled in where they were None.
+        """
         out = self
         if out.explore_demo is None:
             out = replace(out, explore_demo=explore_demo(pool, self.explore_ask))

@@ -17,9 +17,23 @@ EDITS = ("nudge", "operator", "action", "toggle_term")
 
 
 class RulePolicy(Policy):
+    """Agents that are rules of the DSL (agents/rules.py: ``need_at == 2 and wrong1 == 0 -> 2to3``), one per row.
+
+    An agent is eligible where its condition holds on the observation and, if it wins, takes its rule's action.
+    A birth mutates its parent's rule (a term's value, operator or action nudged; a term toggled); a newcomer gets
+    random rules. The rule worlds' policy (relay, blocks, your own rule world).
+    """
+
     def __init__(self, space: R.RuleSpace, initial_rules: list[str] | None = None, newcomer=None):
-        """``newcomer(rules, rows, rng)`` writes random rules into ``rows`` (default: one random
-        ``feature == value -> action`` term); worlds pass their own to set what "random" means."""
+        """
+        Args:
+            space: The world's features, their ranges and its actions (``agents.RuleSpace``): what a rule may read and do.
+            initial_rules: Rule texts given to the first newborns, in order (the rest are random newcomers).
+            newcomer: ``newcomer(rules, rows, rng)`` writes random rules into ``rows`` (default: one random
+                ``feature == value -> action`` term); worlds pass their own to set what "random" means.
+
+        An initial rule that does not parse raises ``agents.RuleSyntaxError`` when the first newborns are made.
+        """
         self.space = space
         self.newcomer = newcomer or self.random_term_rules
         self.rules = R.empty_rules(0, space.max_terms)

@@ -26,6 +26,8 @@ import numpy as np
 from market.kernels import kernel
 
 OPS = {"<": 0b001, "<=": 0b011, "==": 0b010, "!=": 0b101, ">": 0b100, ">=": 0b110}
+"""The comparison operators a rule's term may use, each a bit mask over (less, equal, greater): a term
+``feature op value`` holds where the bit of how the observed feature compares to ``value`` is set."""
 OP_NAMES = {mask: op for op, mask in OPS.items()}
 ALWAYS = 0b111
 FEATURE_DTYPE = np.int16
@@ -38,7 +40,15 @@ class RuleSyntaxError(ValueError):
 
 @dataclass(frozen=True)
 class RuleSpace:
-    """What rules may talk about: the world's features (with inclusive bounds) and actions."""
+    """What rules may talk about: the world's features (with inclusive bounds) and actions.
+
+    Args:
+        features: The observation's columns a rule may read, by name, in column order.
+        low: Each feature's smallest value.
+        high: Each feature's largest value.
+        actions: The world's actions, by name, in index order (what ``-> action`` names).
+        max_terms: The most terms (``feature op value``) one rule's condition may hold.
+    """
 
     features: tuple[str, ...]
     low: tuple[int, ...]

@@ -45,6 +45,7 @@ class TextWorldConfig:
     validation: int = Field(16, ge=1)
     """Validation problems the skill gate scores candidate libraries on (``skills.credit`` other than none)."""
     validation_seed: int = 20_000
+    """Seed stream of the validation problems, apart from training's and the held-out ones."""
     role_weights: tuple[float, ...] | None = None
     """How often a random newcomer has each role, in the world's role order (None: equally often)."""
     initial_roles: tuple[str, ...] = ()

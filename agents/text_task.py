@@ -21,7 +21,20 @@ from agents.backends.base import BackendConfig, Completion
 
 @dataclass(frozen=True)
 class Role:
+    """A role of a text world: the agents that act in it share its frozen system prompt and token cap.
+
+    Args:
+        name: The role's name (``"buyer"``), used by ``TextWorld.read``, ``act``, ``may_act`` and the skill pool.
+        frozen: The system prompt: what the agent is and its hard constraints. Never edited.
+        wake: The yes/no wake-up question.
+        max_tokens: Token cap of one action.
+        stop: Strings that end an action.
+        tool: A function of the state -> the text it writes, for a role that acts without a model.
+        llm: This role's own model (``agents.backends.base.BackendConfig``), where not the world's shared one.
+    """
+
     name: str
+    """The role's name: what the world's methods receive as ``role``, and the key of its skill pool."""
     frozen: str
     """System prompt: what the agent is and its hard constraints. Never edited."""
     wake: str = "Should you act now?"

@@ -68,7 +68,13 @@ __all__ = ["Prompts", "Role", "TextWorld"]
 
 
 class TextWorld:
-    """One LLM world: its roles, skill pool and problems, and how text moves its state (module docstring)."""
+    """One LLM world: its roles, skill pool and problems, and how text moves its state.
+
+    Subclass it, set ``roles`` and ``pool``, and write ``problem``, ``read``, ``act``, ``done`` and ``reward``; the
+    other methods are optional (each says what needs it). A module holding one subclass is a scenario:
+    ``scenario = "my_world.py"`` in a scenario file. The [LLM-world tutorial](../tutorials/llm_world.md) walks
+    through one; the module ``agents.text_world``'s docstring lists every hook.
+    """
 
     roles: tuple[Role, ...] = ()
     """The roles, in order: an LLM role (name, frozen system prompt, token cap) or a tool (``tool=function``)."""
@@ -103,38 +109,98 @@ class TextWorld:
 
     # --- what every world writes ------------------------------------------------------------------
     def problem(self, rng: np.random.Generator):
-        """A fresh problem drawn with ``rng`` (the framework seeds it: the same seed, the same problem)."""
+        """A fresh problem drawn with ``rng`` (the framework seeds it: the same seed, the same problem).
+
+        Args:
+            rng: The problem's generator, seeded by the framework (training, held-out and validation streams apart).
+
+        Returns:
+            The problem: any Python value ``start`` turns into a state.
+        """
         raise NotImplementedError(f"{type(self).__name__}.problem(rng): a text world generates its problems")
 
     def read(self, state, role: str) -> str:
-        """What an acting agent of ``role`` reads in ``state``."""
+        """What an acting agent of ``role`` reads in ``state``.
+
+        Args:
+            state: The episode's state.
+            role: The acting role's name.
+
+        Returns:
+            The text shown to the agent after its frozen prompt and skills (a tool role reads nothing).
+        """
         raise NotImplementedError(f"{type(self).__name__}.read(state, role): what an acting role reads")
 
     def act(self, state, role: str, text: str) -> str | None:
         """Apply ``role``'s completion ``text`` to ``state`` (change it in place; the framework passes a
         copy). None: applied; a string: refused, and why ("illegal: ..." for a rule of the world broken,
-        anything else for an output it cannot read)."""
+        anything else for an output it cannot read).
+
+        Args:
+            state: The episode's state (a copy: change it in place).
+            role: The acting role's name.
+            text: The completion (or a tool's output), its stop string removed.
+
+        Returns:
+            None where the text was applied; else why it was refused (the step is a forfeit, the state unchanged).
+        """
         raise NotImplementedError(f"{type(self).__name__}.act(state, role, text): how a completion changes the state")
 
     def done(self, state) -> bool:
-        """Whether the episode has ended."""
+        """Whether the episode has ended.
+
+        Args:
+            state: The episode's state.
+
+        Returns:
+            True once no further step is played (the horizon also ends an episode).
+        """
         raise NotImplementedError(f"{type(self).__name__}.done(state): when an episode ends")
 
     def reward(self, state) -> float:
-        """The episode's reward once it has ended (paid into the market, in units of ``market.reward_scale``)."""
+        """The episode's reward once it has ended (paid into the market, in units of ``market.reward_scale``).
+
+        Args:
+            state: The ended episode's state.
+
+        Returns:
+            The reward (a success is usually 1.0, a failure 0.0); the house pays it to the owner of the last step.
+        """
         raise NotImplementedError(f"{type(self).__name__}.reward(state): what an ended episode is worth")
 
     # --- what a world may write -------------------------------------------------------------------
     def start(self, problem):
-        """The state a problem begins in (ordinary Python; the framework copies it)."""
+        """The state a problem begins in (ordinary Python; the framework copies it).
+
+        Args:
+            problem: What ``problem`` returned.
+
+        Returns:
+            The initial state; by default ``{"problem": problem, "history": []}``.
+        """
         return {"problem": problem, "history": []}
 
     def may_act(self, state, role: str) -> bool:
-        """Whether ``role`` may act in ``state`` (a role that may not neither bids nor costs a model call)."""
+        """Whether ``role`` may act in ``state`` (a role that may not neither bids nor costs a model call).
+
+        Args:
+            state: The episode's state.
+            role: A role's name.
+
+        Returns:
+            True where agents of the role may bid for this step (default: always).
+        """
         return True
 
     def stage(self, state) -> int:
-        """Which of ``stages`` describes ``state``."""
+        """Which of ``stages`` describes ``state``.
+
+        Args:
+            state: The episode's state.
+
+        Returns:
+            An index into ``stages`` (default 0).
+        """
         return 0
 
     def solved(self, state) -> bool:
@@ -143,7 +209,15 @@ class TextWorld:
 
     def correct(self, state, role: str | None) -> str:
         """The correct output of ``role`` at ``state`` (``role`` None: the problem's correct outcome, shown
-        to skill diagnosers). Optional: explore births and skill edits need it."""
+        to skill diagnosers). Optional: explore births and skill edits need it.
+
+        Args:
+            state: The state the role acted (or should have acted) in.
+            role: The role's name, or None for the problem's correct outcome.
+
+        Returns:
+            The text a correct completion of the role would be.
+        """
         raise NotImplementedError(f"{type(self).__name__}.correct(state, role)")
 
     def rubric(self, state, role: str) -> str:
@@ -167,7 +241,16 @@ class TextWorld:
 
     def step_signals(self, before, after, role: str) -> dict:
         """One step's values of ``credit_signals`` (name -> value), from the state before and after it; a forfeit
-        leaves ``after`` equal to ``before``."""
+        leaves ``after`` equal to ``before``.
+
+        Args:
+            before: The state the step acted on.
+            after: The state after it.
+            role: The acting role's name.
+
+        Returns:
+            Each of ``credit_signals`` (``agents.credit.Trajectory`` field names) with this step's value.
+        """
         raise NotImplementedError(f"{type(self).__name__}.step_signals(before, after, role)")
 
     def episode_signals(self, states: list, roles: list[str]) -> dict:

@@ -6,7 +6,12 @@ a field holding a config dataclass is a nested table (``agents.credit_settings.d
 its type (a ``Literal`` as its choices), its default, its bounds (pydantic's ``Field(ge=..., le=...)``) and the
 docstring written under it in the class body. Nothing is listed by hand, so a key added to a dataclass
 appears the next time the site is built (docs/hooks.py puts this into ``reference/config.md``), and
-tests/test_docs.py fails if a key of a loaded scenario is missing.
+tests/test_docs.py fails if a key of a loaded scenario is missing or a key has no description.
+
+Beside the dataclass's default, each row shows the value each built-in scenario file runs with where it differs
+(the file loaded as a run loads it, derived defaults included). The plugins' settings are listed too: each
+objective's table (``agents.objective_settings.NAME``) and the task samplers' settings, which are fixed. A nested
+table that several scenarios share with the same keys (the LLM worlds' ``llm`` and ``policy``) is shown once.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import ast
 import dataclasses
 import inspect
 import io
+import json
 import textwrap
 import tokenize
 import typing
 from functools import cache
 
 import annotated_types
+
+from docs import griffe_roles
 
 BOUNDS = {annotated_types.Ge: ">=", annotated_types.Gt: ">", annotated_types.Le: "<=", annotated_types.Lt: "<"}
 
@@ -33,6 +41,7 @@ class Key:
     default: str
     bounds: str
     doc: str
+    value: object = dataclasses.field(default=None, compare=False)  # the default itself, for comparing with files'
 
     @property
     def dotted(self) -> str:
@@ -52,7 +61,21 @@ def sections() -> list[tuple[str, type]]:
     for name in sorted(SCENARIOS):
         scenario = get_scenario(name)
         out.append((scenario.section, scenario.Config))
-    return out
+    return out + objective_sections()
+
+
+def objective_sections() -> list[tuple[str, type]]:
+    """Each objective's settings table (agents/objectives/NAME.py's ``Config``), read when agents.objective names it."""
+    from agents.objectives import REGISTRY
+
+    return [(f"agents.objective_settings.{name}", REGISTRY.module(name).Config) for name in REGISTRY.names]
+
+
+def sampler_sections() -> list[tuple[str, type]]:
+    """Each task sampler's settings (agents/tasks/NAME.py's ``Config``): fixed, no scenario file sets them."""
+    from agents.tasks import REGISTRY
+
+    return [(name, REGISTRY.module(name).Config) for name in REGISTRY.names]
 
 
 @cache
@@ -111,7 +134,7 @@ def keys(section: str, cls: type) -> list[Key]:
         bounds = ", ".join(f"{BOUNDS[type(m)]} {getattr(m, m.__class__.__name__.lower())}"
                            for m in (fi.metadata if fi is not None else ()) if type(m) in BOUNDS)
         out.append(Key(section, f.name, type_name(annotation), repr(default).replace("'", '"'), bounds,
-                       docs.get(f.name, "")))
+                       docs.get(f.name, ""), default))
     return out + tables
 
 
@@ -119,17 +142,106 @@ def all_keys() -> list[Key]:
     return [k for section, cls in sections() for k in keys(section, cls)]
 
 
+def _plain(value) -> str:
+    """A value as a scenario file would write it (tuples and lists alike), for comparing and showing."""
+    return json.dumps(value, default=str)
+
+
+def _leaves(prefix: str, value):
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from _leaves(f"{prefix}.{k}", v)
+    else:
+        yield prefix, value
+
+
+@cache
+def scenario_values() -> dict[str, dict[str, str]]:
+    """dotted key -> {scenario file's stem: its value} where a built-in scenario file runs with another value than
+    the dataclass default (read as a run reads the file: ``load``, derived defaults applied)."""
+    from scenarios.registry import SCENARIO_DIR
+    from scenarios.run.config import load
+
+    defaults = {k.dotted: _plain(k.value) for k in all_keys()}
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(SCENARIO_DIR.glob("*.toml")):
+        for section, values in load(str(path)).to_dict().items():
+            for dotted, value in _leaves(section, values):
+                if dotted in defaults and _plain(value) != defaults[dotted]:
+                    out.setdefault(dotted, {})[path.stem] = _plain(value)
+    return out
+
+
+def _table(keys: list[Key], files: dict[str, dict[str, str]], sections: list[str], scenario_column: bool = True) -> list[str]:
+    """The rows of one table; ``sections``: the tables these rows stand for (one, or several that share them)."""
+    head = "| key | type | default | in the scenario files | bounds | what it does |" if scenario_column else \
+        "| key | type | default | bounds | what it does |"
+    lines = [head, "|---|---|---|---|---|---|" if scenario_column else "|---|---|---|---|---|"]
+    for key in keys:
+        doc = griffe_roles.plain(" ".join(key.doc.split())).replace("|", "\\|")
+        cells = [f"`{key.name}`", key.type, f"`{key.default}`"]
+        if scenario_column:
+            found = {stem: v for s in sections for stem, v in files.get(f"{s}.{key.name}", {}).items()}
+            cells.append(", ".join(f"{stem}: `{v}`" for stem, v in sorted(found.items())).replace("|", "\\|"))
+        lines.append("| " + " | ".join([*cells, key.bounds, doc]) + " |")
+    return lines
+
+
+def _owner(section: str, scenario_sections: set[str]) -> tuple[str, str]:
+    """(the scenario's or the objective's table, the nested table's name under it): ``wordmath.llm`` -> (wordmath,
+    llm); ``agents.objective_settings.focus.grpo`` -> (agents.objective_settings.focus, grpo); else (section, "")."""
+    parts = section.split(".")
+    if parts[0] in scenario_sections and len(parts) > 1:
+        return parts[0], ".".join(parts[1:])
+    if section.startswith("agents.objective_settings.") and len(parts) > 3:
+        return ".".join(parts[:3]), ".".join(parts[3:])
+    return section, ""
+
+
 def markdown() -> str:
-    """The reference: one heading per top-level section, a table row per key (nested tables under their own heading)."""
-    lines, current = [], None
+    """The reference: a heading and a table per section (nested tables under their own heading; a nested table that
+    several scenarios share with identical keys once), then the task samplers' fixed settings."""
+    files = scenario_values()
+    by_section: dict[str, list[Key]] = {}
     for key in all_keys():
-        if key.section != current:
-            current = key.section
-            lines += ["", f"### `[{current}]`", "", "| key | type | default | bounds | what it does |",
-                      "|---|---|---|---|---|"]
-        doc = " ".join(key.doc.split()).replace("|", "\\|")
-        lines.append(f"| `{key.name}` | {key.type} | `{key.default}` | {key.bounds} | {doc} |")
+        by_section.setdefault(key.section, []).append(key)
+    scenario_sections = {s for s, _ in sections() if "." not in s} - {"run", "market", "population", "agents", "skills"}
+    shared: dict[tuple, list[str]] = {}  # (the table's name in its scenario, its rows) -> the sections that have it
+    for section, section_keys in by_section.items():
+        owner, rest = _owner(section, scenario_sections)
+        if rest:
+            signature = (owner.count("."), rest, tuple(dataclasses.astuple(k)[1:6] for k in section_keys))
+            shared.setdefault(signature, []).append(section)
+    merged = {sections_[0]: sections_ for sections_ in shared.values() if len(sections_) > 1}
+    skip = {s for group in merged.values() for s in group[1:]}
+    lines: list[str] = []
+    for section, section_keys in by_section.items():
+        if section in skip:
+            continue
+        group = merged.get(section, [section])
+        if len(group) > 1:
+            owner, rest = _owner(section, scenario_sections)
+            placeholder = "SCENARIO" if owner in scenario_sections else "agents.objective_settings.OBJECTIVE"
+            lines += ["", f"### `[{placeholder}.{rest}]`", "",
+                      f"The same keys, types and defaults in each of " +
+                      ", ".join(f"`[{s}]`" for s in group) + "; the scenario files' values are named by file."]
+        else:
+            lines += ["", f"### `[{section}]`"]
+        lines += ["", *_table(section_keys, files, group)]
+    lines += ["", "### Task samplers' settings", "",
+              "Fixed: `agents.tasks` picks the sampler, and it runs with these values (agents/tasks/NAME.py's `Config`); "
+              "no scenario file sets them."]
+    for name, cls in sampler_sections():
+        rows = keys(name, cls)
+        lines += ["", f"#### `{name}`", ""]
+        lines += _table(rows, {}, [name], scenario_column=False) if rows else [inspect.getdoc(cls) or "No settings."]
     return "\n".join(lines).lstrip() + "\n"
+
+
+def undescribed() -> list[str]:
+    """Every key, objective setting and task-sampler setting without a description."""
+    every = all_keys() + [k for name, cls in sampler_sections() for k in keys(f"tasks.{name}", cls)]
+    return [k.dotted for k in every if not k.doc.strip()]
 
 
 if __name__ == "__main__":

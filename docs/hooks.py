@@ -3,9 +3,10 @@
 * the notebooks of ``notebooks/`` become the Tutorials (pages ``notebooks/NAME.ipynb``, rendered by
   mkdocs-jupyter), so a tutorial has one source, the notebook the suite executes;
 * ``CHANGELOG.md`` at the repository's root becomes a page (``CHANGELOG.md``; its ``docs/`` links made relative);
-* ``reference/config.md``'s and ``reference/cli.md``'s markers are replaced by the config reference, read from
-  the dataclasses (docs/config_reference.py), and the CLI's ``--help`` (docs/cli_reference.py), at build
-  time: a key or a flag added to the code appears without anyone editing the page;
+* ``reference/config.md``'s, ``reference/cli.md``'s and ``reference/summary.md``'s markers are replaced by the
+  config reference, read from the dataclasses (docs/config_reference.py), the CLI's ``--help``
+  (docs/cli_reference.py) and the run summary's keys (docs/summary_reference.py), at build time: a key or a
+  flag added to the code appears without anyone editing the page;
 * each results table is checked against its stored rows (docs/tables.py; a mismatch is a warning, which
   ``mkdocs build --strict`` turns into a failure) and followed by the provenance of its rows.
 """
@@ -23,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # mkdocs loads this file by path; `docs` is not an installed package
     sys.path.insert(0, str(ROOT))
 
-from docs import cli_reference, config_reference, tables  # noqa: E402
+from docs import cli_reference, config_reference, summary_reference, tables  # noqa: E402
 GENERATED = {"<!-- generated: config reference -->": config_reference.markdown,
-             "<!-- generated: cli reference -->": cli_reference.markdown}
+             "<!-- generated: cli reference -->": cli_reference.markdown,
+             "<!-- generated: summary keys -->": summary_reference.markdown}
 log = logging.getLogger("mkdocs.hooks.catallax")
 
 

@@ -63,6 +63,7 @@ class MarketConfig:
     rent: float = Field(0.02, ge=0, le=MAX_CREDITS)
     """Rent each live agent pays the house every rent_interval episodes, in credits (at most 1e9)."""
     rent_interval: int = Field(1, ge=1)
+    """Episodes between two rent payments (1: every episode)."""
     wealth_tax: float = Field(0.0, ge=0, lt=1)
     """Share of its (positive) wealth each agent pays the house with each rent (Holland's tax)."""
     action_fee: float = Field(0.0, ge=0, le=MAX_CREDITS)
@@ -81,6 +82,7 @@ class PopulationConfig:
     """Initial population, births and bounds."""
 
     initial_agents: int = Field(20, ge=1)
+    """Agents born at the start of the run, each with ``initial_wealth`` (random newcomers)."""
     initial_wealth: float = Field(0.5, ge=0, le=MAX_CREDITS)
     """Credits the house gives each newborn (initial agents included; at most 1e9)."""
     p_exploit: float = Field(0.3, ge=0, le=1)

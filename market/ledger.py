@@ -366,7 +366,16 @@ def column(a: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def replay(transfers: np.ndarray) -> dict[int, int]:
-    """Balances by account id, recomputed from zero out of a transfer log alone."""
+    """Balances by account id, recomputed from zero out of a transfer log alone.
+
+    Args:
+        transfers: The log as a structured array with ``src``, ``dst`` and ``amount`` columns (micro-credits), as
+            ``open_run(...).transfers`` holds it.
+
+    Returns:
+        Account id -> balance in micro-credits (the house is account 0). ``conservation_ok`` compares these with
+        the stored balances.
+    """
     accounts = np.union1d(transfers["src"], transfers["dst"])
     balance = np.zeros(accounts.size, dtype=np.int64)
     np.subtract.at(balance, np.searchsorted(accounts, transfers["src"]), transfers["amount"])

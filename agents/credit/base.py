@@ -21,6 +21,19 @@ from skills.credit import EPS, advantages
 
 @dataclass
 class Trajectory:
+    """One rollout as a credit estimator reads it: per-step arrays of length T, per-state arrays of length T + 1.
+
+    ``outcome``, ``agent`` and ``action`` are always there; every other field is an optional signal (None where
+    the world gives none), and an estimator names the ones it reads in its ``NEEDS``. Worlds make these
+    (``market.protocols.World.credit_signals`` for array worlds; ``TextWorld.step_signals`` for text worlds).
+
+    Args:
+        outcome: The terminal outcome (success 1/0, NDCG, ...).
+        agent: [T] who acted at each step.
+        action: [T] what it did.
+        **signals: Any of the optional fields below, each documented where it is declared.
+    """
+
     outcome: float
     """The terminal outcome (success 1/0, NDCG, ...)."""
     agent: np.ndarray
@@ -105,9 +118,15 @@ SIGNALS = tuple(f.name for f in dataclasses.fields(Trajectory))
 
 @dataclass
 class Credit:
-    """What an estimator returns: one advantage array per trajectory (aligned with its steps)."""
+    """What an estimator returns: one advantage array per trajectory (aligned with its steps).
+
+    Args:
+        steps: One [T] array per trajectory of the group, in its order: each step's advantage.
+        skills: Per (agent, skill) or per sub-action credit, where the method attributes them.
+    """
 
     steps: list[np.ndarray]
+    """One [T] advantage array per trajectory of the group, in the group's order."""
     skills: dict[Hashable, float] = field(default_factory=dict)
     """Per (agent, skill) or per sub-action credit, where the method attributes them."""
 

@@ -37,6 +37,7 @@ class Config:
     kappa: float = Field(0.5, gt=0)
     """Bound of the zero-sum shaping: |x_{g,t}| <= kappa."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std of outcomes and to the scale of its step scores (no division by zero)."""
 
 
 def shapley(v: np.ndarray) -> np.ndarray:

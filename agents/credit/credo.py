@@ -29,6 +29,7 @@ class Config:
     delta: float = Field(0.05, gt=0)
     """Added to every step's weight, so that no step gets exactly nothing."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

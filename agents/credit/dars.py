@@ -40,6 +40,7 @@ class Config:
     gate: float = Field(1.0, ge=0)
     """Weight of the prefix-gated plan reward in a planner step's advantage."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std of outcomes; a group whose outcome variance is below it keeps the prior planner share."""
 
 
 def planner_share(group, cfg: Config) -> float:

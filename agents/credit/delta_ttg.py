@@ -32,6 +32,7 @@ class Config:
     cap: float = Field(5.0, gt=0)
     """M: a step's multiplier T w_t is capped here."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

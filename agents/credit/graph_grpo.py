@@ -42,6 +42,7 @@ class Config:
     ridge: float = Field(1.0, gt=0)
     """Ridge of the fit of the advantages on the edge-kind counts: kinds with little contrast stay near the prior."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def kind(t, producer: int, reader: int) -> str:

@@ -29,6 +29,7 @@ NEEDS = frozenset({"outcome", "skill"})
 @dataclass(config=STRICT)
 class Config:
     eps: float = Field(EPS, gt=0)
+    """Added to each group's std of rewards before the regression (a group of equal rewards gets 0)."""
     ridge: float = Field(1.0, gt=0)
     """Ridge of the joint (agent, skill) fit (skills/credit.py)."""
 

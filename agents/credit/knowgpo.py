@@ -26,6 +26,7 @@ class Config:
     omega: float = Field(0.3, ge=0, le=1)
     """Weight of the condition-gain advantage against the outcome's."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

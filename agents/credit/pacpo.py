@@ -38,6 +38,7 @@ class Config:
     beta: float = Field(1.0, ge=0)
     """The weight of the shaping beside the outcome advantage."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def shaping(t, gamma: float) -> np.ndarray:

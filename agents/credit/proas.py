@@ -33,6 +33,7 @@ NEEDS = frozenset({"outcome", "state", "progress"})
 @dataclass(config=STRICT)
 class Config:
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
     keep: float = Field(1.0, ge=0, le=1)
     """Fraction of the reference edges consulted (a deterministic hash prune; the paper: >= 0.6 still works)."""
 

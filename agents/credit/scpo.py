@@ -27,6 +27,7 @@ class Config:
     tau: float = Field(0.9, ge=-1, le=1)
     """Cosine similarity above which a failed step is credited like the successful one it resembles."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -22,6 +22,7 @@ NEEDS = frozenset({"outcome", "selection"})
 @dataclass(config=STRICT)
 class Config:
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def estimate(group, cfg: Config) -> Credit:

@@ -46,6 +46,7 @@ class Config:
     repeat: float = Field(1.5, ge=1)
     """Weight of a failure's search that repeats a failing retrieval (rho)."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def jaccard(a: frozenset, b: frozenset) -> float:

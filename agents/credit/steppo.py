@@ -29,6 +29,7 @@ class Config:
     gamma: float = Field(1.0, ge=0, le=1)
     """Discount per step."""
     eps: float = Field(EPS, gt=0)
+    """Added to the std of the group's returns-to-go (a group of equal returns gets 0, not a division by zero)."""
 
 
 def returns(t, gamma: float) -> np.ndarray:

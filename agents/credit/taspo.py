@@ -26,6 +26,7 @@ class Config:
     eps: float = Field(0.2, ge=0, le=1)
     """The weights' spread: w_t in [1 - eps, 1 + eps] (at most 1, so no weight is negative)."""
     std_eps: float = Field(EPS, gt=0)
+    """Added to the group's std of outcomes (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def weights(score: np.ndarray, eps: float) -> np.ndarray:

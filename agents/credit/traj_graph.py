@@ -27,6 +27,8 @@ NEEDS = frozenset({"outcome", "state"})
 @dataclass(config=STRICT)
 class Config:
     eps: float = Field(EPS, gt=0)
+    """Added to the std of the edges leaving a state (a state whose edges are all alike gives 0, not a
+    division by zero)."""
     normalise: bool = True
     """False: return the raw a = V(s') - V(s)."""
 

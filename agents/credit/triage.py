@@ -27,9 +27,13 @@ class Bonus:
     """b(label): the process reward added to the outcome advantage, one field per label of LABELS."""
 
     progress: float = 0.5
+    """Bonus of a step that raised the task's progress."""
     exploration: float = 0.2
+    """Bonus of a step that reached a new state at the same progress."""
     noop: float = 0.0
+    """Bonus of a step that left the state unchanged."""
     regression: float = -0.5
+    """Bonus (a penalty when negative) of a step that lowered the progress."""
 
 
 @dataclass(config=STRICT)
@@ -37,6 +41,7 @@ class Config:
     bonus: Bonus = Field(default_factory=Bonus)
     """Its own table: ``[agents.credit_settings.triage.bonus]``."""
     eps: float = Field(EPS, gt=0)
+    """Added to the group's std (a group of equal outcomes gets 0, not a division by zero)."""
 
 
 def labels_from_progress(progress, state) -> list[str]:

@@ -26,6 +26,28 @@ class MissingSignals(CreditMissingSignals):
 
 @dataclass
 class PolicyBatch:
+    """One round's sampled steps as an objective reads them: M steps, each a completion of up to L tokens.
+
+    The first eight fields every learning round has; every field after them is an optional signal (None where the
+    world or policy gives none), named in an objective's ``NEEDS``. The learners build it (agents/lm_grpo.py for
+    LLM agents, ``PolicyBatch.one_token`` for rule-logit policies); an objective receives it and returns
+    ``(loss, stats)``. Shapes are checked when it is made.
+
+    Args:
+        logp: [M, L] log-probability of each sampled token under the current policy (with grad).
+        old_logp: [M, L] the same under the behaviour policy (detached).
+        mask: [M, L] which tokens are real.
+        advantage: [M] the configured credit's step advantage.
+        outcome: [M] the episode's outcome, broadcast to its steps.
+        group: [M] the group of rollouts of one task each step belongs to.
+        episode: [M] the rollout each step belongs to.
+        entropy: [M, L] the policy's entropy at each token (detached).
+        **signals: Any of the optional fields below, each documented where it is declared.
+
+    Raises:
+        ValueError: A field's shape does not match M (and L).
+    """
+
     logp: torch.Tensor
     """[M, L] log-probability of each sampled token under the current policy (with grad)."""
     old_logp: torch.Tensor
@@ -143,12 +165,20 @@ class PolicyBatch:
 
     @classmethod
     def one_token(cls, **fields) -> PolicyBatch:
-        """Rule-logit policies: [M] per-step log-probs and entropies become [M, 1], every token real."""
+        """Rule-logit policies: [M] per-step log-probs and entropies become [M, 1], every token real.
+
+        Args:
+            **fields: The batch's fields, per-token ones given per step ([M]).
+
+        Returns:
+            The batch with L = 1.
+        """
         fields = {k: v[:, None] if k in TOKENS and v is not None and v.dim() == 1 else v for k, v in fields.items()}
         fields.setdefault("mask", torch.ones_like(fields["logp"], dtype=torch.bool))
         return cls(**fields)
 
     def provided(self) -> set[str]:
+        """The names of the fields this batch carries (not None): what ``NEEDS`` is checked against."""
         return {f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
 
 

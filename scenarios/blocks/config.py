@@ -55,6 +55,8 @@ class Config:
     curriculum_threshold: float = Field(0.8, ge=0, le=1)
     """Success rate (moving average over about curriculum_window training episodes) that unlocks the next size."""
     curriculum_window: int = Field(200, ge=1)
+    """Training episodes the curriculum's moving success rate spans, about: a batch of n episodes at the largest
+    unlocked size weighs min(1, n / curriculum_window) in it."""
     features: list[str] = Field(default_factory=lambda: ["wrong1", "need_at", "need_depth"])
     """The features rules may read (a subset of FEATURES; the others are hidden from the agents). The
     default leaves out ``progress`` and ``prefix``: a rule keyed on them learns a size, not a move."""

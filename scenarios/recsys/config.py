@@ -44,17 +44,21 @@ class Config:
     rank: int = Field(32, ge=1)
     """PureSVD factors."""
     covis_window: int = Field(5, ge=1)
+    """Co-visitation signal: items consumed within this many steps of each other in a user's history count as co-visited."""
     neighbours: int = Field(50, ge=1)
     """Item-item neighbours kept per item (co-visitation, item-kNN)."""
     ease_items: int = Field(2000, ge=2)
     """EASE^R (the tuned baselines, tuned.py) covers this many of the most popular items: an [n, n] inverse."""
     candidates: int = Field(100, ge=10)
+    """Size of the recall's candidate set, which ranking and reranking order."""
     k: int = Field(10, ge=1)
     """Recommendation length: NDCG@k."""
     reward_k: int = Field(0, ge=0)
     """Rollout reward: NDCG@reward_k of the whole reranked list (0: all candidates), a dense surrogate of NDCG@k."""
     diversity_floor: int = Field(2, ge=0)
+    """Rerank check: fewer distinct genres than this in the top k violates the constraint."""
     fresh_days: float = Field(60.0, gt=0)
+    """An item at most this many days old when consumed counts as fresh (the ``novelty`` feature)."""
     # ---------------------------------------------------------------- evolution
     mode: Literal["team", "market"] = "team"
     """team: one agent per role runs the library; market: several agents per role bid for each request."""

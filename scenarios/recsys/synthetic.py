@@ -48,13 +48,17 @@ class WorldConfig:
     """The ``[recsys.world]`` table (``--set recsys.world.users=300``): the size and shape of the world."""
 
     users: int = Field(1500, ge=10)
+    """Users of the synthetic world (each split into training history and held-out next items)."""
     items: int = Field(400, ge=20)
+    """Items of the catalogue."""
     genres: int = Field(8, ge=2, le=64)
+    """Genres; each item has one, each user's tastes lean towards a few."""
     dim: int = Field(16, ge=2, le=256)
     """d: dimension of the latent tastes."""
     mean_history: float = Field(30.0, gt=0)
     """Mean interactions per user (log-normal, at least ``min_events``)."""
     min_events: int = Field(12, ge=1)
+    """Fewest interactions a user is given (the log-normal draw is raised to it)."""
     phases: int = Field(3, ge=1, le=16)
     """Taste phases per user: the drift that makes recent history count."""
     favourites: int = Field(3, ge=1)
@@ -67,6 +71,7 @@ class WorldConfig:
     novelty: float = Field(1.5, ge=0)
     """Score bonus of an item released less than ``novelty_days`` before the phase starts (or during it)."""
     novelty_days: float = Field(60.0, gt=0)
+    """How recent a release counts as novel for ``novelty``'s bonus, in days."""
     popularity_sigma: float = Field(1.0, ge=0)
     """Spread of log-popularity."""
     catalogue_share: float = Field(0.3, ge=0, le=1)

@@ -167,7 +167,18 @@ def open_run(url: str, run_id: str) -> RunData:
     """A run read back from its results database, for notebooks and scripts: ``.summary``, ``.config``,
     ``.transfers`` (the whole ledger), the agents (``.agents``, a table; ``.ids``, ``.parent``, ``.born``,
     ``.died``, ``.skill`` as arrays),
-    ``.episodes`` and ``.final_balance()`` (replayed from the ledger)."""
+    ``.episodes`` and ``.final_balance()`` (replayed from the ledger).
+
+    Args:
+        url: The results database's SQLAlchemy URL (``sqlite:///runs/catallax.db``).
+        run_id: The run's id (``summary["run_id"]``, or ``catallax runs``).
+
+    Returns:
+        The run, read whole into memory (the database is closed again).
+
+    Raises:
+        StoreError: The database cannot be opened, or holds no such run.
+    """
     engine = make_engine(url)
     try:
         return load_run(engine, run_id)

@@ -93,7 +93,22 @@ def parse_override(item: str) -> tuple[list[str], object]:
 
 def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None = None) -> Experiment:
     """The experiment of a scenario (a name, a .toml file or a plugin: :func:`resolve`) with ``overrides``:
-    ``--set`` strings (``["market.batch=8"]``) or, from Python, a dict of dotted keys (``{"market.batch": 8}``)."""
+    ``--set`` strings (``["market.batch=8"]``) or, from Python, a dict of dotted keys (``{"market.batch": 8}``).
+
+    Args:
+        name_or_path: A built-in scenario's name (``"relay"``), a scenario file (``"lab/my.toml"``), a plugin's
+            ``.py`` file or dotted module path, or an installed plugin's entry-point name.
+        overrides: Keys set on top of the file, as ``catallax run --set`` does: ``["market.batch=8"]`` or
+            ``{"market.batch": 8}``. A renamed key is read under its new name, with a warning.
+        seed: The run's seed (``run.seed``); None keeps the file's.
+
+    Returns:
+        The validated experiment: every section typed and checked, derived defaults filled in.
+
+    Raises:
+        ConfigError: An unknown scenario, key or file, a value of the wrong type or out of bounds, or a key the
+            scenario cannot honour; its message is one line naming the file (or the ``--set``), the key and the value.
+    """
     path, module = resolve(name_or_path), None
     if path is None:  # a plugin named directly: its defaults
         path, data = Path(name_or_path), {"run": {"scenario": name_or_path}}

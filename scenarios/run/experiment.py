@@ -47,15 +47,42 @@ class RunConfig:
 
 @dataclasses.dataclass
 class Experiment:
+    """One run's whole configuration, validated: what ``load`` returns and ``build_model`` / ``run_experiment`` take.
+
+    Each field is a section of the scenario file, a typed dataclass whose keys the
+    [configuration reference](config.md) lists. Make one with ``load`` rather than by hand: it
+    reads the file, applies overrides and derived defaults, and checks every rule across keys.
+
+    Args:
+        run: ``[run]``: the scenario, episodes, seed, checkpointing (``scenarios.run.experiment.RunConfig``).
+        market: ``[market]``: auctions, payments, rent and taxes (``market.config.MarketConfig``).
+        population: ``[population]``: initial agents, births, bounds (``market.config.PopulationConfig``).
+        scenario: The scenario's own section (its ``Config`` dataclass), e.g. ``[relay]``.
+        source: The file the experiment was read from (named in error messages).
+        agents: ``[agents]``: bids, learners, credit, objectives (``agents.config.AgentsConfig``).
+        section: The scenario's own section's name (the scenario's name; a plugin file's stem).
+        skills: ``[skills]``: how a skill library evolves (``skills.config.SkillsConfig``).
+        derived: The defaults derived from other keys: key -> (the value parsed, the value in effect).
+    """
+
     run: RunConfig
+    """``[run]``: the scenario, episodes, seed, checkpointing."""
     market: MarketConfig
+    """``[market]``: auctions, payments, rent and taxes."""
     population: PopulationConfig
-    scenario: object  # the scenario's own config dataclass
-    source: str  # the file it came from
-    agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)  # bid heads and the learner
-    section: str = ""  # the scenario's own section (its name; a plugin file's stem)
-    skills: SkillsConfig = dataclasses.field(default_factory=SkillsConfig)  # how a skill library evolves
-    derived: dict = dataclasses.field(default_factory=dict)  # key -> (parsed, effective): scenarios/run/derived.py
+    """``[population]``: initial agents, births and bounds."""
+    scenario: object
+    """The scenario's own config dataclass (its section, ``[relay]``, ``[wordmath]``, ...)."""
+    source: str
+    """The file it came from."""
+    agents: AgentsConfig = dataclasses.field(default_factory=AgentsConfig)
+    """``[agents]``: bid heads, the learners, credit estimators and objectives."""
+    section: str = ""
+    """The scenario's own section (its name; a plugin file's stem)."""
+    skills: SkillsConfig = dataclasses.field(default_factory=SkillsConfig)
+    """``[skills]``: how a skill library evolves."""
+    derived: dict = dataclasses.field(default_factory=dict)
+    """Key -> (parsed, effective) for each default derived from other keys (scenarios/run/derived.py)."""
     resolved: Scenario | None = dataclasses.field(default=None, repr=False, compare=False)
     """The scenario's code, resolved once by the loader (scenarios/run/config.py); read it as :attr:`module`."""
 
@@ -69,6 +96,11 @@ class Experiment:
         return self.resolved
 
     def to_dict(self) -> dict:
+        """The experiment as plain sections (what a run stores as its config, and ``catallax config show`` prints).
+
+        Returns:
+            ``{"run": {...}, "market": {...}, "population": {...}, "agents": {...}, "skills": {...}, section: {...}}``.
+        """
         return {
             "run": dataclasses.asdict(self.run),
             "market": dataclasses.asdict(self.market),

@@ -41,6 +41,15 @@ def conservation_ok(model: MarketModel, replayed: dict[int, int]) -> bool:
 
 
 def build_model(exp: Experiment) -> Economy:
+    """The scenario's model for ``exp``, ready to step, with nothing persisted (``run_experiment`` persists).
+
+    Args:
+        exp: A validated experiment (``load``).
+
+    Returns:
+        A ``mesa.Model`` (``market.model.MarketModel`` for market scenarios; a scenario's own model, such as
+        boltzmann's): ``model.step()`` plays one round, ``model.datacollector`` is Mesa's, ``model.ledger`` the money.
+    """
     return exp.module.make_model(exp)
 
 
@@ -48,8 +57,19 @@ def run_experiment(exp: Experiment, db_url: str, progress: bool = True, run_id: 
                    sweep: str | None = None, stop: Stop | None = None) -> dict:
     """Build the model first (a config that cannot be built writes nothing), then run and persist it.
 
-    ``stop``: signals caught by the caller (the CLI); the run then ends at a round boundary, checkpointed,
-    with :class:`Interrupted`."""
+    Args:
+        exp: A validated experiment (``load``).
+        db_url: Where the run is stored: an SQLAlchemy URL (``sqlite:///runs/catallax.db``, ``postgresql://...``).
+        progress: Show a progress bar.
+        run_id: The run's id (None: a new random one).
+        sweep: The sweep the run belongs to, if any.
+        stop: Signals caught by the caller (the CLI); the run then ends at a round boundary, checkpointed,
+            with :class:`Interrupted`.
+
+    Returns:
+        The run's summary: ``run_id``, ``ledger_hash``, ``conservation_ok``, ``transfers``, ``house``, the
+        population, and the scenario's own metrics ([summary keys](summary.md)).
+    """
     model = build_model(exp)
     store = RunStore.create(db_url, exp.run.scenario, exp.run.seed, exp.to_dict() | trust.stamp(exp.run.scenario),
                             run_id=run_id, sweep=sweep)  # a plugin's hash: what a later resume may import
