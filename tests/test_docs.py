@@ -117,3 +117,8 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert "catallax run" in (site / "reference" / "cli" / "index.html").read_text()
     assert re.search(r"Rows: <code>benchmarks/results/relay_payment\.jsonl</code>, from <code>python -m experiments",
                      (site / "results" / "relay" / "index.html").read_text())
+    pages = {p: p.read_text() for p in site.rglob("*.html")}  # offline: no script from the network, formulas drawn
+    scripts = {p: re.findall(r"<script[^>]*>.*?</script>", h, re.S) for p, h in pages.items()}
+    assert not [p for p, s in scripts.items() if any(re.search(r"src=\"(https?:)?//|https?://", x) for x in s)]
+    assert "<math" in pages[site / "concepts" / "skills" / "index.html"]
+    assert not [p for p, h in pages.items() if 'class="arithmatex"' in h]
