@@ -22,44 +22,44 @@ class Card:
     models: str
     roles: str
     metrics: tuple[str, ...]
-    results: str  # a page under docs/results/, or "" where none exists yet
+    results: str  # the page that studies it, relative to docs/
 
 
 CARDS = {
     "relay": Card("a work item passed along a chain of stages, paid only at the end: whether credit flows back to "
                   "the early stages (the bucket brigade against paying the last owner only)",
                   "rule agents, one per (stage, action) rule; the auction's winner acts", ("success_rate",
-                  "stage_solvent", "conservation_ok"), "relay.md"),
+                  "stage_solvent", "conservation_ok"), "results/relay.md"),
     "blocks": Card("Baum's Hayek Blocks World: copy a goal stack using two spare stacks, paid only on completion",
                    "rule agents (condition -> move), born, taxed and bankrupted by the economy",
-                   ("train_success", "heldout_success"), "blocks.md"),
+                   ("train_success", "heldout_success"), "results/blocks.md"),
     "boltzmann": Card("Mesa's Boltzmann wealth model on the integer ledger: random exchange concentrates wealth",
                       "N agents on a grid, each giving one unit to a random cellmate; no auction",
-                      ("gini", "zero_wealth_share"), ""),
+                      ("gini", "zero_wealth_share"), "performance.md"),
     "recsys": Card("the skill library of a recommendation pipeline (recall -> rank -> rerank) evolved by "
                    "group-relative credit and a validation gate", "recall, rank and rerank roles (one agent each, "
                    "or several bidding in market mode)", ("validation_ndcg_initial", "validation_ndcg_final",
-                   "test_hit_rate_initial", "test_hit_rate_final"), "recsys.md"),
+                   "test_hit_rate_initial", "test_hit_rate_final"), "results/recsys.md"),
     "recsys_large": Card("recsys at scale: 100k users x 20k items", "recall, rank and rerank roles",
-                         ("validation_ndcg_initial", "validation_ndcg_final"), "recsys.md"),
+                         ("validation_ndcg_initial", "validation_ndcg_final"), "results/recsys.md"),
     "wordmath": Card("two-step arithmetic word problems solved by weak LLM agents (SmolLM2-135M) in a market, "
                      "against the best of them alone", "extractor, calculator (a tool), answerer and generalist roles (LLM agents)",
-                     ("heldout_accuracy", "single_agent_accuracy", "complete_agent_accuracy"), "wordmath.md"),
+                     ("heldout_accuracy", "single_agent_accuracy", "complete_agent_accuracy"), "results/wordmath.md"),
     "flagship": Card("the whole design in one run on wordmath: LLM agents, learned bids, GRPO updates, births and "
                      "skill evolution", "wordmath's roles", ("heldout_accuracy", "complete_agent_accuracy"),
-                     "skill_evolution.md"),
+                     "results/skill_evolution.md"),
     "procurement": Card("buyers haggle for a client against a scripted seller with a private floor price",
-                        "negotiator and closer (LLM agents) writing offers", TEXT_WORLD, "objectives.md"),
+                        "negotiator and closer (LLM agents) writing offers", TEXT_WORLD, "results/objectives.md"),
     "multihop": Card("two-hop lookup over 1,000 synthetic facts through a frozen retriever",
-                     "searcher and answerer (LLM agents)", TEXT_WORLD, "objectives.md"),
+                     "searcher and answerer (LLM agents)", TEXT_WORLD, "results/objectives.md"),
     "plangrid": Card("plan, then render: a request becomes a 4-field plan, the plan a text grid",
-                     "planner and renderer (LLM agents)", TEXT_WORLD, "objectives.md"),
+                     "planner and renderer (LLM agents)", TEXT_WORLD, "results/objectives.md"),
     "longlookup": Card("a 4-hop chain longer than the context holds: the agents choose which turns to keep",
-                       "searcher, compactor and answerer (LLM agents)", TEXT_WORLD, "objectives.md"),
+                       "searcher, compactor and answerer (LLM agents)", TEXT_WORLD, "results/objectives.md"),
     "errands": Card("fetch three goods from ten stalls in any order with a purse that buys exactly three",
-                    "shopper (one LLM role)", TEXT_WORLD, "objectives.md"),
+                    "shopper (one LLM role)", TEXT_WORLD, "results/objectives.md"),
     "review": Card("quote a product record's evidence, then score it against a policy's three rules",
-                   "reader and scorer (LLM agents)", TEXT_WORLD, "objectives.md"),
+                   "reader and scorer (LLM agents)", TEXT_WORLD, "results/objectives.md"),
 }
 
 
@@ -90,7 +90,7 @@ def markdown() -> str:
     measured = times()
     parts = []
     for name, card in CARDS.items():
-        page = f"[results/{card.results}](results/{card.results})" if card.results else "none yet"
+        page = f"[{card.results}]({card.results})"
         parts.append(
             f"## `{name}`\n\n{card.models[0].upper()}{card.models[1:]}.\n\n"
             f"| | |\n|---|---|\n| Roles | {card.roles} |\n"

@@ -40,3 +40,12 @@ def test_the_scan_finds_what_it_forbids(tmp_path):
     for line in bad:
         assert any(p.search(line) for p in FORBIDDEN.values()), line
     assert not any(p.search("A known result: `skills.window`, snow, edits_refused_role_tokens.") for p in FORBIDDEN.values())
+
+
+def test_the_readmes_scenario_table_and_results_lines_are_generated():
+    """The README's scenario table is the scenario cards', its results lines the pages' claims (no number of its own)."""
+    from docs import readme_sections
+
+    assert readme_sections.main(["--check"]) == 0
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert all(f"| `{name}` |" in text for name in readme_sections.scenario_cards.CARDS)
