@@ -3,8 +3,9 @@ left out, and what it logs. This module is the one home of that list; docs/conce
 (its ``<!-- generated: paper index -->`` marker is replaced at build time, docs/render_hooks.py), and
 tests/test_papers.py fails when a registered method has no entry here.
 
-A citation is given only where its title, authors and year could be checked against a public record; a method
-known to the project by its name and idea alone says so (``Paper`` is None) rather than carry an invented one.
+A citation is given only where its title, authors and year could be checked against a public record (an older work
+cited as it is commonly cited, its venue unchecked, says so: ``Paper.checked``); a method known to the project by
+its name and idea alone has no ``Paper`` and says so (NOT_CONFIRMED) rather than carry an invented one.
 """
 
 from __future__ import annotations
@@ -18,18 +19,20 @@ class Paper:
     authors: str
     year: int
     where: str  # arXiv id, journal or proceedings
+    checked: bool = True  # False: cited as it is commonly cited; its venue details were not checked here
 
     def markdown(self) -> str:
         where = f"[arXiv {self.where[6:]}](https://arxiv.org/abs/{self.where[6:]})" if self.where.startswith(
             "arXiv ") else self.where
-        return f"{self.authors}, *{self.title}*, {self.year}, {where}"
+        note = "" if self.checked else " (as commonly cited; venue and pages not confirmed here)"
+        return f"{self.authors}, *{self.title}*, {self.year}, {where}{note}"
 
 
 NOT_CONFIRMED = ("not confirmed: the method is known to the project by its name and idea; its title, authors "
                  "and arXiv id could not be checked here")
 
 HOLLAND = Paper("Properties of the bucket brigade algorithm", "J. H. Holland", 1985,
-                "Proceedings of the 1st International Conference on Genetic Algorithms, 1-7")
+                "Proceedings of the 1st International Conference on Genetic Algorithms, 1-7", checked=False)
 BAUM = Paper("Toward a model of intelligence as an economy of agents", "E. B. Baum", 1999,
              "Machine Learning 35, 155-185")
 BAUM_DURDANOVIC = Paper("Evolution of cooperative problem solving in an artificial economy",
@@ -44,11 +47,11 @@ GAE = Paper("High-Dimensional Continuous Control Using Generalized Advantage Est
             "J. Schulman, P. Moritz, S. Levine, M. Jordan, P. Abbeel", 2015, "arXiv 1506.02438")
 XCS = Paper("Classifier fitness based on accuracy", "S. W. Wilson", 1995, "Evolutionary Computation 3(2), 149-175")
 SHAPLEY = Paper("A value for n-person games", "L. S. Shapley", 1953,
-                "Contributions to the Theory of Games II, Annals of Mathematics Studies 28, 307-317")
+                "Contributions to the Theory of Games II, Annals of Mathematics Studies 28, 307-317", checked=False)
 VICKREY = Paper("Counterspeculation, auctions, and competitive sealed tenders", "W. Vickrey", 1961,
-                "Journal of Finance 16(1), 8-37")
+                "Journal of Finance 16(1), 8-37", checked=False)
 WILLIAMS = Paper("Simple statistical gradient-following algorithms for connectionist reinforcement learning",
-                 "R. J. Williams", 1992, "Machine Learning 8, 229-256")
+                 "R. J. Williams", 1992, "Machine Learning 8, 229-256", checked=False)
 
 
 @dataclass(frozen=True)
