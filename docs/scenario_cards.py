@@ -23,6 +23,7 @@ class Card:
     roles: str
     metrics: tuple[str, ...]
     results: str  # the page that studies it, relative to docs/
+    size: str = ""  # what the episodes and agents of its TOML count, where that is not an episode and a trader
 
 
 CARDS = {
@@ -35,13 +36,16 @@ CARDS = {
                    ("train_success", "heldout_success"), "results/blocks.md"),
     "boltzmann": Card("Mesa's Boltzmann wealth model on the integer ledger: random exchange concentrates wealth",
                       "N agents on a grid, each giving one unit to a random cellmate; no auction",
-                      ("gini", "zero_wealth_share"), "performance.md"),
+                      ("gini", "zero_wealth_share"), "performance.md",
+                      "run.episodes counts steps of the whole grid"),
     "recsys": Card("the skill library of a recommendation pipeline (recall -> rank -> rerank) evolved by "
                    "group-relative credit and a validation gate", "recall, rank and rerank roles (one agent each, "
                    "or several bidding in market mode)", ("validation_ndcg_initial", "validation_ndcg_final",
-                   "test_hit_rate_initial", "test_hit_rate_final"), "results/recsys.md"),
+                   "test_hit_rate_initial", "test_hit_rate_final"), "results/recsys.md",
+                   "run.episodes counts rollouts, one round = one batch; one agent per role unless recsys.mode is market"),
     "recsys_large": Card("recsys at scale: 100k users x 20k items", "recall, rank and rerank roles",
-                         ("validation_ndcg_initial", "validation_ndcg_final"), "results/recsys.md"),
+                         ("validation_ndcg_initial", "validation_ndcg_final"), "results/recsys.md",
+                         "run.episodes counts rollouts, one round = one batch; one agent per role unless recsys.mode is market"),
     "wordmath": Card("two-step arithmetic word problems solved by weak LLM agents (SmolLM2-135M) in a market, "
                      "against the best of them alone", "extractor, calculator (a tool), answerer and generalist roles (LLM agents)",
                      ("heldout_accuracy", "single_agent_accuracy", "complete_agent_accuracy"), "results/wordmath.md"),
@@ -69,13 +73,14 @@ def times() -> dict[str, dict]:
     return {row["scenario"]: row for row in map(json.loads, TIMES.read_text().splitlines()) if "scenario" in row}
 
 
-def default_size(name: str) -> str:
+def default_size(name: str, note: str = "") -> str:
     from scenarios.registry import SCENARIO_DIR
     from scenarios.run.config import load
 
     d = load(str(SCENARIO_DIR / f"{name}.toml")).to_dict()
     agents = d.get(d["run"]["scenario"], {}).get("agents") or d["population"]["initial_agents"]
-    return f"{d['run']['episodes']} episodes in batches of {d['market']['batch']}, {agents} agents at the start"
+    size = f"{d['run']['episodes']} episodes in batches of {d['market']['batch']}"
+    return f"{size} ({note})" if note else f"{size}, {agents} agents at the start"
 
 
 def run_time(row: dict | None) -> str:
@@ -95,7 +100,7 @@ def markdown() -> str:
             f"## `{name}`\n\n{card.models[0].upper()}{card.models[1:]}.\n\n"
             f"| | |\n|---|---|\n| Roles | {card.roles} |\n"
             f"| Metrics | {', '.join(f'`{m}`' for m in card.metrics)} |\n"
-            f"| Default size | {default_size(name)} (`catallax config show {name}`) |\n"
+            f"| Default size | {default_size(name, card.size)} (`catallax config show {name}`) |\n"
             f"| Run time at the default size | {run_time(measured.get(name))} |\n"
             f"| Results | {page} |\n")
     return "\n".join(parts)

@@ -47,14 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=Path, required=True, help="JSON Lines file to write")
     parser.add_argument("--limit", type=float, default=300.0, help="seconds after which a run is stopped")
-    parser.add_argument("names", nargs="*", help="scenarios to time (default: every shipped one)")
+    parser.add_argument("names", nargs="*", help="scenarios to time (default: every shipped one); the rows of the "
+                        "others already in --rows are kept")
     args = parser.parse_args(argv)
     where = provenance("docs.scenario_times", argv)
-    with args.rows.open("w") as f:
-        for name in args.names or shipped():
-            row = {**measure(name, args.limit), **where}
-            print(json.dumps(row), file=f, flush=True)
-            print(name, row["seconds"], row["note"], flush=True)
+    kept = {}
+    if args.names and args.rows.is_file():
+        kept = {r["scenario"]: r for r in map(json.loads, args.rows.read_text().splitlines())}
+    for name in args.names or shipped():
+        kept[name] = {**measure(name, args.limit), **where}
+        print(name, kept[name]["seconds"], kept[name]["note"], flush=True)
+    order = {name: i for i, name in enumerate(shipped())}
+    rows = sorted(kept.values(), key=lambda r: order.get(r["scenario"], len(order)))
+    args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return 0
 
 
