@@ -105,7 +105,8 @@ def test_nothing_points_outside_the_repository():
 @pytest.mark.slow
 def test_site_builds_in_strict_mode(tmp_path):
     """mkdocs build --strict: a missing nav page, a broken link or anchor, a docstring mkdocstrings cannot
-    render, a stale table is a failure. Notebooks render unexecuted here: tests/test_notebooks.py runs them."""
+    render, a stale table is a failure. Notebooks render as stored (executed, with their outputs:
+    docs/store_notebooks.py); tests/test_notebooks.py runs them."""
     env = {**os.environ, "DOCS_CACHE_DIR": str(tmp_path / "cache"), "NO_MKDOCS_2_WARNING": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     site = tmp_path / "site"
@@ -122,3 +123,5 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert not [p for p, s in scripts.items() if any(re.search(r"src=\"(https?:)?//|https?://", x) for x in s)]
     assert "<math" in pages[site / "concepts" / "skills" / "index.html"]
     assert not [p for p, h in pages.items() if 'class="arithmatex"' in h]
+    assert all("data:image/png" in pages[site / "notebooks" / nb.stem / "index.html"]  # tutorials show figures
+               for nb in (ROOT / "notebooks").glob("*.ipynb"))

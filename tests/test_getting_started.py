@@ -37,3 +37,17 @@ def test_the_first_run_prints_the_summary_the_page_shows(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert {k: v for k, v in summary.items() if k != "run_id"} == {k: v for k, v in shown.items() if k != "run_id"}
+
+
+def test_notebooks_are_stored_executed_with_their_figures():
+    """The site renders the notebooks as stored (tests/test_notebooks.py executes them apart), so each is stored
+    with its outputs: the tutorials show their figures on the site and on a code host."""
+    import nbformat
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.execution_count for c in code), f"{path.name}: stored without running every cell"
+        outputs = [o for c in code for o in c.outputs]
+        assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name}: stored without a figure"
+        assert not [o for o in outputs if o.output_type == "error"], path.name
