@@ -177,9 +177,10 @@ METHODS: tuple[Method, ...] = (
        "stop-grad, anchored to the outcome's sign", "the linear decay of lambda over training",
        ("policy_loss", "ratio", "weight_max")),
     _m("h2sd", "objective", [], "successes scaled by the informed teacher's likelihood; failures pulled to the "
-       "teacher (reverse KL)", "the rephrased teacher", ("reverse_kl", "success_weight_max")),
+       "teacher (reverse KL)", "the rephrasing model: the world's correct output, as it states it, is the teacher's prompt", ("reverse_kl", "success_weight_max")),
     _m("hint_sd", "objective", [], "feedback placed before the located failing steps; only those distilled",
-       "the EMA analyser: the world's fault locator is used", ("located", "hint_reverse_kl")),
+       "an analyser model that writes the feedback: the world's fault locator places it and the correct output is the "
+       "feedback; the teacher is an EMA of the policy, as in the method", ("located", "hint_reverse_kl")),
     _m("distil", "objective", [], "forward cross-entropy on the teacher's own verified samples with feedback in "
        "context", "-", ("teacher_samples", "teacher_verified")),
     _m("rredcot", "objective", [], "the reward redistributed over segments (one per reply) by how each moved the "
@@ -213,7 +214,8 @@ METHODS: tuple[Method, ...] = (
        "group-relative credit is measured against", "-", ("edits_proposed", "edits_accepted", "edits_rejected")),
     _m("memory_shapley", "skills", [SHAPLEY], "each skill's Shapley value from replays of the validation problems "
        "with subsets of the library (exact up to 4 skills, else 8 random orders); optional retrieval by overlap "
-       "plus utility", "rule induction from cases", ("edits_proposed", "edits_accepted", "edits_rejected")),
+       "plus utility", "rules induced from cases (the items are the scenario's skills); "
+       "similarity by word overlap rather than embeddings", ("edits_proposed", "edits_accepted", "edits_rejected")),
     _m("random", "skills", [], "skills to edit drawn at random: what the gate alone buys", "-",
        ("edits_proposed", "edits_accepted", "edits_rejected")),
     _m("none", "skills", [], "no edit pass: the library stays as it is", "-"),
