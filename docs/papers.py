@@ -78,6 +78,8 @@ REGISTRIES = {
 }
 
 GRPO_STATS = ("policy_loss", "ratio", "kl")
+NOTHING_RECORDED = ("nothing recorded: built from the method's description; differences from its authors' code are "
+                    "not known")
 OUTCOME = "the run's outcome metrics only (the advantage feeds the objective, whose stats are logged)"
 
 
@@ -200,7 +202,7 @@ METHODS: tuple[Method, ...] = (
     _m("contextpilot", "objective", [], "extra branches at context edits; a snapshot's value is the mean reward of "
        "its continuations", "the planning and memory tools", ("edit_steps", "branch_steps")),
     # --- task samplers
-    _m("uniform", "tasks", [], "every task equally likely, with replacement: the baseline", "-"),
+    _m("uniform", "tasks", [], "every task equally likely, with replacement: the baseline", "a baseline or ablation of Catallax's own: no paper"),
     _m("rods", "tasks", [], "a buffer of live tasks drawn by reward variance; mastered and hopeless tasks retired",
        "synthesising isomorphic variants is the scenario's (a variant function it passes in)"),
     _m("scrl", "tasks", [], "a ladder of verifiable sub-problems per task, half of every draw from the ladder, "
@@ -216,9 +218,9 @@ METHODS: tuple[Method, ...] = (
        "with subsets of the library (exact up to 4 skills, else 8 random orders); optional retrieval by overlap "
        "plus utility", "rules induced from cases (the items are the scenario's skills); "
        "similarity by word overlap rather than embeddings", ("edits_proposed", "edits_accepted", "edits_rejected")),
-    _m("random", "skills", [], "skills to edit drawn at random: what the gate alone buys", "-",
+    _m("random", "skills", [], "skills to edit drawn at random: what the gate alone buys", "a baseline or ablation of Catallax's own: no paper",
        ("edits_proposed", "edits_accepted", "edits_rejected")),
-    _m("none", "skills", [], "no edit pass: the library stays as it is", "-"),
+    _m("none", "skills", [], "no edit pass: the library stays as it is", "a baseline or ablation of Catallax's own: no paper"),
     _m("gate", "skills_mechanism", [], "a candidate library replaces the current one only if a one-sided paired "
        "sign-flip test on fixed validation questions with common seeds passes; prunes get a one-standard-error "
        "allowance", "the held-out-reward tolerance rule of MASkills (0.02) is replaced by the test",
@@ -228,9 +230,9 @@ METHODS: tuple[Method, ...] = (
     _m("imitation", "skills_mechanism", [], "blame moved to the line a failed output imitates (log-probability of "
        "the failed output against the correct one, each line shown alone)", "Catallax's own: no paper"),
     # --- market mechanisms
-    _m("fixed", "bid_scheme", [EOM], "every agent bids base_bid", "-"),
-    _m("fixed_with_eps", "bid_scheme", [EOM], "a newcomer bids the highest bid plus eps, then keeps it", "-"),
-    _m("holland", "bid_scheme", [HOLLAND, EOM], "bid = max(base_bid, c x wealth), c = 0.1", "-"),
+    _m("fixed", "bid_scheme", [EOM], "every agent bids base_bid", "nothing: EoM's scheme as described"),
+    _m("fixed_with_eps", "bid_scheme", [EOM], "a newcomer bids the highest bid plus eps, then keeps it", "nothing: EoM's scheme as described"),
+    _m("holland", "bid_scheme", [HOLLAND, EOM], "bid = max(base_bid, c x wealth), c = 0.1", "EoM's threshold (bid by wealth only once wealth >= 5): the floor base_bid plays that part"),
     _m("policy", "bid_scheme", [], "the policy's own bid (e.g. recsys evolves it)", "Catallax's own: no paper"),
     _m("learned", "bid_scheme", [], "a trained bid head per agent (value or REINFORCE objective); in the spirit of "
        "market-based post-training, whose architecture is not public", "the joint action-and-bid training of that "
@@ -240,16 +242,16 @@ METHODS: tuple[Method, ...] = (
        "XCS's accuracy-based fitness and genetic algorithm (births do that part)"),
     _m("reinforce", "bid_objective", [WILLIAMS], "bids trained through the softmax auction's probability of the "
        "winner, with an entropy bonus", "-"),
-    _m("first_price", "clearing", [BAUM], "the highest eligible bid wins and pays its bid; ties at random", "-"),
-    _m("second_price", "clearing", [VICKREY], "the highest bid wins and pays the second-highest", "-"),
+    _m("first_price", "clearing", [BAUM], "the highest eligible bid wins and pays its bid; ties at random", "nothing: the rule as it is classically stated"),
+    _m("second_price", "clearing", [VICKREY], "the highest bid wins and pays the second-highest", "nothing: the rule as it is classically stated"),
     _m("softmax", "clearing", [], "the winner drawn with probability softmax(bid / temperature)", "Catallax's own: "
        "what REINFORCE bids need"),
-    _m("random", "clearing", [], "a uniformly random eligible winner: the no-auction ablation", "-"),
+    _m("random", "clearing", [], "a uniformly random eligible winner: the no-auction ablation", "a baseline or ablation of Catallax's own: no paper"),
     _m("bucket_brigade", "payment", [HOLLAND, BAUM, EOM], "the winner pays its bid to the previous owner (the "
        "house mints the first payment); the world pays the owner; money conserved in an integer ledger",
        "Holland's money creation: the ledger is exact and conserved"),
     _m("final_only", "payment", [], "only the final owner is paid: the ablation that shows credit must flow "
-       "backwards", "-"),
+       "backwards", "a baseline or ablation of Catallax's own: no paper"),
     _m("births", "economy", [EOM, BAUM_DURDANOVIC], "exploit (richest agents get a mutated child), explore (a "
        "bankrupt or the poorest agent revised), periodic newcomers, a population floor", "the LLM rewrite of a "
        "skill is the scenario's mutation", ("population",)),
@@ -273,5 +275,6 @@ def markdown() -> str:
             cites = "; ".join(p.markdown() for p in m.papers) or NOT_CONFIRMED
             logs = ", ".join(f"`{x}`" for x in m.logs) or OUTCOME
             parts.append(f"### `{m.name}`\n\n- **Paper**: {cites}\n- **Implemented**: "
-                         f"{m.implements}\n- **Left out**: {m.leaves_out}\n- **Logs**: {logs}\n")
+                         f"{m.implements}\n- **Left out**: {NOTHING_RECORDED if m.leaves_out == '-' else m.leaves_out}"
+                         f"\n- **Logs**: {logs}\n")
     return "\n".join(parts)
