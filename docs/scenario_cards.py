@@ -86,9 +86,11 @@ def default_size(name: str, note: str = "") -> str:
 def run_time(row: dict | None) -> str:
     if row is None:
         return "not measured"
+    where = f"{row['date']}, {row['machine']}" + (f", load average {row['load']}" if "load" in row else
+                                                  ", shared with other work")
     if row["seconds"] is None:
-        return f"over the measurement's limit ({row['note']}; {row['date']}, {row['machine']})"
-    return f"{row['seconds']:.0f} s ({row['date']}, {row['machine']}, shared with other work)"
+        return f"over the measurement's limit ({row['note']}; {where})"
+    return f"{row['seconds']:.0f} s ({where})"
 
 
 def markdown() -> str:
