@@ -121,7 +121,8 @@ def test_nothing_points_outside_the_repository():
 @pytest.mark.slow
 def test_site_builds_in_strict_mode(tmp_path):
     """mkdocs build --strict: a missing nav page, a broken link or anchor, a docstring mkdocstrings cannot
-    render, a stale table is a failure. Notebooks render unexecuted here: tests/test_notebooks.py runs them."""
+    render, a stale table is a failure. Notebooks render as stored (executed, with their outputs:
+    docs/store_notebooks.py); tests/test_notebooks.py runs them."""
     env = {**os.environ, "DOCS_CACHE_DIR": str(tmp_path / "cache"), "NO_MKDOCS_2_WARNING": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     site = tmp_path / "site"
@@ -145,3 +146,10 @@ def test_site_builds_in_strict_mode(tmp_path):
     raw = [str(page.relative_to(site)) for page in site.rglob("*.html")
            if re.search(r":(class|func|meth|attr|mod|data|exc|obj):<code>", page.read_text())]
     assert not raw, f"Sphinx roles rendered as raw text in {raw}"
+    pages = {p: p.read_text() for p in site.rglob("*.html")}  # offline: no script from the network, formulas drawn
+    scripts = {p: re.findall(r"<script[^>]*>.*?</script>", h, re.S) for p, h in pages.items()}
+    assert not [p for p, s in scripts.items() if any(re.search(r"src=\"(https?:)?//|https?://", x) for x in s)]
+    assert "<math" in pages[site / "concepts" / "skills" / "index.html"]
+    assert not [p for p, h in pages.items() if 'class="arithmatex"' in h]
+    assert all("data:image/png" in pages[site / "notebooks" / nb.stem / "index.html"]  # tutorials show figures
+               for nb in (ROOT / "notebooks").glob("*.ipynb"))
