@@ -82,6 +82,8 @@ class Scenario:
     validate: Callable = _fits
     plugin: bool = False
     spec: ScenarioSpec = ScenarioSpec().resolved(own_model=True)  # what it can do, defaults filled in
+    heldout_point: Callable | None = None  # model -> {success, reward, ...} on its fixed held-out set (a learning
+    # curve's point, ``run.eval_every``; agents/heldout.py): a text world's; None where the world has no such set
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -114,7 +116,8 @@ class Scenario:
         own = hasattr(module, "make_model")
         return cls(name, section, origin, doc[0] if doc else "", module.Config, module.metrics,
                    getattr(module, "build", None), getattr(module, "make_model", None),
-                   getattr(module, "validate", _fits), plugin, spec.resolved(own_model=own))
+                   getattr(module, "validate", _fits), plugin, spec.resolved(own_model=own),
+                   getattr(module, "heldout_point", None))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy

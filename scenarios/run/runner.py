@@ -16,9 +16,10 @@ from market import Economy, MarketModel
 from market.checkpoint import encode
 from market.ledger import LedgerError
 from market.population import HOUSE_ROW
-from market.store import (RunStore, StoreError, get_run, load_episodes, load_transfers, load_usage, make_engine,
-                          shown_url, stored_balances, stored_json)
+from market.store import (RunStore, StoreError, get_run, load_episodes, load_heldout, load_transfers, load_usage,
+                          make_engine, shown_url, stored_balances, stored_json)
 from scenarios.run.config import ConfigError, Experiment, from_dict
+from scenarios.run.curve import Curve
 from scenarios.run import trust
 from scenarios.run.interrupt import Interrupted, Stop
 from scenarios.registry import get_scenario
@@ -143,13 +144,16 @@ def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
 def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool,
            stop: Stop | None) -> dict:
     """Step round by round; at each checkpoint (every ``run.checkpoint_every`` rounds or ``run.checkpoint_seconds``,
-    a signal's, the last round's) write the rounds since the one before, with it, in one transaction."""
+    a signal's, the last round's) write the rounds since the one before, with it, in one transaction. The learning
+    curve's points (scenarios/run/curve.py) are measured between rounds, inside the round's usage, and written with
+    the round they follow (the point before the first round with the first)."""
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
     done = model.episodes_done // exp.market.batch
     every, seconds = exp.run.checkpoint_every, exp.run.checkpoint_seconds
     unwritten, since = [], time.monotonic()  # the rounds since the last checkpoint, and when it was written
     bar = _progress(rounds, done, exp.run.scenario) if progress else None
     engines = _engines(model)
+    curve = Curve(exp.run.eval_every, exp.run.scenario, rounds, load_heldout(store.engine, store.run_id) if done else [])
     try:
         for r in range(done, rounds):
             if _stopping(stop):  # a signal came between rounds: checkpoint the rounds so far (if any) and stop
@@ -157,7 +161,9 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
                     store.write_rounds(unwritten, encode(model.state_dict()), model.episodes_done)
                 raise Interrupted(store.run_id, stop.signum)
             first, before = model.episodes_done, _counters(engines)
+            measured = curve.after(model, r)  # before the first round (a resumed run has its stored points)
             model.step()
+            model.last_round.heldout = measured + curve.after(model, r + 1)
             model.last_round.usage = _used(engines, before, first)
             unwritten.append(model.last_round)
             episodes += model.last_round.episodes
@@ -170,7 +176,7 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
     finally:
         if bar is not None:
             bar.close()
-    return _finish(exp, model, store, episodes)
+    return _finish(exp, model, store, episodes, curve)
 
 
 def _engines(model: Economy) -> list:
@@ -222,7 +228,7 @@ def _stopping(stop: Stop | None) -> bool:
     return stop is not None and stop.signum is not None
 
 
-def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict]) -> dict:
+def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], curve: Curve) -> dict:
     pop = model.population
     live = np.flatnonzero(pop.traders)
     summary = {
@@ -236,6 +242,7 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         "house": int(pop.wealth[HOUSE_ROW]),
         **get_scenario(exp.run.scenario).metrics(model, episodes, exp.scenario),
         **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learned.py)
+        **curve.summary(),
     }
     ids = pop.ids[live].tolist()
     tokens = dict(zip(ids, pop.tokens[live].tolist()))
