@@ -241,5 +241,6 @@ def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
         "llm_tokens": sum(u["prompt_tokens"] + u["completion_tokens"] for u in used.values()),
         "llm_usage": {k: {**u, "seconds": round(u["seconds"], 2)} for k, u in used.items()},
         "role_tokens": {r.name: int(policy.counts[f"tokens:{r.name}"]) for r in policy.roles if not r.tool},
+        **policy.wake_report(),
     }
 
