@@ -20,14 +20,14 @@ import warnings
 # then frozen out of its sight. What loads later (torch, for LLM runs) is collected as usual.
 gc.disable()
 import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks the caller's frames (~80 ms from deep)
-from scenarios.cli import bench, config, report, resume, run, scenarios, skills, sweep  # noqa: E402
+from scenarios.cli import bench, config, probe, report, resume, run, scenarios, skills, sweep  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
 from scenarios.run.config import ConfigError, DeprecatedKey  # noqa: E402
 
 gc.freeze()
 gc.enable()
 
-COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report)  # each: add_parser(subparsers), handle(args) -> int
+COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report, probe)  # each: add_parser(subparsers), handle(args) -> int
 
 
 def build_parser() -> argparse.ArgumentParser:

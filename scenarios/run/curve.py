@@ -41,5 +41,5 @@ class Curve:
         ``run.eval_every``."""
         if self.measure is None:
             return {}
-        return {"heldout_curve": [[p["round"], p["episode"], round(p["success"], 6)] for p in self.points],
+        return {"heldout_curve": [[p["round"], p["episode"], p["success"]] for p in self.points],
                 "heldout_eval_seconds": round(sum(p["seconds"] for p in self.points), 2)}
