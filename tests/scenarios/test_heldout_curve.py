@@ -55,3 +55,21 @@ def test_a_killed_run_resumes_to_the_same_ledger_and_the_same_curve(triage, monk
 def test_a_world_without_a_held_out_set_refuses_eval_every():
     with pytest.raises(ConfigError, match=r"run\.eval_every = 4: scenario 'relay' has no held-out set"):
         load("relay", ["run.eval_every=4"])
+
+
+def test_report_draws_one_curve_per_run_given(triage, capsys):
+    from scenarios.cli.main import main
+
+    url = f"sqlite:///{triage / 'runs.db'}"
+    for seed, bids in ((0, "holland"), (1, "fixed")):
+        exp = load(str(triage / "triage.toml"), SMALL + ["run.eval_every=2", f"market.bid_scheme={bids}"], seed=seed)
+        runner.run_experiment(exp, url, progress=False, run_id=f"s{seed}")
+    assert main(["report", "s0", "s1", "--db", url, "--out", str(triage), "--json"]) == 0
+    written = __import__("json").loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (triage / "report-s0" / "learning_curve.png").stat().st_size > 10_000
+    assert written["figures"]["learning_curve"].endswith("learning_curve.png")
+    text = (triage / "report-s0" / "summary.md").read_text()
+    assert "| `s0 seed 0: bids holland, credit grse` | 4 |" in text and "| `s1 seed 1: bids fixed, credit grse` | 4 |" in text
+    with pytest.raises(SystemExit) as missing:
+        main(["report", "s0", "nope", "--db", url, "--out", str(triage)])
+    assert missing.value.code == 2 and "run nope: not found" in capsys.readouterr().err
