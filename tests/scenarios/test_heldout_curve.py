@@ -39,6 +39,13 @@ def test_a_curve_leaves_the_run_as_it_was_and_its_last_point_is_the_summary_s_su
         stored = conn.execute("SELECT round, episode, success, problems FROM heldout_eval ORDER BY episode").fetchall()
     assert [[r, e, s] for r, e, s, _ in stored] == curved["heldout_curve"] and {p for *_, p in stored} == {6}
 
+    from market.store import export_run, import_run, make_engine  # a sweep ships the rows to its driver's database
+
+    rows = export_run(make_engine(f"sqlite:///{triage / 'b.db'}"), curved["run_id"])
+    target = make_engine(f"sqlite:///{triage / 'target.db'}")
+    import_run(target, rows)
+    assert len(rows["heldout_eval"]) == 4 and export_run(target, curved["run_id"]) == rows
+
 
 def test_a_killed_run_resumes_to_the_same_ledger_and_the_same_curve(triage, monkeypatch):
     from tests.scenarios.test_wordmath_skills import run_killed
