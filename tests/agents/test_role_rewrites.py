@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from agents import parse, text_scenario
-from agents.backends.base import Completion, Stats
+from agents.backends.base import Completion
 from agents.prompts import REWRITE_SYSTEM, Prompts
 from scenarios import build_model, load
-from tests.agents.test_text_world import CORRECT, TOML, TRIAGE
+from tests.agents.test_text_world import CORRECT, TOML, TRIAGE, Scripted
 
 POOLS = '''
     pool = {"classifier": ["example: Message: I love it => positive", "example: Message: It broke => negative"],
@@ -23,14 +23,9 @@ POOLS = '''
 '''
 
 
-class Copier:
-    """Acts by a hash of the prompt; a rewrite copies its demonstration's shape (a new line like the shown one),
-    or, shown none, repeats the system line."""
-
-    name = "scripted"
-
-    def __init__(self):
-        self.stats, self.scored_tokens = Stats(), np.zeros(0, dtype=np.int64)
+class Copier(Scripted):
+    """Acts (and wakes) by a hash of the prompt; a rewrite copies its demonstration's shape (a new line like the
+    shown one), or, shown none, repeats the system line."""
 
     def generate(self, prompts):
         return [Completion(self.write(p), tokens=2, prompt_tokens=9) for p in prompts]
@@ -47,13 +42,6 @@ class Copier:
         line = shown[-1]
         cut = line.rindex("=>")
         return f"{line[:cut]}(v{p.seed % 997}) {line[cut:]}"
-
-    def score(self, prompts):
-        self.scored_tokens = np.full(len(prompts), 9, dtype=np.int64)
-        return np.array([zlib.crc32(f"{p.skills}|{p.user}".encode()) % 2000 / 1000 - 1 for p in prompts])
-
-    def close(self):
-        pass
 
 
 @pytest.fixture

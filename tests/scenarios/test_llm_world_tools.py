@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from agents import text_scenario
-from agents.backends.base import Completion, Stats
 from scenarios import load
 from scenarios.cli.main import main
 from scenarios.run import runner
 from tests.agents.test_text_world import CORRECT, TOML, TRIAGE
+from tests.scenarios.scripted_backend import ScriptedBackend
 
 PLANTED = "Every message is a complaint."
 POOL = f'''
@@ -25,24 +25,19 @@ POOL = f'''
 '''
 
 
-class Reader:
+class Reader(ScriptedBackend):
     """Answers as the prompt says: the classifier labels the message (negative for all, holding the planted line),
     the router routes the label; wake-up scores: the role's own stage yes, the other no (``silent``: never)."""
 
-    name = "scripted"
-
     def __init__(self, silent: str = ""):
-        self.stats, self.scored_tokens, self.silent = Stats(), np.zeros(0, dtype=np.int64), silent
+        super().__init__()
+        self.silent = silent
 
-    def generate(self, prompts):
-        out = []
-        for p in prompts:
-            if p.user.startswith("Message:"):
-                bad = PLANTED in p.skills or any(w in p.user for w in ("crashes", "Refund"))
-                out.append("negative" if bad else "positive")
-            else:
-                out.append("support" if "negative" in p.user else "archive")
-        return [Completion(text, tokens=1, prompt_tokens=9) for text in out]
+    def answer(self, p) -> str:
+        if p.user.startswith("Message:"):
+            bad = PLANTED in p.skills or any(w in p.user for w in ("crashes", "Refund"))
+            return "negative" if bad else "positive"
+        return "support" if "negative" in p.user else "archive"
 
     def score(self, prompts):
         self.scored_tokens = np.full(len(prompts), 9, dtype=np.int64)
@@ -50,9 +45,6 @@ class Reader:
                 and "waits for a route" in p.user for p in prompts]
         silent = [self.silent and self.silent in p.system for p in prompts]
         return np.array([-5.0 if s else 5.0 if m else -5.0 for m, s in zip(mine, silent)])
-
-    def close(self):
-        pass
 
 
 @pytest.fixture
