@@ -80,3 +80,18 @@ def test_report_draws_one_curve_per_run_given(triage, capsys):
     with pytest.raises(SystemExit) as missing:
         main(["report", "s0", "nope", "--db", url, "--out", str(triage)])
     assert missing.value.code == 2 and "run nope: not found" in capsys.readouterr().err
+
+
+def test_a_state_measured_once_is_not_played_again(triage):
+    from agents.heldout import heldout_point
+    from scenarios import build_model
+
+    model = build_model(load(str(triage / "triage.toml"), ["triage.heldout=4"]))
+    backend = model.policy.unwrapped.backend
+    first = heldout_point(model)
+    sent = len(backend.sent)
+    again = heldout_point(model)
+    assert len(backend.sent) == sent and again["seconds"] == 0  # nothing asked of the model
+    assert {k: again[k] for k in ("success", "fingerprint")} == {k: first[k] for k in ("success", "fingerprint")}
+    model.step()  # a round moves balances and births change the rows: a new state, measured afresh
+    assert heldout_point(model)["fingerprint"] != first["fingerprint"] and len(backend.sent) > sent
