@@ -76,7 +76,7 @@ def heldout_point(model) -> dict:
     fingerprint."""
     policy, batch = model.policy.unwrapped, model.world.heldout
     key = fingerprint(model)
-    memo = getattr(policy, "heldout_memo", None)
+    memo = policy.heldout_memo
     if memo is not None and memo["fingerprint"] == key:
         return memo | {"seconds": 0.0}
     start = time.perf_counter()

@@ -141,6 +141,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         """Per act() call while exploring: (world, row, prompt, completion, the action it parsed to or None)
         of every generation."""
         self._evaluating = False
+        self.heldout_memo: dict | None = None
+        """The last held-out measurement and the fingerprint of the state it read (agents/heldout.py)."""
         self.evolver = None
         """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
         training round's ``steps`` and decides which of an acting row's skills its prompt carries."""
