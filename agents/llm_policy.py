@@ -60,6 +60,7 @@ from agents.llm_calls import ModelCalls
 from agents.llm_lines import SkillLines
 from agents.prompts import Prompts
 from agents.text_task import Role, TextTask, status_of
+from agents.wake_watch import WakeWatch
 from market.protocols import Policy
 from skills.catalogue import Catalogue
 from market.strict import STRICT
@@ -92,7 +93,7 @@ class PolicyConfig:
     """Invalid actions and malformed rewrites kept (the oldest are dropped; counts are kept in full)."""
 
 
-class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
+class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
     def __init__(self, backend: Backend, task: TextTask, roles: list[Role], pool: dict[str, list[tuple[float, list[str]]]],
                  weights: list[float] | None = None, cfg: PolicyConfig = PolicyConfig(), seed_agents=(),
                  prompts: Prompts | None = None, engines: dict[str, Backend] | None = None):
@@ -142,6 +143,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         """Per act() call while exploring: (world, row, prompt, completion, the action it parsed to or None)
         of every generation."""
         self._evaluating = False
+        self.heldout_memo: dict | None = None
+        """The last held-out measurement and the fingerprint of the state it read (agents/heldout.py)."""
         self.evolver = None
         """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
         training round's ``steps`` and decides which of an acting row's skills its prompt carries."""
@@ -244,7 +247,13 @@ class LLMPolicy(SkillLines, Births, ModelCalls, Policy):
         for b in range(B):
             for row in self.bench.get(tuple(obs[b].tolist()), ()):
                 wake[b, row] = False
+        self._saw_wake(wake)
         return wake
+
+    def learn(self, model) -> None:
+        """The round's end: roles that never woke in it (agents/wake_watch.py), then skill evolution's pass."""
+        self._round_woke(model)
+        SkillLines.learn(self, model)
 
     def act(self, obs: np.ndarray, winners: np.ndarray) -> np.ndarray:
         B = len(winners)

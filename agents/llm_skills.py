@@ -49,6 +49,7 @@ import numpy as np
 from agents import parse
 from agents.backends.base import NoPrivilegedPass, Prompt
 from market.database import make_engine
+from agents.heldout import frozen_episodes
 from agents.llm_rollouts import Watched, decode, groups
 from skills import Diagnosis, LLMDiagnoser, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.catalogue import summary
@@ -275,11 +276,10 @@ class SkillEvolver:
         if d.action == "add":
             if d.target not in policy.role_index or policy.roles[policy.role_index[d.target]].tool:
                 return None
-            ask = policy.prompts.exploit_ask.format(
-                role=policy.roles[policy.role_index[d.target]].frozen,
-                skills=" | ".join(s.body for s in current.values() if s.role == d.target
-                                  and policy._kind(s.body) != "wake") or "(none)")
-            line = self._rewrite(ask, "")
+            line = self._rewrite(d.target, "exploit", {
+                "role": policy.roles[policy.role_index[d.target]].frozen,
+                "skills": " | ".join(s.body for s in current.values() if s.role == d.target
+                                     and policy._kind(s.body) != "wake") or "(none)"})
             if line is None:
                 return None
             name = policy.catalogue.reserve(d.target, policy._kind(line))
@@ -294,19 +294,16 @@ class SkillEvolver:
         n = cited[0]
         given, correct = policy.task.lesson(trace.states[n], skill.role)
         wrote = (nodes[n]["output"] or "").strip() or "(empty)"
-        own = policy.prompts
-        line = self._rewrite(own.explore_ask.format(given=given, wrote=wrote, correct=correct), own.explore_demo)
+        line = self._rewrite(skill.role, "explore", {"given": given, "wrote": wrote, "correct": correct})
         if line is None or line == skill.body:
             return None
         return to_edit(d, description=summary(line), body=line)
 
-    def _rewrite(self, ask: str, demo: str) -> str | None:
-        cfg = self.policy.cfg
-        prompt = Prompt(self.policy.prompts.rewrite_system, demo, ask, max_tokens=cfg.rewrite_tokens,
-                        temperature=cfg.rewrite_temperature, seed=int(self.rng.integers(2**31)))
+    def _rewrite(self, role: str, kind: str, fields: dict) -> str | None:
+        """An edit's new line for ``role``, written as births write theirs (agents/llm_births.py ``write_lines``:
+        the role's own format), unpaid (no agent asked for it)."""
         with self.policy.evaluating():
-            done = self.policy._generate([prompt], [-1])[0]
-        line = parse.skill(done.text) if done.finish in ("stop", "length") else None
+            line, _, _ = self.policy.write_lines([(-1, role, kind, fields)], [int(self.rng.integers(2**31))])[0]
         if line is None:
             self.counts["skill_rewrites_malformed"] += 1
         return line
@@ -347,19 +344,8 @@ class SkillEvolver:
 
     def _frozen(self, model, world, holdings=None) -> list[dict]:
         """The frozen market's episodes on ``world``'s fixed problems, restoring what they change of the training
-        run: the market's random stream (the next training problems, auctions, births), the policy's action counter
-        (its sampling seeds), the rows' last actions (births rewrite them), forfeit memory. Else a gated arm trains
-        apart."""
-        policy = self.policy
-        skills, lines = holdings or (policy.skills, {})
-        saved = (model.rng.bit_generator.state, policy.counts.copy(), dict(policy.recent),
-                 {k: set(v) for k, v in policy.bench.items()})
-        try:
-            with policy.evaluating(), policy.holding(skills, lines):
-                return model.run_episodes(world=world, batch=world.fixed.size, settle=False)
-        finally:
-            model.rng.bit_generator.state = saved[0]
-            policy.counts, policy.recent, policy.bench = saved[1:]
+        run (agents/heldout.py); else a gated arm trains apart."""
+        return frozen_episodes(model, world, holdings, keep_answers=True)
 
     def _adopt(self, held, edit: str) -> None:
         """An accepted edit: rows whose skills change get a new skill-set version."""

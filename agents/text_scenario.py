@@ -23,6 +23,7 @@ from pydantic.dataclasses import dataclass
 
 from agents.backends import BackendConfig
 from agents.backends.factory import require_engine, shared_backend, usage
+from agents.heldout import heldout_point, outcomes
 from agents.llm_policy import LLMPolicy, PolicyConfig
 from agents.text_adapter import TextBatch, TextBoard
 from agents.text_world import TextWorld
@@ -85,6 +86,7 @@ def as_scenario(module):
     out.build = functools.partial(build, cls)
     out.validate = functools.partial(validate, cls, section)
     out.metrics = vars(module).get("metrics", metrics)
+    out.heldout_point = heldout_point
     # Learned bids read the stage (one-hot under numeric), nothing (agent) or the stage's summary as text; the
     # sero objective reads the correct continuation, where the world can say it. Every text world branches: its
     # states are deep-copied and replayed from the move log already (agents/text_adapter.py).
@@ -151,13 +153,6 @@ def build(cls: type[TextWorld], cfg: TextWorldConfig):
     return world, policy
 
 
-def outcomes(batch: TextBatch) -> tuple[float, float]:
-    """(success rate, mean reward) of a batch's ended episodes (one still running scores 0)."""
-    world = batch.board.world
-    rewards = [float(world.reward(s)) if world.done(s) else 0.0 for s in batch.states]
-    return float(np.mean(batch.solved)), float(np.mean(rewards))
-
-
 def single_agents(model, batch: TextBatch, names: tuple[str, ...]) -> tuple[float, float, str | None]:
     """The best live agent of the roles ``names`` alone on every problem of ``batch`` (one lockstep batch of
     agents x problems, each agent acting at every step), frozen -> (its success rate, its mean reward, its
@@ -219,9 +214,9 @@ def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
     the world's ``wrong`` lines, also the curated complete agent (without them: the ceiling); with its
     ``single`` roles, the best of their live agents alone."""
     policy, heldout = model.policy.unwrapped, model.world.heldout
+    point = heldout_point(model)  # the learning curve's last point, when it measured this state already
+    success, reward = point["success"], point["reward"]
     with policy.evaluating():
-        model.run_episodes(world=heldout, batch=cfg.heldout, settle=False)
-        success, reward = outcomes(heldout)
         single = single_agents(model, heldout, heldout.board.world.single) if heldout.board.world.single else None
         with policy.base_weights():
             complete_success, complete_reward = complete_agent(model, heldout)
@@ -247,5 +242,6 @@ def metrics(model, episodes: list[dict], cfg: TextWorldConfig) -> dict:
         "llm_tokens": sum(u["prompt_tokens"] + u["completion_tokens"] for u in used.values()),
         "llm_usage": {k: {**u, "seconds": round(u["seconds"], 2)} for k, u in used.items()},
         "role_tokens": {r.name: int(policy.counts[f"tokens:{r.name}"]) for r in policy.roles if not r.tool},
+        **policy.wake_report(),
     }
 

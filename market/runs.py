@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from market.ledger import TRANSFER_DTYPE
 from market.reading import checked_ints, connected
-from market.schema import LOG_STRIDE, MODELS, EpisodeLog, RoundUsage, Run, RunNumber, StoreError, TransferLog
+from market.schema import LOG_STRIDE, MODELS, EpisodeLog, HeldoutEval, RoundUsage, Run, RunNumber, StoreError, TransferLog
 
 TRANSFER_COLUMNS = ("id", *TRANSFER_DTYPE.names)  # a transfer_log row: the id, then the ledger's columns
 EPISODE_COLUMNS = ("id", "success", "steps", "reward", "population")  # a RoundLog episode's, "episode" as the id
@@ -72,6 +72,14 @@ def load_usage(engine, run_id: str) -> dict[str, dict]:
         rows = conn.execute(select(c.backend, *sums).where(c.run_id == run_id).group_by(c.backend)).all()
     return {backend: {"prompt_tokens": int(p), "completion_tokens": int(t), "seconds": float(sec)}
             for backend, p, t, sec in rows}
+
+
+def load_heldout(engine, run_id: str) -> list[dict]:
+    """The run's stored learning-curve points (table ``heldout_eval``), in episode order."""
+    c = HeldoutEval.__table__.c
+    with engine.connect() as conn:
+        rows = conn.execute(select(HeldoutEval.__table__).where(c.run_id == run_id).order_by(c.episode)).mappings()
+        return [{k: v for k, v in row.items() if k != "run_id"} for row in rows]
 
 
 def _query_log(engine, run_id: str, query: str) -> list[tuple]:

@@ -29,7 +29,7 @@ from sqlalchemy import BigInteger, Column, Float, Integer, LargeBinary, MetaData
 from sqlmodel import Field, SQLModel
 
 MIGRATIONS = Path(__file__).parent / "migrations"
-SCHEMA = "0006"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
+SCHEMA = "0007"  # the newest revision in MIGRATIONS (a test keeps them equal); alembic loads only to migrate
 BASELINE = "0001"  # the schema databases had before it was versioned
 SQLITE_BUSY_MS = 60_000  # how long a SQLite writer waits for the lock before "database is locked"
 LOG_STRIDE = 10**9  # ids per run in the logs: a run holds at most this many transfers (and episodes)
@@ -175,6 +175,22 @@ class RoundUsage(SQLModel, table=True):
     seconds: float = Field(sa_column=Column(Float, nullable=False))  # time inside the engine's calls
 
 
+class HeldoutEval(SQLModel, table=True):
+    """One point of a run's learning curve: the frozen market's success on the scenario's fixed held-out problems
+    after a round (every ``run.eval_every`` rounds; scenarios/run/curve.py), written with that round, so a resumed
+    run's curve holds the points before its checkpoint without playing them again."""
+
+    __tablename__ = "heldout_eval"
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    episode: int = Field(primary_key=True)  # episodes done when it was measured (the round's end)
+    round: int  # rounds done
+    success: float = Field(sa_column=Column(Float, nullable=False))  # share of the held-out problems solved
+    reward: float = Field(sa_column=Column(Float, nullable=False))  # mean world reward on them
+    problems: int  # how many held-out problems
+    seconds: float = Field(sa_column=Column(Float, nullable=False))  # time the evaluation took (0: reused)
+    fingerprint: str  # of the state it read (policy and population): an equal one is not played again
+
+
 class Lease(SQLModel, table=True):
     """Which process writes a run: taken when a run or resume starts, renewed by every round, dropped at the end.
 
@@ -189,6 +205,6 @@ class Lease(SQLModel, table=True):
     heartbeat: datetime  # the last round it wrote (or when it took the lease)
 
 
-MODELS = (Run, Agent, Transfer, Episode, Checkpoint, RoundUsage)  # a run's record as exported, parents first
+MODELS = (Run, Agent, Transfer, Episode, Checkpoint, RoundUsage, HeldoutEval)  # a run's record as exported, parents first
 TABLES = {m.__tablename__ for m in (Run, Agent, Checkpoint, Lease, RunNumber, ReasonName, TransferLog, EpisodeLog,
-                                    RoundUsage)}
+                                    RoundUsage, HeldoutEval)}

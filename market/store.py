@@ -31,6 +31,7 @@ from market.runs import (  # noqa: F401 (callers import the readers here)
     first_id,
     get_run,
     load_episodes,
+    load_heldout,
     load_transfers,
     load_usage,
     run_exists,
@@ -44,6 +45,7 @@ from market.schema import (  # noqa: F401 (callers import the tables here)
     Checkpoint,
     Episode,
     EpisodeLog,
+    HeldoutEval,
     Lease,
     RoundUsage,
     Run,
@@ -140,6 +142,7 @@ class RunStore:
                 s.execute(delete(TransferLog).where(TransferLog.id.between(first + seq, first + LOG_STRIDE - 1)))
                 s.execute(delete(EpisodeLog).where(EpisodeLog.id.between(first + episodes, first + LOG_STRIDE - 1)))
                 s.execute(delete(RoundUsage).where(RoundUsage.run_id == run_id, RoundUsage.episode >= episodes))
+                s.execute(delete(HeldoutEval).where(HeldoutEval.run_id == run_id, HeldoutEval.episode > episodes))
                 if ckpt is None:
                     s.execute(delete(Agent).where(Agent.run_id == run_id))
                 else:
@@ -197,6 +200,7 @@ class RunStore:
         deaths = [dict(run_id=self.run_id, **d) for log in logs for d in log.deaths]  # updated after all births:
         # an agent born and dead within the batch is inserted first
         usage = [dict(run_id=self.run_id, **u) for log in logs for u in log.usage]
+        heldout = [dict(run_id=self.run_id, **h) for log in logs for h in log.heldout]
 
         def write():
             with Session(self.engine) as s:
@@ -209,6 +213,8 @@ class RunStore:
                     s.execute(update(Agent), deaths)
                 if usage:
                     s.execute(insert(RoundUsage), usage)
+                if heldout:
+                    s.execute(insert(HeldoutEval), heldout)
                 if checkpoint is not None:
                     self._put_checkpoint(s, checkpoint, episodes_done, end)
                 if self.before_commit is not None:
@@ -313,7 +319,7 @@ def import_run(engine, rows: dict[str, list[dict]]) -> None:
 
     def write():
         with Session(engine) as s:
-            for m in (Run, Agent, Checkpoint, RoundUsage):
+            for m in (Run, Agent, Checkpoint, RoundUsage, HeldoutEval):
                 if rows.get(m.__tablename__):
                     s.execute(insert(m.__table__), rows[m.__tablename__])
             number = RunNumber(run_id=rows["run"][0]["id"])

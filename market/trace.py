@@ -18,6 +18,7 @@ class RoundLog:
     births: list[dict] = field(default_factory=list)
     deaths: list[dict] = field(default_factory=list)
     usage: list[dict] = field(default_factory=list)  # the round's LLM calls per engine (set by the runner: store.py)
+    heldout: list[dict] = field(default_factory=list)  # the learning curve's point measured after it, if any (the runner)
 
 
 @dataclass

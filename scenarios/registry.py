@@ -91,6 +91,8 @@ class Scenario:
     plugin: bool = False
     defaults: Callable = _no_defaults
     spec: ScenarioSpec = ScenarioSpec().resolved(own_model=True)  # what it can do, defaults filled in
+    heldout_point: Callable | None = None  # model -> {success, reward, ...} on its fixed held-out set (a learning
+    # curve's point, ``run.eval_every``; agents/heldout.py): a text world's; None where the world has no such set
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
@@ -124,7 +126,8 @@ class Scenario:
         return cls(name, section, origin, doc[0] if doc else "", module.Config, module.metrics,
                    getattr(module, "build", None), getattr(module, "make_model", None),
                    getattr(module, "validate", _fits), plugin, getattr(module, "defaults", _no_defaults),
-                   spec.resolved(own_model=own))
+                   spec.resolved(own_model=own),
+                   getattr(module, "heldout_point", None))
 
     def make_model(self, exp):
         """The model an experiment runs: the scenario's own, or the market over its world and policy

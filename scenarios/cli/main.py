@@ -25,7 +25,7 @@ import mesa  # noqa: E402, F401  first, from a shallow stack: its import walks t
 from agents.backends.base import Unreachable  # noqa: E402
 from market.database import shown_url  # noqa: E402
 from market.escape import terminal  # noqa: E402
-from scenarios.cli import bench, config, dashboard, report, resume, run, scenarios, skills, sweep  # noqa: E402
+from scenarios.cli import bench, config, dashboard, probe, report, resume, run, scenarios, skills, sweep  # noqa: E402
 from market.schema import StoreError  # noqa: E402
 from scenarios.registry import ScenarioError  # noqa: E402
 from scenarios.run.config import ConfigError, DeprecatedKey  # noqa: E402
@@ -35,7 +35,7 @@ from sqlalchemy.exc import DatabaseError  # noqa: E402
 gc.freeze()
 gc.enable()
 
-COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report, dashboard)
+COMMANDS = (run, resume, config, scenarios, skills, sweep, bench, report, dashboard, probe)
 """Each: add_parser(subparsers), handle(args) -> int."""
 
 

@@ -1,8 +1,9 @@
 """``catallax report RUN_ID``: PNG figures and a Markdown summary of one run, read from its database.
 
-    catallax report RUN_ID [--db URL] [--out DIR] [--json]
+    catallax report RUN_ID [RUN_ID ...] [--db URL] [--out DIR] [--json]
 
-Writes ``DIR/report-RUN_ID/summary.md`` and its figures (see scenarios/report).
+Writes ``DIR/report-RUN_ID/summary.md`` and its figures (see scenarios/report) for the first run; the runs after
+it are drawn beside it in the learning-curve figure (runs with ``run.eval_every``: one line per run).
 A missing database or run is bad input: one error line, exit 2, nothing written.
 """
 
@@ -23,6 +24,8 @@ from skills.files import UnsafePath, run_id_part
 def add_parser(subparsers):
     p = subparsers.add_parser("report", help="plot a run: wealth, flows, lineage, skill evolution (PNG + Markdown)")
     p.add_argument("run_id")
+    p.add_argument("compare", nargs="*", metavar="RUN_ID",
+                   help="more runs of the database whose learning curves the report draws beside the first's")
     p.add_argument("--db", help="SQLAlchemy URL of the results database (default: sqlite file in --out)")
     p.add_argument("--out", type=Path, default=Path("runs"),
                    help="output folder; the report goes to OUT/report-RUN_ID/ (default: runs/)")
@@ -44,12 +47,13 @@ def handle(args) -> int:
     target = args.out / folder
     created = next((p for p in (args.out, target) if not p.exists()), None)  # what a failed write removes again
     try:
-        if not run_exists(engine, args.run_id):
-            raise ConfigError(f"run {args.run_id}: not found in {url.render_as_string(hide_password=True)}")
+        for run_id in (args.run_id, *args.compare):
+            if not run_exists(engine, run_id):
+                raise ConfigError(f"run {run_id}: not found in {url.render_as_string(hide_password=True)}")
         from scenarios.report.summary import write_report  # matplotlib loads only for this command
 
         with store_errors():  # a value the database should not hold: one line naming its table and column
-            written = write_report(engine, args.run_id, target)
+            written = write_report(engine, args.run_id, target, args.compare)
     except (UnsafePath, NotADirectoryError, FileExistsError) as err:  # a symlink or file where the report goes
         raise ConfigError(str(err)) from None
     except OSError as err:  # a full disk (ENOSPC), a read-only one, a quota: no half-written folder is left

@@ -18,6 +18,7 @@ from sqlalchemy import inspect, select as sa_select
 
 from market.escape import markdown as md, markdown_code as code
 from market.store import Agent, connected, snapshot
+from scenarios.report.curve import curve_figure, curve_table, run_curves
 from scenarios.report.data import CREDITS, flows, load_run, timeline
 from scenarios.report.evolution import market_evolution_figure, skill_evolution_figure
 from scenarios.report.lineage import agent_tree_figure, rule_tree_figure, skill_tree_figure
@@ -36,6 +37,7 @@ CAPTIONS = {
     "evolution": "Success over episodes with rule edits marked; credit per rule",
     "skill_lineage": "Skill-version tree of the run's library",
     "skill_evolution": "Validation score over gate decisions; credit per skill",
+    "learning_curve": "Held-out success over training episodes (the frozen market, greedy; one line per run)",
 }
 
 
@@ -47,18 +49,22 @@ def run_library(engine, run_id: str) -> SkillLibrary | None:
     return library if library.versions() else None
 
 
-def write_report(engine, run_id: str, out: Path) -> dict:
+def write_report(engine, run_id: str, out: Path, compare: list[str] = ()) -> dict:
     """Write ``out/*.png`` and ``out/summary.md``; return {"summary": path, "figures": {name: path}}.
+
+    ``compare``: other runs of the database whose learning curves (``run.eval_every``) the learning-curve figure
+    draws beside this run's, one line each (arms and seeds of one scenario share its held-out problems).
 
     Raises KeyError if the database has no run ``run_id``. Everything is read in one transaction
     (:func:`market.store.snapshot`): a run being written is reported as of its last committed round.
     """
     with snapshot(engine) as conn:
-        return _write(conn, run_id, out)
+        return _write(conn, run_id, out, compare)
 
 
-def _write(engine, run_id: str, out: Path) -> dict:
+def _write(engine, run_id: str, out: Path, compare: list[str] = ()) -> dict:
     data = load_run(engine, run_id)
+    curves = run_curves(engine, [run_id, *[r for r in compare if r != run_id]])
     files.make_folders(out.parent, out / "summary.md")  # a symlink planted as the report's folder is not followed
     tl = timeline(data)
     figures, notes = {}, []
@@ -78,6 +84,8 @@ def _write(engine, run_id: str, out: Path) -> dict:
     if library is not None:
         figures["skill_lineage"] = skill_tree_figure(skill_graph(library), credit, title=f"Skill library {run_id!r}")
         figures["skill_evolution"] = skill_evolution_figure(library, credit, data.summary.get("credit_baseline"))
+    if curves:
+        figures["learning_curve"] = curve_figure(curves)
     for stale in CAPTIONS.keys() - figures.keys():  # left over from an earlier report of this run (a symlink
         (out / f"{stale}.png").unlink(missing_ok=True)  # there: the link goes, its target stays)
     paths = {}
@@ -85,7 +93,7 @@ def _write(engine, run_id: str, out: Path) -> dict:
         png = io.BytesIO()
         fig.savefig(png, format="png", dpi=DPI, bbox_inches="tight")  # nothing clipped at the edges (a colour bar)
         paths[name] = files.write(out, out / f"{name}.png", png.getvalue())  # replaces a planted symlink, unfollowed
-    summary = files.write(out, out / "summary.md", markdown(engine, data, tl, paths, library, notes))
+    summary = files.write(out, out / "summary.md", markdown(engine, data, tl, paths, library, notes, curves))
     return {"summary": summary, "figures": paths}
 
 
@@ -130,7 +138,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str] = ()) -> str:
+def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str] = (), curves=()) -> str:
     run, s = data.run, data.summary
     lines = [f"# Run {code(run.id)}: {md(run.scenario)}, seed {md(run.seed)}", "",  # every string a database
              f"Status **{md(run.status)}**, {_count(len(data.episodes), 'episode')} run, "
@@ -179,6 +187,9 @@ def markdown(engine, data, tl, paths: dict[str, Path], library, notes: list[str]
         lines += ["No skill library is stored under this run's id."
                   + (" The rule figures show the agents' rules as versions." if "rule_lineage" in paths else ""), ""]
     lines += [f"*{note}*" for note in notes] + ([""] if notes else [])
+    if curves:
+        lines += ["**Learning curves** (held-out success, the frozen market on the fixed held-out problems):", ""]
+        lines += curve_table(curves) + [""]
     lines += ["## Figures", ""]
     for name, path in paths.items():
         lines += [f"### {CAPTIONS.get(name, name)}", "", f"![{name}]({path.name})", ""]

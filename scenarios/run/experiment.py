@@ -38,6 +38,12 @@ class RunConfig:
     """Rounds between checkpoints (unset: by time alone, ``checkpoint_seconds``; the last round always). The
     rounds since the previous checkpoint are written with it, in its transaction: the database holds
     checkpointed rounds only, and a killed run loses the rounds after its last checkpoint."""
+    eval_every: int | None = Field(None, ge=1)
+    """Rounds between the points of the run's learning curve (unset: none): the frozen market's success on the
+    scenario's fixed held-out problems, greedy, before the first round, every ``eval_every`` rounds and after the
+    last (the summary's ``heldout_curve``; stored in the run's ``heldout_eval`` table). The same problems for every
+    arm and seed, so runs are paired; a measurement leaves the training run as it was (same ledger hash). Only a
+    scenario with a held-out set (the LLM worlds) has one."""
     checkpoint_seconds: float = Field(10.0, gt=0, le=600)
     """The longest a run goes without a checkpoint, in seconds (with ``checkpoint_every``: whichever comes
     first). A checkpoint and its transaction cost a fast world more than its rounds do (relay's checkpoint

@@ -371,6 +371,14 @@ def _counts_fit_memory(exp: Experiment) -> str | None:
                 f"{MAX_CELLS:,} cells of bids a round")
 
 
+def _scenario_has_a_heldout_set(exp: Experiment) -> str | None:
+    """A learning curve measures the scenario's fixed held-out problems (scenarios/registry.py ``heldout_point``):
+    a world without them would ignore ``run.eval_every``."""
+    if exp.run.eval_every is not None and get_scenario(exp.run.scenario).heldout_point is None:
+        return (f"run.eval_every = {exp.run.eval_every}: scenario {exp.run.scenario!r} has no held-out set to "
+                "measure a learning curve on (the LLM worlds have one)")
+
+
 def _scenario_rules_hold(exp: Experiment) -> str | None:
     """The scenario's own rules across its section and the others (its module's ``validate``, which raises a
     ValueError naming the key): the last rule, so the platform's keys are checked first."""
@@ -384,7 +392,8 @@ RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked
          _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
          _learned_bids_clear_by_softmax, _branches_can_be_played, _groups_divide_the_batch,
          _skill_groups_fit, _probe_size_is_read, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
-         _plugin_settings_are_read, _groups_hold_two_rollouts, _scenario_rules_hold)
+         _plugin_settings_are_read, _groups_hold_two_rollouts, _scenario_has_a_heldout_set,
+         _scenario_rules_hold)
 """In order: the first problem is the one reported."""
 
 

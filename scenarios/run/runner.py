@@ -16,9 +16,10 @@ from market import Economy, MarketModel
 from market.checkpoint import encode
 from market.ledger import LedgerError
 from market.population import HOUSE_ROW
-from market.store import (RunStore, StoreError, get_run, load_episodes, load_transfers, load_usage, make_engine,
-                          shown_url, stored_balances, stored_json)
+from market.store import (RunStore, StoreError, get_run, load_episodes, load_heldout, load_transfers, load_usage,
+                          make_engine, shown_url, stored_balances, stored_json)
 from scenarios.run.config import ConfigError, Experiment, from_dict
+from scenarios.run.curve import Curve
 from scenarios.run import trust
 from scenarios.run.interrupt import Interrupted, Stop
 
@@ -162,13 +163,17 @@ def _drive(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
 def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], progress: bool,
            stop: Stop | None) -> dict:
     """Step round by round; at each checkpoint (every ``run.checkpoint_every`` rounds or ``run.checkpoint_seconds``,
-    a signal's, the last round's) write the rounds since the one before, with it, in one transaction."""
+    a signal's, the last round's) write the rounds since the one before, with it, in one transaction. The learning
+    curve's points (scenarios/run/curve.py) are measured between rounds, inside the round's usage, and written with
+    the round they follow (the point before the first round with the first)."""
     rounds = math.ceil(exp.run.episodes / exp.market.batch)
     done = model.episodes_done // exp.market.batch
     every, seconds = exp.run.checkpoint_every, exp.run.checkpoint_seconds
     unwritten, since = [], time.monotonic()  # the rounds since the last checkpoint, and when it was written
     bar = _progress(rounds, done, exp.run.scenario) if progress else None
     engines = _engines(model)
+    curve = Curve(exp.run.eval_every, exp.run.scenario, rounds, load_heldout(store.engine, store.run_id) if done else [])
+    extinct = extinct_at(episodes, exp.market.batch)  # a resumed run said so before
     try:
         for r in range(done, rounds):
             if _stopping(stop):  # a signal came between rounds: checkpoint the rounds so far (if any) and stop
@@ -176,10 +181,15 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
                     store.write_rounds(unwritten, encode(model.state_dict()), model.episodes_done)
                 raise Interrupted(store.run_id, stop.signum)
             first, before = model.episodes_done, _counters(engines)
+            measured = curve.after(model, r)  # before the first round (a resumed run has its stored points)
             model.step()
+            model.last_round.heldout = measured + curve.after(model, r + 1)
             model.last_round.usage = _used(engines, before, first)
             unwritten.append(model.last_round)
             episodes += model.last_round.episodes
+            if extinct is None and (extinct := extinct_at(model.last_round.episodes, exp.market.batch)) is not None:
+                print(f"catallax: warning: the population died out: no live agent at the end of episode {extinct} "
+                      "(no one acts in a later episode)", file=sys.stderr)
             if (r + 1 == rounds or (every is not None and (r + 1) % every == 0)
                     or time.monotonic() - since >= seconds or _stopping(stop)):
                 store.write_rounds(unwritten, encode(model.state_dict()), model.episodes_done)
@@ -189,7 +199,14 @@ def _steps(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict
     finally:
         if bar is not None:
             bar.close()
-    return _finish(exp, model, store, episodes)
+    return _finish(exp, model, store, episodes, curve, extinct)
+
+
+def extinct_at(episodes: list[dict], batch: int) -> int | None:
+    """The episodes done at the end of the first round that left no live agent (its episodes' ``population``), or
+    None: the summary's ``population_extinct_at_episode``."""
+    first = next((e["episode"] for e in episodes if e.get("population") == 0), None)
+    return None if first is None else first - first % batch + batch
 
 
 def _engines(model: Economy) -> list:
@@ -241,7 +258,19 @@ def _stopping(stop: Stop | None) -> bool:
     return stop is not None and stop.signum is not None
 
 
-def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict]) -> dict:
+def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], curve: Curve,
+            extinct: int | None) -> dict:
+    """The run's summary, stored with its final balances. Beside the scenario's metrics and a learner's counts:
+
+    - ``population_extinct_at_episode``: the episodes done at the end of the first round that left no live agent
+      (None: it never happened); said on stderr when it happens.
+    - ``heldout_curve`` (with ``run.eval_every``): ``[round, episodes, success]`` per point of the learning curve,
+      the frozen market's success on the scenario's fixed held-out problems before the first round, every
+      ``eval_every`` rounds and after the last; ``heldout_eval_seconds``: the time its points took (a point of a
+      state already measured is reused at no cost).
+    - ``roles_never_woke`` (the LLM worlds: agents/wake_watch.py): role -> training rounds in which it had live
+      agents and none of them woke; the first such round of a role is said on stderr.
+    """
     pop = model.population
     live = np.flatnonzero(pop.traders)
     summary = {
@@ -255,6 +284,8 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         "house": int(pop.wealth[HOUSE_ROW]),
         **exp.module.metrics(model, episodes, exp.scenario),
         **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learned.py)
+        **curve.summary(),
+        "population_extinct_at_episode": extinct,
     }
     ids = pop.ids[live].tolist()
     tokens = dict(zip(ids, pop.tokens[live].tolist()))

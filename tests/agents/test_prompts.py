@@ -21,19 +21,23 @@ def test_defaults_carry_nothing_of_any_task():
     roles = [Role("classifier", "Label the message positive or negative."), Role("router", "Route the label.")]
     pool = {"classifier": [(1.0, ["Read the whole message first.", "example: Act? => yes"])]}
     resolved = Prompts().resolve(roles, pool)
-    for field, text in vars(resolved).items():
-        assert not words_of_wordmath(text), field
-        assert not re.search(r"\d", re.sub(r'(?i)step"?:? 0|-\d\b', "", text)), field  # no numbers but the format's
-    assert resolved.explore_demo == ""  # no worked example in the pool: no demonstration rather than another world's
+    for field, value in vars(resolved).items():
+        for text in value.values() if isinstance(value, dict) else [value]:  # a demonstration per role
+            assert not words_of_wordmath(text), field
+            assert not re.search(r"\d", re.sub(r'(?i)step"?:? 0|-\d\b', "", text)), field  # no numbers but the format's
+    # no worked example in the pool: no demonstration rather than another world's (or another role's)
+    assert resolved.explore_demo == {"classifier": "", "router": ""}
+    assert resolved.exploit_demo["classifier"].endswith("=> Read the whole message first.")  # its own line, no wake
+    assert resolved.exploit_demo["router"] == ""  # the router has no line: it is shown none, not the classifier's
     assert "classifier-example-1" in resolved.diagnose_demo and "router" not in resolved.diagnose_demo
 
 
 def test_the_explore_demo_is_made_from_the_worlds_own_worked_example():
     pool = {"router": [(0.5, ["example: Label: positive => support", "example: Act? => no"])]}
-    demo = Prompts().resolve([Role("router", "Route.")], pool).explore_demo
+    demo = Prompts().resolve([Role("router", "Route.")], pool).explore_demo["router"]
     assert demo == ("example: Task: Label: positive | Wrote: (empty) | Correct: support | Write a worked example. "
                     "=> example: Label: positive => support")
-    own = Prompts(explore_demo="example: mine => mine", diagnose_demo="")
+    own = Prompts(explore_demo="example: mine => mine", exploit_demo="", diagnose_demo="")
     assert own.resolve([Role("router", "Route.")], pool) == own  # a world's own demonstrations are kept as given
 
 

@@ -125,7 +125,8 @@ def test_a_run_moves_between_databases_whole_and_once(stored, tmp_path):
     target = make_engine(f"sqlite:///{tmp_path / 'target.db'}")
     import_run(target, rows)
     assert export_run(target, summary["run_id"]) == rows
-    assert all(rows[m.__tablename__] for m in MODELS if m.__tablename__ != "round_usage")  # relay calls no LLM
+    assert all(rows[m.__tablename__] for m in MODELS if m.__tablename__ not in ("round_usage", "heldout_eval"))  # relay
+    # calls no LLM and has no held-out set
     with pytest.raises(IntegrityError):
         import_run(target, rows)  # a second import adds nothing
     with target.connect() as conn:
