@@ -260,17 +260,8 @@ def _stopping(stop: Stop | None) -> bool:
 
 def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dict], curve: Curve,
             extinct: int | None) -> dict:
-    """The run's summary, stored with its final balances. Beside the scenario's metrics and a learner's counts:
-
-    - ``population_extinct_at_episode``: the episodes done at the end of the first round that left no live agent
-      (None: it never happened); said on stderr when it happens.
-    - ``heldout_curve`` (with ``run.eval_every``): ``[round, episodes, success]`` per point of the learning curve,
-      the frozen market's success on the scenario's fixed held-out problems before the first round, every
-      ``eval_every`` rounds and after the last; ``heldout_eval_seconds``: the time its points took (a point of a
-      state already measured is reused at no cost).
-    - ``roles_never_woke`` (the LLM worlds: agents/wake_watch.py): role -> training rounds in which it had live
-      agents and none of them woke; the first such round of a role is said on stderr.
-    """
+    """The run's summary, stored with its final balances: the runner's keys, the scenario's metrics, a learner's
+    counts and the learning curve (what each key means: scenarios/run/summary_keys.py)."""
     pop = model.population
     live = np.flatnonzero(pop.traders)
     summary = {

@@ -43,6 +43,8 @@ GROUPS = (
                            "stored balance.",
         "transfers": "Rows in the ledger (money movements), count.",
         "house": "The house's balance, micro-credits (it funds births and pays rewards, so it is usually negative).",
+        "population_extinct_at_episode": "Episodes done at the end of the first round that left no live agent; null "
+                                         "when the population never died out (a warning on stderr says so too).",
     }),
     Group("relay", ("relay",), "always", {
         "success_rate": "Share of the last 20% of episodes whose chain completed (rate).",
@@ -131,6 +133,14 @@ GROUPS = (
         "llm_tokens": "Prompt and generated tokens of every model call, count.",
         "llm_usage": "Per model (by label): prompt tokens, completion tokens and seconds.",
         "role_tokens": "Tokens per LLM role (prompt and completion), count.",
+        "roles_never_woke": "Role -> training rounds in which it had live agents and none of them woke (an empty dict "
+                            "when every role woke; a warning on stderr names the first).",
+    }),
+    Group("Learning curves", (*TEXT_WORLDS,), "runs with `run.eval_every` set (agents/heldout.py)", {
+        "heldout_curve": "The frozen market's held-out success measured before the first round, every `run.eval_every` "
+                         "rounds and after the last: `[round, episodes, success]` per point (success a rate).",
+        "heldout_eval_seconds": "Seconds spent measuring the curve's points, summed (a point whose policy and library "
+                                "are unchanged is reused, not replayed).",
     }),
     Group("wordmath", ("wordmath",), "always: the LLM worlds' keys with these names (rewards, equal to successes here, "
           "left out)", {
