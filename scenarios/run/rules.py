@@ -336,11 +336,9 @@ def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
 
 
 def _funding_fits_int64(exp: Experiment) -> str | None:
-    """The house's sure outlay over the run, in micro-credits, stays below int64 / 1000: one unit of reward
-    per episode, and every newborn funded (at most max_agents births a round). The margin of 1000 is for
-    worlds paying more than one unit, for the first population (its size is bounded by memory, and a sweep
-    reports a point too big to allocate as a failed run), and for what bids move between agents; past it the
-    ledger refuses the transfer that would overflow (LedgerError) rather than let a balance wrap."""
+    """The house's sure outlay (a unit of reward an episode, every newborn funded) stays below int64 / 1000
+    micro-credits; the margin covers richer rewards, the first population and bids. Past it the ledger refuses
+    the overflowing transfer (LedgerError) rather than let a balance wrap."""
     market, population, episodes = exp.market, exp.population, exp.run.episodes
     rounds = -(-episodes // market.batch)
     newborns = rounds * population.max_agents * population.births
@@ -358,10 +356,8 @@ MAX_AGENTS, MAX_CELLS = 10**15, 10**17  # agents in a population; market.batch x
 
 
 def _counts_fit_memory(exp: Experiment) -> str | None:
-    """Population sizes, and their product with market.batch (the [B, agents] bid arrays), whose array sizes
-    in bytes fit int64 with room to spare: past them numpy cannot even state the size ("array is too big").
-    Below them a size the machine cannot allocate is a MemoryError: one line from the CLI (a failed run in
-    a sweep)."""
+    """Population sizes, and their product with market.batch (the [B, agents] bid arrays), small enough for numpy
+    to state their size; below these bounds a size the machine cannot allocate is a one-line MemoryError."""
     population, batch = exp.population, exp.market.batch
     for key in ("initial_agents", "max_agents"):
         if getattr(population, key) > MAX_AGENTS:
@@ -372,9 +368,8 @@ def _counts_fit_memory(exp: Experiment) -> str | None:
 
 
 def _scenario_has_a_heldout_set(exp: Experiment) -> str | None:
-    """A learning curve measures the scenario's fixed held-out problems (scenarios/registry.py ``heldout_point``):
-    a world without them would ignore ``run.eval_every``."""
-    if exp.run.eval_every is not None and get_scenario(exp.run.scenario).heldout_point is None:
+    """A learning curve measures the scenario's fixed held-out problems (its ``heldout_point``): none, nothing to do."""
+    if exp.run.eval_every is not None and exp.module.heldout_point is None:
         return (f"run.eval_every = {exp.run.eval_every}: scenario {exp.run.scenario!r} has no held-out set to "
                 "measure a learning curve on (the LLM worlds have one)")
 
@@ -388,12 +383,12 @@ def _scenario_rules_hold(exp: Experiment) -> str | None:
         return str(err)
 
 
-RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _learner_tables_are_read, _per_state_logits_have_a_state, _features_are_read,
-         _token_price_is_charged, _objective_gets_its_signals, _scenario_has_a_skill_library, _device_is_there,
-         _learned_bids_clear_by_softmax, _branches_can_be_played, _groups_divide_the_batch,
-         _skill_groups_fit, _probe_size_is_read, _credit_shapes_learned_actions, _world_feeds_the_estimator, _world_offers_the_tasks,
-         _plugin_settings_are_read, _groups_hold_two_rollouts, _scenario_has_a_heldout_set,
-         _scenario_rules_hold)
+RULES = (_counts_fit_memory, _funding_fits_int64, _scenario_learns_what_is_asked, _learner_tables_are_read,
+         _per_state_logits_have_a_state, _features_are_read, _token_price_is_charged, _objective_gets_its_signals,
+         _scenario_has_a_skill_library, _device_is_there, _learned_bids_clear_by_softmax, _branches_can_be_played,
+         _groups_divide_the_batch, _skill_groups_fit, _probe_size_is_read, _credit_shapes_learned_actions,
+         _world_feeds_the_estimator, _world_offers_the_tasks, _plugin_settings_are_read, _groups_hold_two_rollouts,
+         _scenario_has_a_heldout_set, _scenario_rules_hold)
 """In order: the first problem is the one reported."""
 
 
