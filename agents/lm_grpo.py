@@ -89,7 +89,7 @@ class CompletionLearner(RoundLearner):
             torch.manual_seed(seed)
             self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm.lr, clip=cfg.clip, kl=cfg.kl,
                                lora_rank=cfg.lm.lora_rank, max_grad_norm=cfg.max_grad_norm,
-                               critic=critic.wanted(objective))
+                               critic=critic.wanted(objective), temperature=cfg.lm.temperature)
         self.ema = EMAWeights([p for p in self.grpo.model.parameters() if p.requires_grad], objective.cfg.ema) \
             if objective is not None and "hint_logp" in objective.needs else None  # hint_sd's slow teacher
         self.memory = diamond_sd.Memory(objective.cfg.memory) \
