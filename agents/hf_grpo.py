@@ -65,13 +65,20 @@ class HFGRPO:
         params = [p for p in model.parameters() if p.requires_grad] + (list(self.critic.parameters()) if critic else [])
         self.learner = Learner(params, lr, max_grad_norm)  # no rows
 
-    def encode(self, prompts: list[list[dict]], completions: list[str]) -> list[tuple[list[int], list[int]]]:
-        """Chat messages and completion texts -> (prompt ids, completion ids) pairs."""
+    def encode(self, prompts: list[list[dict]], completions: list[str],
+               ended: list[bool] | None = None) -> list[tuple[list[int], list[int]]]:
+        """Chat messages and completion texts -> (prompt ids, completion ids) pairs; a completion that ``ended``
+        (the engine stopped it, not its token cap) is followed by the end of its turn, the tokenizer's EOS (the
+        chat template's end of an assistant turn), so the step that ended the reply is trained with the rest:
+        without it a policy learns what to write but never where to stop, and a reply that runs on to the
+        token cap is refused. The engine stops at EOS or at the role's stop string and returns the text only;
+        EOS is what a chat model ends a turn with, and either ends the reply the same way."""
         pairs = []
-        for messages, text in zip(prompts, completions):
+        for i, (messages, text) in enumerate(zip(prompts, completions)):
             prefix = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
             pairs.append((self.tokenizer(prefix, add_special_tokens=False)["input_ids"],
-                          self.tokenizer(text, add_special_tokens=False)["input_ids"]))
+                          ids + [self.tokenizer.eos_token_id] if ended is not None and ended[i] else ids))
         return pairs
 
     def token_logprobs(self, pairs, model=None, entropy: bool = False, hidden: bool = False,

@@ -187,16 +187,18 @@ class CompletionLearner(RoundLearner):
         taught = bool(needs & {"teacher_sample_logp", "located", "rubric_sample_logp"})  # distil, hint_sd,
         # evidence_diagnosis: failures' lessons, contrast or not
         dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught or self.memory is not None
-        chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
+        chosen = [(advantage[t, b], p, done.text, done.finish == "stop", b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
                    trace.obs[t, b], t)
                   for t, generations in enumerate(steps)
                   for b, row, p, done, payload in generations if advantage[t, b] != 0 or dense]
         if not chosen:
             return {"lm_completions": 0}
-        weights, prompts, texts, worlds, effects, seen, times = zip(*chosen)
+        weights, prompts, texts, ended, worlds, effects, seen, times = zip(*chosen)
         messages = [p.messages() for p in prompts]
-        pairs = self.grpo.encode(messages, list(texts))
+        # grpo trains a reply's end too (its turn's end token after a reply that stopped); the other objectives
+        # read per-token signals scored on the text alone, aligned token for token with it
+        pairs = self.grpo.encode(messages, list(texts), ended if objective is None or objective.name == "grpo" else None)
         worlds = np.array(worlds)
         roles = [role for role, _, _ in effects]
         fields = {"outcome": trace.solved[worlds].astype(float), "group": group[worlds],
