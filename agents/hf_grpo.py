@@ -144,6 +144,15 @@ class HFGRPO:
         stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
         return stats
 
+    def coast(self) -> None:
+        """One Adam step on a zero gradient, for a round whose completions carry none (no group had contrast):
+        the moments decay and the weights move on along them, as a trainer that steps on every batch does, so the
+        step count and the bias correction that Adam's step size assumes are the rounds', not the lucky rounds'."""
+        for p in self.learner.params:
+            p.grad = torch.zeros_like(p)
+        self.learner.step()
+        self.learner.opt.zero_grad(set_to_none=True)
+
     def _reference_kl(self, pairs, logp: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
         """[n] per-completion mean of the k3 estimate exp(d) - d - 1, d = log pi_ref - log pi, per token (the
         reference scored at ``temperature``, as ``logp`` was)."""

@@ -192,13 +192,17 @@ class CompletionLearner(RoundLearner):
                    trace.obs[t, b], t)
                   for t, generations in enumerate(steps)
                   for b, row, p, done, payload in generations if advantage[t, b] != 0 or dense]
+        plain = objective is None or objective.name == "grpo"
         if not chosen:
+            if plain:  # Adam steps every round, as its moments and bias correction assume: on a zero gradient here
+                self.grpo.coast()
+                self.policy.weights_changed()
             return {"lm_completions": 0}
         weights, prompts, texts, ended, worlds, effects, seen, times = zip(*chosen)
         messages = [p.messages() for p in prompts]
         # grpo trains a reply's end too (its turn's end token after a reply that stopped); the other objectives
         # read per-token signals scored on the text alone, aligned token for token with it
-        pairs = self.grpo.encode(messages, list(texts), ended if objective is None or objective.name == "grpo" else None)
+        pairs = self.grpo.encode(messages, list(texts), ended if plain else None)
         worlds = np.array(worlds)
         roles = [role for role, _, _ in effects]
         fields = {"outcome": trace.solved[worlds].astype(float), "group": group[worlds],
