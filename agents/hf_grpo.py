@@ -117,8 +117,13 @@ class HFGRPO:
         return out + ((states[0],) if hidden else ())
 
     def update(self, pairs, advantage: np.ndarray, old_logp: torch.Tensor | None = None, objective=None,
-               fields: dict | None = None) -> dict:
+               fields: dict | None = None, sampled: int | None = None) -> dict:
         """One GRPO step on completions ``pairs`` with their advantages [n] (group-relative, from the caller).
+
+        ``sampled``: how many completions the round sampled, of which ``pairs`` are those with an advantage (the
+        rest add nothing to the gradient and are not run); grpo's loss is the mean over all of them, so a round
+        in which few groups had contrast moves the weights less than one in which all had (None: ``pairs`` are
+        all). Dividing by the trained ones alone gave each lone contrasting group a whole round's step.
 
         ``old_logp`` [n]: the behaviour policy's per-step log-probabilities; None: the current ones
         (on-policy, one epoch: the ratio is 1 and the step is the plain policy gradient, clipped later).
@@ -128,6 +133,7 @@ class HFGRPO:
             return self._objective_step(objective, pairs, advantage, fields or {})
         advantage = torch.as_tensor(advantage, dtype=torch.float32, device=self.device)
         n = len(pairs)
+        total = max(sampled or n, n)
         self.learner.opt.zero_grad(set_to_none=True)
         totals = collections.Counter()
         for i in range(0, n, self.chunk):
@@ -137,7 +143,7 @@ class HFGRPO:
             old = per_step.detach() if old_logp is None else old_logp[i:i + len(part)].to(self.device)
             kl = self._reference_kl(part, logp, mask, self.temperature) if self.kl else None
             loss, stats = surrogate(per_step, old, advantage[i:i + len(part)], self.clip, kl, self.kl)
-            (loss * len(part) / n).backward()  # the chunks' mean losses, weighted: the batch's mean
+            (loss * len(part) / total).backward()  # the chunks' mean losses, weighted: the mean over the round
             totals.update({k: v * len(part) / n for k, v in stats.items()})
         stats = dict(totals)
         stats["grad_norm"] = self.learner.step()

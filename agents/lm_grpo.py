@@ -256,7 +256,8 @@ class CompletionLearner(RoundLearner):
             self.counts["lm_privileged_tokens"] += spent
         if objective is not None and "thought" in objective.needs:  # alignopsd matches turns by what they say
             fields["thought"] = self.embedder(list(texts))
-        stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
+        sampled = sum(len(generations) for generations in steps)  # zero-advantage completions weigh in the mean too
+        stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields, sampled=sampled)
         if self.ema is not None:
             self.ema.update()
         self.policy.weights_changed()
