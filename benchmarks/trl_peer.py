@@ -5,6 +5,7 @@ Usage::
     python benchmarks/trl_peer.py run --system catallax --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
     python benchmarks/trl_peer.py run --system trl --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
     python benchmarks/trl_peer.py table --runs benchmarks/results/trl_peer_runs.jsonl --rows benchmarks/results/trl_peer.jsonl
+    python benchmarks/trl_peer.py changes --runs benchmarks/results/trl_peer_learner_runs.jsonl --rows benchmarks/results/trl_peer_learner.jsonl
 
 Both systems train SmolLM2-135M (float32, CPU unless CUDA is there) on the same one-role world,
 benchmarks/peer/addition.py (reply ``Answer: N`` to "What is a + b?"), with the same budget and knobs: ``episodes``
@@ -24,7 +25,8 @@ Held-out success is measured on the trained model by one evaluator for both (:fu
 the world's first 64 held-out problems (the ``heldout_seed`` stream a Catallax run's summary reads), a reply
 that hits the token cap counts as wrong (Catallax refuses it). *Before* is the same evaluator on the base model.
 ``table`` reads the per-run rows and writes one row per system and lr: the mean gain with its 95% interval over
-seeds, and Catallax minus TRL paired by seed.
+seeds, and Catallax minus TRL paired by seed; ``changes`` one row per Catallax run with the learner change its
+commit made (the runs of each change to the learner, on the code before and after it).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -216,6 +219,24 @@ def table(runs: list[dict], episodes: int) -> list[dict]:
     return out
 
 
+def changes(runs: list[dict], episodes: int) -> list[dict]:
+    """One row per Catallax run, in the order given: the learner's commit and what it changed (the commit's
+    subject, read from git), so each change's held-out effect stands beside the code before it."""
+    out = []
+    for r in runs:
+        if r["episodes"] != episodes or r["system"] != "catallax":
+            continue
+        commit = r["commit"].removesuffix("-dirty")
+        subject = subprocess.run(["git", "log", "-1", "--format=%s", commit], cwd=ROOT, capture_output=True,
+                                 text=True).stdout.strip()
+        change = subject.removeprefix("LoRA GRPO: ") if subject.startswith("LoRA GRPO: ") else "(no learner change)"
+        out.append({"commit": r["commit"], "learner": change, "lr": f"{r['lr']:g}",
+                    "seed": r["seed"], "held-out after": f"{r['after']:.3f}", "gain": f"{r['gain']:+.3f}",
+                    "updates": r["updates"], "completions trained": r["completions_trained"],
+                    "completions/s": f"{r['completions_per_s']:.2f}"})
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -231,6 +252,10 @@ def main(argv=None) -> int:
     summary.add_argument("--runs", type=Path, required=True)
     summary.add_argument("--episodes", type=int, default=320)
     summary.add_argument("--rows", type=Path, help="write the table's rows to this JSON Lines file")
+    steps = sub.add_parser("changes", help="Catallax's runs, one row each, with the learner change their commit made")
+    steps.add_argument("--runs", type=Path, required=True)
+    steps.add_argument("--episodes", type=int, default=320)
+    steps.add_argument("--rows", type=Path, help="write the table's rows to this JSON Lines file")
     args = ap.parse_args(argv)
     if args.command == "run":
         if args.episodes % (GROUP * PROBLEMS_PER_STEP):
@@ -238,7 +263,8 @@ def main(argv=None) -> int:
             return 2
         rows = [run(args)]
     else:
-        rows = table([json.loads(line) for line in args.runs.read_text().splitlines() if line.strip()], args.episodes)
+        runs = [json.loads(line) for line in args.runs.read_text().splitlines() if line.strip()]
+        rows = (table if args.command == "table" else changes)(runs, args.episodes)
     stamp = provenance("benchmarks.trl_peer", argv)
     stamp["command"] = stamp["command"].replace("python -m benchmarks.trl_peer", "python benchmarks/trl_peer.py")
     for row in rows:
