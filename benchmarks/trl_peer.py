@@ -202,35 +202,38 @@ def table(runs: list[dict], episodes: int) -> list[dict]:
                 continue
             seeds = sorted(rows)
             gain, half = interval([rows[s]["gain"] for s in seeds])
+            spread = f" ± {half:.3f}" if len(seeds) > 1 else " (one seed: no interval)"
             out.append({"system": system, "lr": f"{lr:g}", "seeds": len(seeds),
                         "held-out before": f"{np.mean([rows[s]['before'] for s in seeds]):.3f}",
                         "held-out after": " ".join(f"{rows[s]['after']:.3f}" for s in seeds),
-                        "gain (95% CI)": f"{gain:+.3f} ± {half:.3f}",
+                        "gain (95% CI)": f"{gain:+.3f}{spread}",
                         "updates": " ".join(str(rows[s]["updates"]) for s in seeds),
                         "completions trained": " ".join(str(rows[s]["completions_trained"]) for s in seeds),
                         "completions/s": f"{np.mean([rows[s]['completions_per_s'] for s in seeds]):.2f}"})
         paired = sorted(set(by["catallax"]) & set(by["trl"]))
         if paired:
             diff, half = interval([by["catallax"][s]["gain"] - by["trl"][s]["gain"] for s in paired])
+            spread = f" ± {half:.3f}" if len(paired) > 1 else " (one seed: no interval)"
             speed = np.mean([by["catallax"][s]["completions_per_s"] / by["trl"][s]["completions_per_s"] for s in paired])
             out.append({"system": "Catallax minus TRL (paired by seed)", "lr": f"{lr:g}", "seeds": len(paired),
-                        "held-out before": "", "held-out after": "", "gain (95% CI)": f"{diff:+.3f} ± {half:.3f}",
+                        "held-out before": "", "held-out after": "", "gain (95% CI)": f"{diff:+.3f}{spread}",
                         "updates": "", "completions trained": "", "completions/s": f"{speed:.1f}x"})
     return out
 
 
 def changes(runs: list[dict], episodes: int) -> list[dict]:
-    """One row per Catallax run, in the order given: the learner's commit and what it changed (the commit's
-    subject, read from git), so each change's held-out effect stands beside the code before it."""
+    """One row per Catallax run, in the order given: the learner's commit and the changes to the learner
+    (``LoRA GRPO:`` commits, read from git) it carries beyond the first row's commit, so each row's held-out effect
+    stands beside the code before the changes."""
+    runs = [r for r in runs if r["episodes"] == episodes and r["system"] == "catallax"]
+    first = runs[0]["commit"].removesuffix("-dirty") if runs else ""
     out = []
     for r in runs:
-        if r["episodes"] != episodes or r["system"] != "catallax":
-            continue
         commit = r["commit"].removesuffix("-dirty")
-        subject = subprocess.run(["git", "log", "-1", "--format=%s", commit], cwd=ROOT, capture_output=True,
-                                 text=True).stdout.strip()
-        change = subject.removeprefix("LoRA GRPO: ") if subject.startswith("LoRA GRPO: ") else "(no learner change)"
-        out.append({"commit": r["commit"], "learner": change, "lr": f"{r['lr']:g}",
+        log = subprocess.run(["git", "log", "--reverse", "--format=%s", f"{first}..{commit}"], cwd=ROOT,
+                             capture_output=True, text=True).stdout.splitlines()
+        made = [line.removeprefix("LoRA GRPO: ").split(" (")[0] for line in log if line.startswith("LoRA GRPO: ")]
+        out.append({"run at commit": r["commit"], "learner": "; ".join(made) or "as it was", "lr": f"{r['lr']:g}",
                     "seed": r["seed"], "held-out after": f"{r['after']:.3f}", "gain": f"{r['gain']:+.3f}",
                     "updates": r["updates"], "completions trained": r["completions_trained"],
                     "completions/s": f"{r['completions_per_s']:.2f}"})
