@@ -4,6 +4,9 @@ One market step of an LLM agent is one completion; its importance ratio is step-
 length-normalised, rho = exp(mean over its tokens of (log pi - log pi_old)), so a long
 completion does not explode the ratio; optional KL to the model without adapters (``agents.learner.k3``).
 The surrogate is grpo's (agents/objectives/grpo.py); another ``agents.objective`` replaces it.
+
+grpo's surrogate scores the completions at the temperature they were sampled at (``temperature``): the policy
+that acted is softmax(logits / T), and its gradient is the one the advantages weigh.
 """
 
 from __future__ import annotations
@@ -36,10 +39,14 @@ class HFGRPO:
     """
 
     def __init__(self, model, tokenizer, lr: float = 1e-4, clip: float = 0.2, kl: float = 0.0,
-                 lora_rank: int = 8, max_grad_norm: float = 1.0, chunk: int = 8, critic: bool = False):
+                 lora_rank: int = 8, max_grad_norm: float = 1.0, chunk: int = 8, critic: bool = False,
+                 temperature: float = 1.0):
         """``critic``: a token critic on the LM's last hidden states (agents/critic.py) for objectives that
-        read ``token_logits`` or ``value_logits`` (tppo, pact), trained with the adapters by the same Adam."""
+        read ``token_logits`` or ``value_logits`` (tppo, pact), trained with the adapters by the same Adam.
+        ``temperature``: the completions' sampling temperature, at which grpo's surrogate scores them (the other
+        objectives read log-probabilities at 1, as the privileged passes that they compare with score them)."""
         self.tokenizer, self.clip, self.kl, self.chunk = tokenizer, clip, kl, chunk
+        self.temperature = temperature
         self.device = next(model.parameters()).device
         self.reference = None
         if lora_rank:
@@ -58,17 +65,26 @@ class HFGRPO:
         params = [p for p in model.parameters() if p.requires_grad] + (list(self.critic.parameters()) if critic else [])
         self.learner = Learner(params, lr, max_grad_norm)  # no rows
 
-    def encode(self, prompts: list[list[dict]], completions: list[str]) -> list[tuple[list[int], list[int]]]:
-        """Chat messages and completion texts -> (prompt ids, completion ids) pairs."""
+    def encode(self, prompts: list[list[dict]], completions: list[str],
+               ended: list[bool] | None = None) -> list[tuple[list[int], list[int]]]:
+        """Chat messages and completion texts -> (prompt ids, completion ids) pairs; a completion that ``ended``
+        (the engine stopped it, not its token cap) is followed by the end of its turn, the tokenizer's EOS (the
+        chat template's end of an assistant turn), so the step that ended the reply is trained with the rest:
+        without it a policy learns what to write but never where to stop, and a reply that runs on to the
+        token cap is refused. The engine stops at EOS or at the role's stop string and returns the text only;
+        EOS is what a chat model ends a turn with, and either ends the reply the same way."""
         pairs = []
-        for messages, text in zip(prompts, completions):
+        for i, (messages, text) in enumerate(zip(prompts, completions)):
             prefix = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
             pairs.append((self.tokenizer(prefix, add_special_tokens=False)["input_ids"],
-                          self.tokenizer(text, add_special_tokens=False)["input_ids"]))
+                          ids + [self.tokenizer.eos_token_id] if ended is not None and ended[i] else ids))
         return pairs
 
-    def token_logprobs(self, pairs, model=None, entropy: bool = False, hidden: bool = False) -> tuple[torch.Tensor, ...]:
-        """Per completion token log-probabilities [n, L] and their mask [n, L], L = the longest completion
+    def token_logprobs(self, pairs, model=None, entropy: bool = False, hidden: bool = False,
+                       temperature: float = 1.0) -> tuple[torch.Tensor, ...]:
+        """Per completion token log-probabilities [n, L] under softmax(logits / ``temperature``) and their mask
+        [n, L], L = the longest completion
         (and with ``entropy`` the policy's entropy at each of those tokens, [n, L], detached; with ``hidden``
         the last hidden states [n, L + 1, H] at the last prompt token and at each completion token: the LM head's
         input there, position j having read the prefix through token j).
@@ -91,7 +107,7 @@ class HFGRPO:
         try:
             with autocast(self.device):
                 logits = model(input_ids=ids, attention_mask=attention, position_ids=position, use_cache=False,
-                               logits_to_keep=L + 1).logits[:, :-1].float()  # position j predicts token j + 1
+                               logits_to_keep=L + 1).logits[:, :-1].float() / temperature  # position j predicts token j + 1
         finally:
             if hook is not None:
                 hook.remove()
@@ -101,8 +117,13 @@ class HFGRPO:
         return out + ((states[0],) if hidden else ())
 
     def update(self, pairs, advantage: np.ndarray, old_logp: torch.Tensor | None = None, objective=None,
-               fields: dict | None = None) -> dict:
+               fields: dict | None = None, sampled: int | None = None) -> dict:
         """One GRPO step on completions ``pairs`` with their advantages [n] (group-relative, from the caller).
+
+        ``sampled``: how many completions the round sampled, of which ``pairs`` are those with an advantage (the
+        rest add nothing to the gradient and are not run); grpo's loss is the mean over all of them, so a round
+        in which few groups had contrast moves the weights less than one in which all had (None: ``pairs`` are
+        all). Dividing by the trained ones alone gave each lone contrasting group a whole round's step.
 
         ``old_logp`` [n]: the behaviour policy's per-step log-probabilities; None: the current ones
         (on-policy, one epoch: the ratio is 1 and the step is the plain policy gradient, clipped later).
@@ -112,36 +133,49 @@ class HFGRPO:
             return self._objective_step(objective, pairs, advantage, fields or {})
         advantage = torch.as_tensor(advantage, dtype=torch.float32, device=self.device)
         n = len(pairs)
+        total = max(sampled or n, n)
         self.learner.opt.zero_grad(set_to_none=True)
         totals = collections.Counter()
         for i in range(0, n, self.chunk):
             part = pairs[i:i + self.chunk]
-            logp, mask = self.token_logprobs(part)
+            logp, mask = self.token_logprobs(part, temperature=self.temperature)
             per_step = step_mean(logp, mask)
             old = per_step.detach() if old_logp is None else old_logp[i:i + len(part)].to(self.device)
-            kl = self._reference_kl(part, logp, mask) if self.kl else None
+            kl = self._reference_kl(part, logp, mask, self.temperature) if self.kl else None
             loss, stats = surrogate(per_step, old, advantage[i:i + len(part)], self.clip, kl, self.kl)
-            (loss * len(part) / n).backward()  # the chunks' mean losses, weighted: the batch's mean
+            (loss * len(part) / total).backward()  # the chunks' mean losses, weighted: the mean over the round
             totals.update({k: v * len(part) / n for k, v in stats.items()})
         stats = dict(totals)
         stats["grad_norm"] = self.learner.step()
         stats["tokens"] = int(sum(len(p) + len(c) for p, c in pairs))
         return stats
 
-    def _reference_kl(self, pairs, logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """[n] per-completion mean of the k3 estimate exp(d) - d - 1, d = log pi_ref - log pi, per token."""
+    def coast(self) -> None:
+        """One Adam step on a zero gradient, for a round whose completions carry none (no group had contrast):
+        the moments decay and the weights move on along them, as a trainer that steps on every batch does, so the
+        step count and the bias correction that Adam's step size assumes are the rounds', not the lucky rounds'."""
+        for p in self.learner.params:
+            p.grad = torch.zeros_like(p)
+        self.learner.step()
+        self.learner.opt.zero_grad(set_to_none=True)
+
+    def _reference_kl(self, pairs, logp: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """[n] per-completion mean of the k3 estimate exp(d) - d - 1, d = log pi_ref - log pi, per token (the
+        reference scored at ``temperature``, as ``logp`` was)."""
         if self.reference is None:
             with self.model.disable_adapter():
-                ref = self._scored(pairs)[0]
+                ref = self._scored(pairs, temperature=temperature)[0]
         else:
-            ref = self._scored(pairs, self.reference)[0]
+            ref = self._scored(pairs, self.reference, temperature=temperature)[0]
         return step_mean(k3(logp, ref), mask)
 
     @torch.no_grad()
-    def _scored(self, pairs, model=None, entropy: bool = False, hidden: bool = False) -> list[torch.Tensor]:
+    def _scored(self, pairs, model=None, entropy: bool = False, hidden: bool = False,
+                temperature: float = 1.0) -> list[torch.Tensor]:
         """:meth:`token_logprobs` over all ``pairs`` in chunks, without grad, each chunk left-padded to the batch's
         longest completion (completions end at the right edge: padding is masked out) and concatenated."""
-        parts = [self.token_logprobs(pairs[i:i + self.chunk], model, entropy, hidden) for i in range(0, len(pairs), self.chunk)]
+        parts = [self.token_logprobs(pairs[i:i + self.chunk], model, entropy, hidden, temperature)
+                 for i in range(0, len(pairs), self.chunk)]
         L = max(part[0].shape[1] for part in parts)
 
         def left_pad(x: torch.Tensor) -> torch.Tensor:  # [m, l] -> [m, L]; hidden states [m, l + 1, H] -> [m, L + 1, H]

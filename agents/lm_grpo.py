@@ -89,7 +89,7 @@ class CompletionLearner(RoundLearner):
             torch.manual_seed(seed)
             self.grpo = HFGRPO(backend.model, backend.tokenizer, lr=cfg.lm.lr, clip=cfg.clip, kl=cfg.kl,
                                lora_rank=cfg.lm.lora_rank, max_grad_norm=cfg.max_grad_norm,
-                               critic=critic.wanted(objective))
+                               critic=critic.wanted(objective), temperature=cfg.lm.temperature)
         self.ema = EMAWeights([p for p in self.grpo.model.parameters() if p.requires_grad], objective.cfg.ema) \
             if objective is not None and "hint_logp" in objective.needs else None  # hint_sd's slow teacher
         self.memory = diamond_sd.Memory(objective.cfg.memory) \
@@ -187,16 +187,22 @@ class CompletionLearner(RoundLearner):
         taught = bool(needs & {"teacher_sample_logp", "located", "rubric_sample_logp"})  # distil, hint_sd,
         # evidence_diagnosis: failures' lessons, contrast or not
         dense = bool(cfg.kl) or critic.wanted(objective) or oracle or taught or self.memory is not None
-        chosen = [(advantage[t, b], p, done.text, b, (policy.roles[policy.role[row]].name,
+        chosen = [(advantage[t, b], p, done.text, done.finish == "stop", b, (policy.roles[policy.role[row]].name,
                                                        policy.task.summaries(trace.obs[t, b][None])[0], payload),
                    trace.obs[t, b], t)
                   for t, generations in enumerate(steps)
                   for b, row, p, done, payload in generations if advantage[t, b] != 0 or dense]
+        plain = objective is None or objective.name == "grpo"
         if not chosen:
+            if plain:  # Adam steps every round, as its moments and bias correction assume: on a zero gradient here
+                self.grpo.coast()
+                self.policy.weights_changed()
             return {"lm_completions": 0}
-        weights, prompts, texts, worlds, effects, seen, times = zip(*chosen)
+        weights, prompts, texts, ended, worlds, effects, seen, times = zip(*chosen)
         messages = [p.messages() for p in prompts]
-        pairs = self.grpo.encode(messages, list(texts))
+        # grpo trains a reply's end too (its turn's end token after a reply that stopped); the other objectives
+        # read per-token signals scored on the text alone, aligned token for token with it
+        pairs = self.grpo.encode(messages, list(texts), ended if plain else None)
         worlds = np.array(worlds)
         roles = [role for role, _, _ in effects]
         fields = {"outcome": trace.solved[worlds].astype(float), "group": group[worlds],
@@ -250,7 +256,8 @@ class CompletionLearner(RoundLearner):
             self.counts["lm_privileged_tokens"] += spent
         if objective is not None and "thought" in objective.needs:  # alignopsd matches turns by what they say
             fields["thought"] = self.embedder(list(texts))
-        stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields)
+        sampled = sum(len(generations) for generations in steps)  # zero-advantage completions weigh in the mean too
+        stats = self.grpo.update(pairs, np.array(weights), objective=objective, fields=fields, sampled=sampled)
         if self.ema is not None:
             self.ema.update()
         self.policy.weights_changed()
