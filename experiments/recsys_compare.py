@@ -172,6 +172,8 @@ def main(argv=None) -> int:
                    help="applied to every world, after the world's own keys")
     p.add_argument("--zoo", type=int, default=0, metavar="N", help="also run the first N zoo evaluation worlds")
     p.add_argument("--zoo-dev", action="store_true", help="--zoo runs the development worlds instead")
+    p.add_argument("--zoo-part", default="0/1", metavar="I/N", help="run only the I-th of every N of those worlds "
+                   "(N processes side by side; experiments.recsys_zoo tabulates their rows together)")
     p.add_argument("--db", help="results database (default: a temporary SQLite file)")
     p.add_argument("--out", type=Path, help="also write the tables here, and the run summaries beside it (.json)")
     p.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
@@ -194,7 +196,8 @@ def main(argv=None) -> int:
         raise SystemExit(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
     partial = args.rows.with_name(f"{args.rows.stem}_zoo_partial.jsonl") if args.rows else None
     quick = [o for o in QUICK if not o.startswith("recsys.world.")] if args.quick else []
-    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo], scratch, run, args.harm, db, quick + args.overrides, partial)
+    part, parts = (int(x) for x in args.zoo_part.split("/"))
+    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo][part::parts], scratch, run, args.harm, db, quick + args.overrides, partial)
     tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
     if zoo_rows:
         tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows)}

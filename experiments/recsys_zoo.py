@@ -37,7 +37,27 @@ def row(seed: int, summary: dict, seconds: float) -> dict:
             **{arm: round(arms[arm]["ndcg10_final"], 4) for arm in ("grse", "presence", "random")},
             "gap": round(grse["ndcg10_final"] - best, 4), "se": grse["ndcg10_se_vs_best"],
             **{f"pruned {arm}": summary[f"harmful_pruned_{arm}"] for arm in ("grse", "presence", "random")},
-            "planted": summary["harmful_planted"], "seconds": round(seconds)}
+            "planted": summary["harmful_planted"], "seconds": round(seconds), **measured(summary)}
+
+
+def measured(summary: dict) -> dict:
+    """The columns the comparison of the edits that add reads: GRSE against the tuned blend alone, presence and
+    random (paired by test user: mean and standard error), the born skills that carried a gain, each planted
+    skill's harm and the gate's power to see it, and the pruning of the detectable ones."""
+    arms, grse = summary["arms"], summary["arms"]["grse"]
+    harm = summary.get("planted_harm", [])
+    out = {"blend gain": grse["vs_blend"][0], "blend se": grse["vs_blend"][1],
+           **{f"over {arm}": arms[arm]["grse_minus"][0] for arm in ("presence", "random")},
+           **{f"over {arm} se": arms[arm]["grse_minus"][1] for arm in ("presence", "random")},
+           "births carried": "; ".join(f"{b['skill']} {b['rule']} ({b['born']}): {b['gain']:+.4f} ± {b['se']:.4f}"
+                                       for b in grse["births"]) or "none",
+           "births kept": len(grse["births"]),
+           "harm": " / ".join(f"{h['harm']:+.4f} [{h['low']:+.4f}, {h['high']:+.4f}]" for h in harm),
+           "power": " / ".join(f"{h['power']:.2f}" for h in harm),
+           "detectable": sum(h["detectable"] for h in harm),
+           **{f"pruned detectable {arm}": arms[arm]["planted_detectable"]["pruned"] for arm in ("grse", "presence", "random")},
+           "edit pass s": grse["edit_pass_seconds"]}
+    return out
 
 
 def run_worlds(seeds, scratch: Path, run, harm: str, db: str, extra: list[str], out: Path | None) -> list[dict]:

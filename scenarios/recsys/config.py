@@ -80,6 +80,11 @@ class Config:
     catalogue: Literal["classic", "full"] = "classic"
     """Operators an edit that adds a skill may draw: classic, or full (also the tuned baselines: ease,
     itemknn_tuned, puresvd_tuned, trending, next). A rule may name any operator either way."""
+    births: int = Field(2, ge=0, le=16)
+    """New skills bred per edit pass from the library's own clauses (mutation of one, recombination of two: operator,
+    parameters, weight, and for rerank the requests a clause applies to), each gated like any edit and then credited
+    like any skill (scenarios/recsys/births.py); 0: the credit's edits and the floor alone. The default was chosen on
+    the zoo's development worlds (experiments/recsys_compare.py --zoo-dev), never on its evaluation worlds."""
     # ---------------------------------------------------------------- market mode
     agents_per_role: int = Field(3, ge=1)
     """market: initial agents per role, each holding a random half of the role's skills."""
