@@ -11,7 +11,7 @@ the floor's, outside the credit's budget) writes a new skill whose one clause is
 * a **recombination** of two clauses of one role: the first's operator, each parameter from either parent (the
   weight included), and for a rerank step the condition of either.
 
-A recall or rank birth is always unconditional: while a weighted role holds a conditional skill the floor waits
+A recall or rank birth weighs a small share of its role's summed weight (:data:`SHARES`), and is always unconditional: while a weighted role holds a conditional skill the floor waits
 (scenarios/recsys/edits.py says why), so a conditional birth there would stop the floor for the rest of the run.
 No birth copies an operator an edit may never draw (ops.HARM, ops.LEARNED). A birth is an ``add`` through the
 same gate as every edit (it must improve validation NDCG with evidence), then the credit's to judge like any skill.
@@ -37,6 +37,11 @@ from skills.lineage import skill_graph
 BIRTH = "birth"
 """The failure a birth's diagnosis names (the writer's own: nothing was blamed)."""
 WEIGHTED = ("recall", "rank")
+SHARES = (0.02, 0.05, 0.1, 0.2)
+"""A born recall or rank term's weight, as a share of its role's summed weight. The weights are relative (the rank
+sums z-scored terms, the recall merges weighted sources), and the start's tuned blend holds most of each role's
+weight: a copy at its parent's weight is either lost beside the blend (a hand-made term's weight) or a second copy
+of a tuned term. A small share asks the question a birth can answer: does a little of this term help the blend?"""
 TRIES = 10
 """Draws per birth before it gives up (each must differ from every current rule and every refused birth)."""
 
@@ -55,8 +60,10 @@ def _clip(clause: rules.Clause, role: str) -> rules.Clause:
                               for k, v in clause.params))
 
 
-def child(pool: list[tuple], rng: np.random.Generator, medians: dict[str, int]) -> tuple[str, tuple, rules.Clause]:
-    """One new clause from ``pool`` ([(skill, clause)]): (kind, parent skills, clause)."""
+def child(pool: list[tuple], rng: np.random.Generator, medians: dict[str, int],
+          totals: dict[str, float]) -> tuple[str, tuple, rules.Clause]:
+    """One new clause from ``pool`` ([(skill, clause)]): (kind, parent skills, clause); ``totals``: each weighted
+    role's summed weight (a born recall or rank term weighs one of :data:`SHARES` of it)."""
     a_skill, a = pool[int(rng.integers(len(pool)))]
     role = a_skill.role
     mates = [(s, c) for s, c in pool if s.role == role and (s.name, c) != (a_skill.name, a)]
@@ -74,7 +81,9 @@ def child(pool: list[tuple], rng: np.random.Generator, medians: dict[str, int]) 
                                   clause.operator, clause.params)
         kind, parents = "mutate", (a_skill,)
     if role in WEIGHTED:
-        clause = rules.Clause("always", clause.operator, clause.params)
+        share = SHARES[int(rng.integers(len(SHARES)))] * totals[role]
+        clause = rules.Clause("always", clause.operator,
+                              tuple((k, share if k == "weight" else v) for k, v in clause.params))
     return kind, parents, _clip(clause, role)
 
 
@@ -94,13 +103,15 @@ class Births:
         pool = [(s, c) for s in current for c in _breedable(s)]
         if not pool:
             return []
+        totals = {role: sum(c.param("weight") for s in current if s.role == role for c in _breedable(s))
+                  for role in WEIGHTED}
         taken = {(s.role, s.rule) for s in current}
         taken |= {(v.role, v.rule) for v in versions if v.status == "rejected" and v.name in born_names(self.library)}
         names = {v.name for v in versions}
         out = []
         for _ in range(self.count):
             for _ in range(TRIES):
-                kind, parents, clause = child(pool, rng, self.medians)
+                kind, parents, clause = child(pool, rng, self.medians, totals)
                 role = parents[0].role
                 if (role, clause.text()) not in taken:
                     break
