@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import recsys_zoo, rows as results
+from experiments import recsys_gain, recsys_zoo, rows as results
 from scenarios.recsys import zoo
 from scenarios.recsys.synthetic import SHAPES
 from scenarios.run.config import load
@@ -183,12 +183,14 @@ def main(argv=None) -> int:
     db = args.db or f"sqlite:///{scratch / 'compare.db'}"
     names = [w for w in args.worlds.split(",") if w]
     overrides = {name: world_overrides(name, scratch, args.quick) for name in names}  # unknown names fail first
-    worlds = {}
+    worlds, shipped = {}, []
     for name in names:
         worlds[name] = {}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             start = time.time()
             worlds[name][seed] = run(seed, overrides[name] + args.overrides, args.harm, db)
+            shipped.append(recsys_gain.run_row(name if args.seeds == 1 else f"{name} {seed}", worlds[name][seed],
+                                               time.time() - start))
             print(f"{name} seed {seed}: {time.time() - start:.0f} s, run {worlds[name][seed]['run_id']}",
                   file=sys.stderr)
     pool = zoo.DEV_SEEDS if args.zoo_dev else zoo.EVAL_SEEDS
@@ -199,8 +201,10 @@ def main(argv=None) -> int:
     part, parts = (int(x) for x in args.zoo_part.split("/"))
     zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo][part::parts], scratch, run, args.harm, db, quick + args.overrides, partial)
     tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
+    tables |= recsys_gain.tables("worlds", shipped)
     if zoo_rows:
-        tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows)}
+        tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows),
+                   **recsys_gain.tables("zoo", zoo_rows)}
     text = "\n\n".join([*(tables[name] for name in worlds), *(v for k, v in tables.items() if k not in worlds)])
     print(text)
     if args.out:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import recsys_gain
 from scenarios.recsys import zoo
 
 
@@ -37,27 +38,8 @@ def row(seed: int, summary: dict, seconds: float) -> dict:
             **{arm: round(arms[arm]["ndcg10_final"], 4) for arm in ("grse", "presence", "random")},
             "gap": round(grse["ndcg10_final"] - best, 4), "se": grse["ndcg10_se_vs_best"],
             **{f"pruned {arm}": summary[f"harmful_pruned_{arm}"] for arm in ("grse", "presence", "random")},
-            "planted": summary["harmful_planted"], "seconds": round(seconds), **measured(summary)}
+            "planted": summary["harmful_planted"], "seconds": round(seconds), **recsys_gain.measured(summary)}
 
-
-def measured(summary: dict) -> dict:
-    """The columns the comparison of the edits that add reads: GRSE against the tuned blend alone, presence and
-    random (paired by test user: mean and standard error), the born skills that carried a gain, each planted
-    skill's harm and the gate's power to see it, and the pruning of the detectable ones."""
-    arms, grse = summary["arms"], summary["arms"]["grse"]
-    harm = summary.get("planted_harm", [])
-    out = {"blend gain": grse["vs_blend"][0], "blend se": grse["vs_blend"][1],
-           **{f"over {arm}": arms[arm]["grse_minus"][0] for arm in ("presence", "random")},
-           **{f"over {arm} se": arms[arm]["grse_minus"][1] for arm in ("presence", "random")},
-           "births carried": "; ".join(f"{b['skill']} {b['rule']} ({b['born']}): {b['gain']:+.4f} ± {b['se']:.4f}"
-                                       for b in grse["births"]) or "none",
-           "births kept": len(grse["births"]),
-           "harm": " / ".join(f"{h['harm']:+.4f} [{h['low']:+.4f}, {h['high']:+.4f}]" for h in harm),
-           "power": " / ".join(f"{h['power']:.2f}" for h in harm),
-           "detectable": sum(h["detectable"] for h in harm),
-           **{f"pruned detectable {arm}": arms[arm]["planted_detectable"]["pruned"] for arm in ("grse", "presence", "random")},
-           "edit pass s": grse["edit_pass_seconds"]}
-    return out
 
 
 def run_worlds(seeds, scratch: Path, run, harm: str, db: str, extra: list[str], out: Path | None) -> list[dict]:
@@ -127,7 +109,7 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
     args = p.parse_args(argv)
     rows = [json.loads(line) for line in args.partial.read_text().splitlines() if line.strip()]
-    tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows)}
+    tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows), **recsys_gain.tables("zoo", rows)}
     print("\n\n".join(tables.values()))
     results.write_tables(args.rows, tables, "experiments.recsys_zoo", argv)
     return 0

@@ -15,7 +15,8 @@ the evidence window (``window`` iterations, cleared on an accept) and the valida
 (the pipeline run on the questions), the evaluator (NDCG@k of a library on the validation users, and on
 the test users for the held-out gain of each accepted edit) and the edit writer
 (:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue) and the floor
-(:func:`scenarios.recsys.edits.floor`), through the same gate (every arm but ``none``): in a pass whose credit edits
+(:func:`scenarios.recsys.edits.floor`) and the births (:mod:`scenarios.recsys.births`: ``recsys.births`` new skills a
+pass, bred from the library's clauses), through the same gate (every arm but ``none``): in a pass whose credit edits
 changed nothing (the library settled for what the credit can see), the next step of each weighted role's weight
 towards the tuned baselines' skills (seeds.tuned_blend: the best one, or a validated blend of two); in the run's
 last edit pass, each role's baselines alone. Why the baseline alone

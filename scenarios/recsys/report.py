@@ -9,7 +9,10 @@ Recall@50 in ``baselines_recall50``; ``baselines_tuned`` holds each tuned baseli
 and validation NDCG@k, ``baseline_best`` the one best on validation (the library ``start = "best_baseline"``
 begins from). With several arms (``compare`` or planted harm), ``arms`` holds each arm's final NDCG@k, Recall@50
 and coverage, ``baselines_coverage`` each baseline's coverage of its top k, and ``baseline_blend`` the tuned blend
-the default start holds, scored alone: the comparison's columns, kept out of a single arm's summary. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
+the default start holds, scored alone: the comparison's columns, kept out of a single arm's summary. In team mode
+each arm also carries its test users' paired differences (against the best tuned baseline, the blend alone and, beside
+grse, GRSE minus the arm), the born skills it kept with the held-out gain each carries (births.carried), its mean edit
+pass seconds, and how many of the planted skills the validation set can see (``planted_harm``: harm.py) it pruned. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
 """
 
 from __future__ import annotations
