@@ -29,7 +29,7 @@ from the baseline (within one standard error, so a library a little above it on 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -87,7 +87,9 @@ class Arm:
                       draw=lambda rng, n: [(d, None) for d in edits.random_diagnoses(self.library, n, agents, rng)],
                       heldout=lambda skills: float(self.evaluate(skills, test).mean()),
                       propose=lambda done: edits.floor(self.library, self.anchors(), agents, not done.accepted,
-                                                       self.final) + self.births.propose(self._rng))
+                                                       self.final) + self.births.propose(self._rng),
+                      gate=lambda d: replace(skills.gate_config(), confidence=cfg.births_confidence)
+                      if d.failure == births.BIRTH else None)
         self.final = False  # this pass is the run's last edit pass (set by :meth:`learn`)
         self._rng: np.random.Generator | None = None  # this pass's (births draw from it after the credit's edits)
         self.pass_seconds: list[float] = []
