@@ -191,6 +191,9 @@ def main(argv=None) -> int:
             worlds[name][seed] = run(seed, overrides[name] + args.overrides, args.harm, db)
             shipped.append(recsys_gain.run_row(name if args.seeds == 1 else f"{name} {seed}", worlds[name][seed],
                                                time.time() - start))
+            if args.rows:  # a run cut short keeps what it measured (experiments.recsys_gain tabulates it)
+                args.rows.with_name(f"{args.rows.stem}_worlds_partial.jsonl").write_text(
+                    "".join(json.dumps(x) + "\n" for x in shipped))
             print(f"{name} seed {seed}: {time.time() - start:.0f} s, run {worlds[name][seed]['run_id']}",
                   file=sys.stderr)
     pool = zoo.DEV_SEEDS if args.zoo_dev else zoo.EVAL_SEEDS
@@ -216,6 +219,7 @@ def main(argv=None) -> int:
         results.write_tables(args.rows, tables, "experiments.recsys_compare", argv)
         if partial is not None:
             partial.unlink(missing_ok=True)
+        args.rows.with_name(f"{args.rows.stem}_worlds_partial.jsonl").unlink(missing_ok=True)
     return 0
 
 

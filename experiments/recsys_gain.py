@@ -101,3 +101,29 @@ def worlds(rows: list[dict]) -> str:
 
 def tables(name: str, rows: list[dict]) -> dict[str, str]:
     return {f"{name}_gain": targets(rows), f"{name}_gain_worlds": worlds(rows)} if rows else {}
+
+
+def main(argv=None) -> int:
+    """Tabulate the rows a run kept so far (``*_worlds_partial.jsonl`` or ``*_zoo_partial.jsonl``, several files
+    joined in the order given): a run stopped at a deadline, or the zoo run in parts (``--zoo-part``)."""
+    import argparse
+    import json
+    import sys
+    from pathlib import Path
+
+    from experiments import rows as results
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("partial", type=Path, nargs="+", help="the rows files the runs rewrote after every world")
+    p.add_argument("--name", default="worlds", help="the tables' prefix: worlds (the shipped ones) or zoo")
+    p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
+    args = p.parse_args(argv)
+    rows = [json.loads(line) for f in args.partial for line in f.read_text().splitlines() if line.strip()]
+    out = tables(args.name, rows)
+    print("\n\n".join(out.values()))
+    results.write_tables(args.rows, out, "experiments.recsys_gain", argv if argv is not None else sys.argv[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
