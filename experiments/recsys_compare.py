@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import recsys_zoo, rows as results
+from experiments import recsys_gain, recsys_zoo, rows as results
 from scenarios.recsys import zoo
 from scenarios.recsys.synthetic import SHAPES
 from scenarios.run.config import load
@@ -172,6 +172,8 @@ def main(argv=None) -> int:
                    help="applied to every world, after the world's own keys")
     p.add_argument("--zoo", type=int, default=0, metavar="N", help="also run the first N zoo evaluation worlds")
     p.add_argument("--zoo-dev", action="store_true", help="--zoo runs the development worlds instead")
+    p.add_argument("--zoo-part", default="0/1", metavar="I/N", help="run only the I-th of every N of those worlds "
+                   "(N processes side by side; experiments.recsys_zoo tabulates their rows together)")
     p.add_argument("--db", help="results database (default: a temporary SQLite file)")
     p.add_argument("--out", type=Path, help="also write the tables here, and the run summaries beside it (.json)")
     p.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
@@ -181,12 +183,17 @@ def main(argv=None) -> int:
     db = args.db or f"sqlite:///{scratch / 'compare.db'}"
     names = [w for w in args.worlds.split(",") if w]
     overrides = {name: world_overrides(name, scratch, args.quick) for name in names}  # unknown names fail first
-    worlds = {}
+    worlds, shipped = {}, []
     for name in names:
         worlds[name] = {}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             start = time.time()
             worlds[name][seed] = run(seed, overrides[name] + args.overrides, args.harm, db)
+            shipped.append(recsys_gain.run_row(name if args.seeds == 1 else f"{name} {seed}", worlds[name][seed],
+                                               time.time() - start))
+            if args.rows:  # a run cut short keeps what it measured (experiments.recsys_gain tabulates it)
+                args.rows.with_name(f"{args.rows.stem}_worlds_partial.jsonl").write_text(
+                    "".join(json.dumps(x) + "\n" for x in shipped))
             print(f"{name} seed {seed}: {time.time() - start:.0f} s, run {worlds[name][seed]['run_id']}",
                   file=sys.stderr)
     pool = zoo.DEV_SEEDS if args.zoo_dev else zoo.EVAL_SEEDS
@@ -194,10 +201,13 @@ def main(argv=None) -> int:
         raise SystemExit(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
     partial = args.rows.with_name(f"{args.rows.stem}_zoo_partial.jsonl") if args.rows else None
     quick = [o for o in QUICK if not o.startswith("recsys.world.")] if args.quick else []
-    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo], scratch, run, args.harm, db, quick + args.overrides, partial)
+    part, parts = (int(x) for x in args.zoo_part.split("/"))
+    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo][part::parts], scratch, run, args.harm, db, quick + args.overrides, partial)
     tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
+    tables |= recsys_gain.tables("worlds", shipped)
     if zoo_rows:
-        tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows)}
+        tables |= {"zoo": recsys_zoo.distribution(zoo_rows), "zoo_worlds": recsys_zoo.worlds_table(zoo_rows),
+                   **recsys_gain.tables("zoo", zoo_rows)}
     text = "\n\n".join([*(tables[name] for name in worlds), *(v for k, v in tables.items() if k not in worlds)])
     print(text)
     if args.out:
@@ -209,6 +219,7 @@ def main(argv=None) -> int:
         results.write_tables(args.rows, tables, "experiments.recsys_compare", argv)
         if partial is not None:
             partial.unlink(missing_ok=True)
+        args.rows.with_name(f"{args.rows.stem}_worlds_partial.jsonl").unlink(missing_ok=True)
     return 0
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import recsys_gain
 from scenarios.recsys import zoo
 
 
@@ -37,7 +38,8 @@ def row(seed: int, summary: dict, seconds: float) -> dict:
             **{arm: round(arms[arm]["ndcg10_final"], 4) for arm in ("grse", "presence", "random")},
             "gap": round(grse["ndcg10_final"] - best, 4), "se": grse["ndcg10_se_vs_best"],
             **{f"pruned {arm}": summary[f"harmful_pruned_{arm}"] for arm in ("grse", "presence", "random")},
-            "planted": summary["harmful_planted"], "seconds": round(seconds)}
+            "planted": summary["harmful_planted"], "seconds": round(seconds), **recsys_gain.measured(summary)}
+
 
 
 def run_worlds(seeds, scratch: Path, run, harm: str, db: str, extra: list[str], out: Path | None) -> list[dict]:
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
     args = p.parse_args(argv)
     rows = [json.loads(line) for line in args.partial.read_text().splitlines() if line.strip()]
-    tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows)}
+    tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows), **recsys_gain.tables("zoo", rows)}
     print("\n\n".join(tables.values()))
     results.write_tables(args.rows, tables, "experiments.recsys_zoo", argv)
     return 0

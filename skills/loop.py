@@ -32,7 +32,7 @@ from skills.config import SkillsConfig
 from skills.credit import Rollout
 from skills.editor import Diagnosis, Diagnoser, RuleDiagnoser
 from skills.evolve import blame
-from skills.gate import GateResult, validate
+from skills.gate import GateConfig, GateResult, validate
 from skills.library import Edit, Skill, SkillError, SkillLibrary
 from skills.limits import Limits, emptied
 from skills.shapley import library_utility
@@ -59,6 +59,9 @@ class World:
     several edits, gated as one candidate. An accepted one keeps the credit's evidence window: it was not drawn
     from that evidence, and emptying the window for it would cost the credit the rounds it was still gathering
     about the skills the edit left alone."""
+    gate: Callable[[Diagnosis], GateConfig | None] | None = None
+    """A stricter gate for some diagnoses (None: ``skills``' own): recsys's births, many candidates a pass, each
+    tested at a confidence that keeps the chance admissions a run makes few."""
     imitation: Callable[[list[tuple[Trace, int]]], list[dict[str, float]]] | None = None
     """What a failed step's output imitates, per line its prompt carried (skills/imitation.py ``Read``): a blame the
     failed outputs do not bear out moves to the line they imitate (a scenario whose model can score text; used while
@@ -145,7 +148,7 @@ class EditLoop:
                 self.counts[f"edits_refused_{problem}"] += 1
                 continue
             result, _ = validate(self.library, edits, self.world.evaluate, self.world.questions, self.world.seeds,
-                                 self.cfg.gate_config())
+                                 (self.world.gate and self.world.gate(d)) or self.cfg.gate_config())
             out.diagnoses.append(d)
             self.counts["edits_proposed"] += 1
             if result.accepted:

@@ -22,6 +22,7 @@ Modules, one job each::
     tuned.py       EASE^R, item-kNN, PureSVD, trending, next-item, tuned on the validation users
     fixture.py     writes the MovieLens-format test fixture  (the comparison over seeds: experiments/recsys_compare.py)
     zoo.py         seeded worlds nobody tuned for, in MovieLens layouts (experiments/recsys_compare.py --zoo N)
+    births.py      new skills bred from the library's clauses    harm.py   each planted skill's measured harm
 
 The scenario interface (scenarios/registry.py): ``Config``, ``validate(exp)``, ``make_model(exp)`` and ``metrics(model, episodes, cfg)``;
 the model's ``attach(store)`` puts the skill libraries into the run database.

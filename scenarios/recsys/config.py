@@ -84,6 +84,15 @@ class Config:
     catalogue: Literal["classic", "full"] = "classic"
     """Operators an edit that adds a skill may draw: classic, or full (also the tuned baselines: ease,
     itemknn_tuned, puresvd_tuned, trending, next). A rule may name any operator either way."""
+    births: int = Field(2, ge=0, le=16)
+    """New skills bred per edit pass from the library's own clauses (mutation of one, recombination of two: operator,
+    parameters, weight, and for rerank the requests a clause applies to), each gated like any edit and then credited
+    like any skill (scenarios/recsys/births.py); 0: the credit's edits and the floor alone. The default was chosen on
+    the zoo's development worlds (experiments/recsys_compare.py --zoo-dev), never on its evaluation worlds."""
+    births_confidence: float = Field(0.99, ge=0.5, lt=1)
+    """The confidence a birth must show that it improves validation NDCG (the gate's one-sided test, as
+    ``skills.confidence`` for the credit's edits). Stricter than the credit's: a run gates births x passes of them,
+    and at the credit's 0.9 one in ten of those that change nothing would pass by chance."""
     # ---------------------------------------------------------------- market mode
     agents_per_role: int = Field(3, ge=1)
     """market: initial agents per role, each holding a random half of the role's skills."""

@@ -15,7 +15,8 @@ the evidence window (``window`` iterations, cleared on an accept) and the valida
 (the pipeline run on the questions), the evaluator (NDCG@k of a library on the validation users, and on
 the test users for the held-out gain of each accepted edit) and the edit writer
 (:mod:`scenarios.recsys.edits`: rule mutations, adds from the operator catalogue) and the floor
-(:func:`scenarios.recsys.edits.floor`), through the same gate (every arm but ``none``): in a pass whose credit edits
+(:func:`scenarios.recsys.edits.floor`) and the births (:mod:`scenarios.recsys.births`: ``recsys.births`` new skills a
+pass, bred from the library's clauses), through the same gate (every arm but ``none``): in a pass whose credit edits
 changed nothing (the library settled for what the credit can see), the next step of each weighted role's weight
 towards the tuned baselines' skills (seeds.tuned_blend: the best one, or a validated blend of two); in the run's
 last edit pass, each role's baselines alone. Why the baseline alone
@@ -27,11 +28,12 @@ from the baseline (within one standard error, so a library a little above it on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from scenarios.recsys import edits, ops, pipeline as P, seeds
+from scenarios.recsys import births, edits, ops, pipeline as P, rules, seeds
 from scenarios.recsys.config import Config
 from scenarios.recsys.data import TEST, VALIDATION
 from skills import Rollout, SkillLibrary, SkillsConfig
@@ -77,14 +79,33 @@ class Arm:
         self._evaluate = evaluate or (lambda skills, users: pipe.evaluate(P.Compiled.of(skills), users))
         self._scores: dict[tuple, np.ndarray] = {}
         test = pipe.data.users(TEST)
-        baseline = frozenset(s[0] for s in seeds.tuned_blend(pipe.signals.tuned.best, pipe, self.validation))
+        self.baseline = frozenset(s[0] for s in seeds.tuned_blend(pipe.signals.tuned.best, pipe, self.validation))
+        medians = {f: seeds.median(pipe.features[:, j]) for j, f in enumerate(rules.FEATURES)}
+        self.births = births.Births(library, cfg.births, medians, agents)
         world = World(self.evaluate, self.validation, np.zeros(self.validation.size, dtype=np.int64),
-                      write=lambda d, trace, rng: edits.propose(d, self.library, rng, self.operators, baseline),
+                      write=self.write,
                       draw=lambda rng, n: [(d, None) for d in edits.random_diagnoses(self.library, n, agents, rng)],
                       heldout=lambda skills: float(self.evaluate(skills, test).mean()),
-                      propose=lambda done: edits.floor(self.library, baseline, agents, not done.accepted, self.final))
+                      propose=lambda done: edits.floor(self.library, self.anchors(), agents, not done.accepted,
+                                                       self.final) + self.births.propose(self._rng),
+                      gate=lambda d: replace(skills.gate_config(), confidence=cfg.births_confidence)
+                      if d.failure == births.BIRTH else None)
         self.final = False  # this pass is the run's last edit pass (set by :meth:`learn`)
+        self._rng: np.random.Generator | None = None  # this pass's (births draw from it after the credit's edits)
+        self.pass_seconds: list[float] = []
         self.loop = EditLoop(library, skills, world, credit=credit)
+
+    def anchors(self) -> frozenset:
+        """What the floor moves weight towards and keeps alone: the tuned blend's skills, and the current skills a birth
+        wrote (admitted on validation evidence, as the blend was chosen on it; without them the floor's last check,
+        which lets a library go for the blend alone at a cost of up to one standard error, would undo every birth
+        whose gain is smaller than that)."""
+        return self.baseline | births.born_names(self.library) if self.cfg.births else self.baseline
+
+    def write(self, d, trace, rng):
+        if d.failure == births.BIRTH:
+            return self.births.write(d)
+        return edits.propose(d, self.library, rng, self.operators, self.anchors())
 
     # ------------------------------------------------------------ scoring
     def evaluate(self, skills, users, seeds=None) -> np.ndarray:
@@ -119,7 +140,11 @@ class Arm:
         self.loop.observe(groups)
         self.final = final
         it = it or Iteration(np.zeros(0, dtype=np.int64), np.zeros(0))
-        done = self.loop.run(np.random.default_rng([seed, CREDITS.index(self.credit)]), budget)
+        start = time.perf_counter()
+        self._rng = np.random.default_rng([seed, CREDITS.index(self.credit)])
+        done = self.loop.run(self._rng, budget)
+        if budget is None or budget > 0:
+            self.pass_seconds.append(time.perf_counter() - start)
         it.accepted, it.rejected, it.diagnoses = done.accepted, done.rejected, done.diagnoses
         return it
 

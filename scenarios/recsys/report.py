@@ -9,14 +9,17 @@ Recall@50 in ``baselines_recall50``; ``baselines_tuned`` holds each tuned baseli
 and validation NDCG@k, ``baseline_best`` the one best on validation (the library ``start = "best_baseline"``
 begins from). With several arms (``compare`` or planted harm), ``arms`` holds each arm's final NDCG@k, Recall@50
 and coverage, ``baselines_coverage`` each baseline's coverage of its top k, and ``baseline_blend`` the tuned blend
-the default start holds, scored alone: the comparison's columns, kept out of a single arm's summary. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
+the default start holds, scored alone: the comparison's columns, kept out of a single arm's summary. In team mode
+each arm also carries its test users' paired differences (against the best tuned baseline, the blend alone and, beside
+grse, GRSE minus the arm), the born skills it kept with the held-out gain each carries (births.carried), its mean edit
+pass seconds, and how many of the planted skills the validation set can see (``planted_harm``: harm.py) it pruned. Without genre data, ``inactive`` lists the genre-based operators, feature and check.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from scenarios.recsys import baselines, ops, seeds
+from scenarios.recsys import baselines, births, ops, seeds
 from scenarios.recsys.data import TEST, VALIDATION
 from scenarios.recsys.pipeline import Compiled
 from scenarios.recsys.ranking import coverage, ndcg, recall
@@ -32,18 +35,34 @@ def pruned(library: SkillLibrary, names: list[str]) -> list[str]:
     return [n for n in names if last.get(n) == "pruned"]
 
 
-def paired_se(model, k: int) -> dict[str, float]:
-    """Per arm: the standard error of its test users' NDCG@k minus the best tuned baseline's, paired by user (the
-    noise of the test users the comparison's floor reads: experiments/recsys_compare.py)."""
+def _mean_se(d: np.ndarray) -> tuple[float, float]:
+    return round(float(d.mean()), 6), round(float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0, 6)
+
+
+def paired(model, k: int) -> dict[str, dict]:
+    """Per arm, its test users' NDCG@k paired by user against: the best tuned baseline (``ndcg10_se_vs_best``: the
+    noise of the test users the comparison's floor reads, experiments/recsys_compare.py), the tuned blend alone
+    (``vs_blend``: mean and standard error) and, beside a grse arm, GRSE (``grse_minus``: GRSE minus the arm)."""
     world = model.world_data
     users = world.data.users(TEST)
     best = ndcg(baselines.recommend(world.signals.tuned.best, world.data, world.signals, users, k),
                 world.data.targets[users], k)
+    blend = world.pipeline.run(seeds.compiled(seeds.tuned_blend(world.signals.tuned.best, world.pipeline,
+                                                                world.data.users(VALIDATION))), users).ndcg
+    scores = {name: world.pipeline.run(Compiled.of(model.arms[name].library.current()), users).ndcg
+              for name in model.arm_names}
     out = {}
-    for name in model.arm_names:
-        d = world.pipeline.run(Compiled.of(model.arms[name].library.current()), users).ndcg - best
-        out[name] = round(float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0, 6)
+    for name, mine in scores.items():
+        out[name] = {f"ndcg{k}_se_vs_best": _mean_se(mine - best)[1], "vs_blend": _mean_se(mine - blend)}
+        if "grse" in scores and name != "grse":
+            out[name]["grse_minus"] = _mean_se(scores["grse"] - mine)
     return out
+
+
+def pruned_detectable(library: SkillLibrary, harm: list[dict]) -> dict:
+    """Of the planted skills whose harm the validation set can detect (harm.py), how many this library pruned."""
+    seen = [h["skill"] for h in harm if h["detectable"]]
+    return {"detectable": len(seen), "pruned": len(pruned(library, seen))}
 
 
 def baseline_scores(world, k: int) -> dict[str, dict]:
@@ -109,8 +128,17 @@ def summary(model, cfg) -> dict:
                               "edits_rejected": model.counts[name]["rejected"],
                               "edit_loop": model.arms[name].report()} for name in model.arm_names}
         if cfg.mode == "team":  # market mode's final team is not its library's current skills
-            for name, se in paired_se(model, k).items():
-                out["arms"][name][f"ndcg{k}_se_vs_best"] = se
+            test = model.world_data.data.users(TEST)
+            for name, columns in paired(model, k).items():
+                arm = model.arms[name]
+                out["arms"][name] |= columns
+                out["arms"][name]["births"] = births.carried(arm.library, lambda skills: arm.evaluate(skills, test))
+                out["arms"][name]["edit_pass_seconds"] = round(float(np.mean(arm.pass_seconds)), 4) \
+                    if arm.pass_seconds else 0.0
+                if "planted_harm" in model.initial:
+                    out["arms"][name]["planted_detectable"] = pruned_detectable(arm.library, model.initial["planted_harm"])
+            if "planted_harm" in model.initial:
+                out["planted_harm"] = model.initial["planted_harm"]
     learned = model.world_data.pipeline.learned
     if learned is not None:  # agents.objective trained the recall's learned source: the same final library without it
         with learned.untrained():

@@ -83,20 +83,20 @@ def harmful(harm: str, features, easy=None) -> tuple:
     the hard side, a skill is blamed by presence credit too, and the comparison would show nothing)."""
     if harm == "business":
         return HARMFUL
-    median = {f: _halving(features[:, j]) for j, f in enumerate(rules.FEATURES)}
+    medians = {f: median(features[:, j]) for j, f in enumerate(rules.FEATURES)}
     out = []
     for name, role, description, rule in HARMFUL_ANY_DATA:
         if easy is not None:
             feature = rule.split()[0]
             users, score = easy
-            above = features[users, rules.FEATURES.index(feature)] >= median[feature]
+            above = features[users, rules.FEATURES.index(feature)] >= medians[feature]
             if 0 < above.sum() < above.size and score[above].mean() < score[~above].mean():
                 rule = rule.replace(">=", "<", 1)
-        out.append((name, role, description, rule.format(**median)))
+        out.append((name, role, description, rule.format(**medians)))
     return tuple(out)
 
 
-def _halving(values) -> int:
+def median(values) -> int:
     """The threshold t >= 1 at which ``values >= t`` holds for the share of users nearest one half: the median where
     the feature spreads, and not a cut that meets almost no one where most users share one value (a feature 0 for
     most users has median 0, and ``>= 1`` would meet only the rest)."""

@@ -31,7 +31,7 @@ from market.ledger import Ledger
 from market.model import RoundLog
 from market.population import Population
 from market.protocols import Economy
-from scenarios.recsys import learned_recall, seeds
+from scenarios.recsys import harm, learned_recall, seeds
 from scenarios.recsys.data import QUESTION, TEST, VALIDATION
 from scenarios.recsys.evolve import Arm, last_pass, rounds
 from scenarios.recsys.ranking import coverage
@@ -104,6 +104,9 @@ class RecsysTeam(mesa.Model, Economy):
         if self.initial is None:
             skills = self.arms[self.main].library.current()
             self.initial = self.report(skills)
+            if self.cfg.plant_harmful:  # each planted skill's cost on this world, before any edit (harm.py)
+                self.initial["planted_harm"] = harm.measure(self.world_data, skills, seeds.planted(
+                    self.cfg.plant_harmful, self.cfg.harm), self.skills.confidence)
 
     # ------------------------------------------------------------ one iteration
     def step(self) -> None:

@@ -59,6 +59,17 @@ def test_compare_writes_one_table_per_world(tmp_path, capsys):
         beats = (grse - best)[:, 0].mean() > 0
         assert f"mean NDCG@10: **{'yes' if beats else 'no'}**" in verdict
 
+    gain = [json.loads(x) for x in (tmp_path / "recsys_worlds_gain_worlds.jsonl").read_text().splitlines()]
+    assert [g["world"] for g in gain] == [f"{w} {seed}" for w in worlds for seed in ("0", "1")]
+    for g in gain:  # each difference is the summary's paired one, and that is the final library minus the blend alone
+        name, seed = g["world"].split()
+        summary = summaries[name][seed]
+        mean, se = summary["arms"]["grse"]["vs_blend"]
+        assert g["GRSE − tuned blend"] == f"{mean:+.4f} ± {1.96 * se:.4f}"
+        assert mean == pytest.approx(summary["arms"]["grse"]["ndcg10_final"] - summary["baseline_blend"]["ndcg10"],
+                                     abs=2e-6)
+        assert g["pruned detectable GRSE / presence"].endswith(f"of {sum(h['detectable'] for h in summary['planted_harm'])}")
+
     with Session(make_engine(db)) as s:
         runs = s.exec(select(Run)).all()
     assert len(runs) == 4 and {(r.scenario, r.status) for r in runs} == {("recsys", "finished")}
