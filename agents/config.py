@@ -1,7 +1,7 @@
 """The ``[agents]`` config section: learned bids (bid heads) and the learner that trains them.
 
 Kept free of torch so that reading a scenario file stays fast; the classes that
-use these settings are the learners composed by ``agents/learned.py`` (one module each). Each learner's own
+use these settings are the learners composed by ``agents/learners/policy.py`` (one module each). Each learner's own
 keys are a table of its own (``[agents.value]``, ``[agents.reinforce]``, ``[agents.logits]``, ``[agents.lm]``);
 the keys all of them share (``lr``, ``group``, ``clip`` ...) are ``[agents]``'s.
 """
@@ -22,7 +22,7 @@ from market.strict import STRICT
 
 @dataclass(config=STRICT)
 class ValueBidsConfig:
-    """``[agents.value]``: value bids (agents/value_bids.py), read where ``market.bid_scheme = "learned"`` and
+    """``[agents.value]``: value bids (agents/learners/value_bids.py), read where ``market.bid_scheme = "learned"`` and
     ``agents.bid_objective = "value"``; a scenario may give its own defaults (``SPEC.value_bids``)."""
 
     margin: float = Field(0.02, ge=0, lt=1)
@@ -42,7 +42,7 @@ class ValueBidsConfig:
 
 @dataclass(config=STRICT)
 class ReinforceBidsConfig:
-    """``[agents.reinforce]``: REINFORCE bids (agents/reinforce_bids.py), read where ``market.bid_scheme =
+    """``[agents.reinforce]``: REINFORCE bids (agents/learners/reinforce_bids.py), read where ``market.bid_scheme =
     "learned"`` and ``agents.bid_objective = "reinforce"``."""
 
     scale: float = Field(0.1, gt=0, le=MAX_CREDITS)
@@ -58,7 +58,7 @@ class ReinforceBidsConfig:
 
 @dataclass(config=STRICT)
 class ActionLogitsConfig:
-    """``[agents.logits]``: learned action logits over a world's rules (agents/action_logits.py), read where
+    """``[agents.logits]``: learned action logits over a world's rules (agents/learners/action_logits.py), read where
     ``agents.actions = "grpo"`` on a world of rule-logit actions (its SPEC's learned_actions = "logits")."""
 
     rule_logit: float = Field(3.0, ge=0)
@@ -73,7 +73,7 @@ class ActionLogitsConfig:
 
 @dataclass(config=STRICT)
 class LMConfig:
-    """``[agents.lm]``: the LoRA learner of a shared language model (agents/lm_grpo.py), read where
+    """``[agents.lm]``: the LoRA learner of a shared language model (agents/learners/lm_grpo.py), read where
     ``agents.actions = "grpo"`` on a world of LLM agents (its SPEC's learned_actions = "lm")."""
 
     lora_rank: int = Field(8, ge=1, le=256)
@@ -106,7 +106,7 @@ class AgentsConfig:
     """rule: the winner does what its rule says; grpo: each agent also has learned action logits
     (a residual over its rule's action) trained by the group-relative policy gradient."""
 
-    # --- the bid head (agents/bid_head.py) --------------------------------------------------------
+    # --- the bid head (agents/learners/bid_head.py) --------------------------------------------------------
     bid_objective: Literal["value", "reinforce"] = "value"
     """value: the head predicts what the agent's turn will earn it (its successor's payment or the
     world's reward, less fees: the ledger's flows) and the agent bids (1 - agents.value.margin) x that, sitting
@@ -130,7 +130,7 @@ class AgentsConfig:
     """A child's row is its parent's plus N(0, inherit_sigma^2) noise per entry (score units: credits
     under value bids)."""
 
-    # --- the learners (agents/learned.py composes them) --------------------------------------------
+    # --- the learners (agents/learners/policy.py composes them) --------------------------------------------
     lr: float = Field(0.05, gt=0)
     """Adam step size of the reinforce bid head and of the action logits (value heads take exact
     normalised steps, see agents.value.rate), and of recsys's learned recall under objective = ca_pg."""
@@ -176,7 +176,7 @@ class AgentsConfig:
     under focus the states its gain ranks highest (the critic's expected error reduction), under contextpilot the
     states right after the rollout's context edits, under every other objective a uniform prefix of the rollout
     (tree_opsd's layout). Each step is then credited with the mean
-    outcome of the rollouts below the state it led to, relative to its group (agents/advantages.py
+    outcome of the rollouts below the state it led to, relative to its group (agents/learners/advantages.py
     tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
@@ -202,7 +202,7 @@ class AgentsConfig:
     ``--set agents.task_settings.rods.capacity=32``; only agents.tasks's are read (none for world)."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """auto: cuda when available (bf16 autocast), else cpu; the same code path. A value-bid learner over rule
-    actions has no gradient work and stays on the cpu under auto (agents.learner.pick_device)."""
+    actions has no gradient work and stays on the cpu under auto (agents.learners.base.pick_device)."""
 
     @field_validator("credit")
     @classmethod

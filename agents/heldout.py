@@ -4,7 +4,7 @@ A learning curve measures the frozen market (its auctions, greedy completions, n
 held-out problems between training rounds. Such a measurement must leave the training run as it was, else a run
 with a curve trains apart from one without: :func:`frozen_episodes` restores what a frozen run changes of it (the
 market's random stream, the policy's action counter that seeds its sampling, the rows' last actions, forfeit
-memory). The skill gate's frozen runs (agents/llm_skills.py) are played the same way.
+memory). The skill gate's frozen runs (agents/llm/edit_pass.py) are played the same way.
 
 :func:`heldout_point` caches by a :func:`fingerprint` of what the measurement reads (the policy's whole state:
 weights, adapter, bids, skills and library; the population's rows and balances), so the same state is not played
@@ -62,7 +62,7 @@ def fingerprint(model) -> str:
     count), less the LLM policy's caches and counters (:data:`CACHES`)."""
     policy = model.policy.state_dict()
     inner = policy
-    while isinstance(inner, dict) and isinstance(inner.get("inner"), dict):  # a learner's wrapper: agents/learned.py
+    while isinstance(inner, dict) and isinstance(inner.get("inner"), dict):  # a learner's wrapper: agents/learners/policy.py
         inner = inner["inner"]
     for key in CACHES:
         inner.pop(key, None)

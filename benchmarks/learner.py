@@ -9,17 +9,17 @@ Usage::
 
 Device: ``cuda`` when available (bf16 autocast), else CPU, exactly as the learner picks it.
 
-What is timed. *Bid-head update*: one :func:`agents.reinforce_bids.bid_objective` step as
+What is timed. *Bid-head update*: one :func:`agents.learners.reinforce_bids.bid_objective` step as
 ``LearnedPolicy.learn`` runs it after a round: M = T x B = 10 x 32 = 320 auctions, each over all N
 agents' rows (about 20% eligible), bids = min(head bids, wealth cap), REINFORCE loss with the
 entropy bonus, backward, gradient clipping, Adam step. Two feature sources: ``numeric`` (one-hot,
 F = 16, rows of 16) and ``text`` (384-d MiniLM-sized embeddings through a shared projection to 32).
 The features are precomputed (they are cached per distinct observation in a run). Reported: updates
 per second (median over repeats after one warm-up) and agent-auction rows per second (M x N x
-updates/s). *Value-head update* (the default objective): one :func:`agents.value_bids.value_loss` and
-:func:`~agents.value_bids.value_step` as ``LearnedPolicy`` runs them: K = 320 turns of random agents among N,
+updates/s). *Value-head update* (the default objective): one :func:`agents.learners.value_bids.value_loss` and
+:func:`~agents.learners.value_bids.value_step` as ``LearnedPolicy`` runs them: K = 320 turns of random agents among N,
 Huber regression of each turn's predicted value on what it earned, one SGD step; it reads only the K turns'
-rows, so its cost hardly grows with N. *GRPO*: one :meth:`agents.hf_grpo.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
+rows, so its cost hardly grows with N. *GRPO*: one :meth:`agents.learners.hf_grpo.HFGRPO.update` of SmolLM2-135M (LoRA rank 8 on q/v)
 on a batch of G = 2 completions for each of several prompts, prompt + completion tokens per second.
 *GRPO through the market*: the same update on a wordmath round's own completions (:func:`market_grpo_tokens`).
 """
@@ -41,12 +41,12 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from agents.bid_head import BidHead  # noqa: E402
+from agents.learners.bid_head import BidHead  # noqa: E402
 from agents.config import AgentsConfig  # noqa: E402
-from agents.hf_grpo import HFGRPO  # noqa: E402
-from agents.learner import Learner, autocast, pick_device  # noqa: E402
-from agents.reinforce_bids import bid_objective  # noqa: E402
-from agents.value_bids import value_loss, value_step  # noqa: E402
+from agents.learners.hf_grpo import HFGRPO  # noqa: E402
+from agents.learners.base import AdamStep, autocast, pick_device  # noqa: E402
+from agents.learners.reinforce_bids import bid_objective  # noqa: E402
+from agents.learners.value_bids import value_loss, value_step  # noqa: E402
 
 
 def sync(device) -> None:
@@ -60,7 +60,7 @@ def bid_updates(n: int, in_dim: int, dim: int, repeats: int, device, M: int = 32
     head = BidHead(in_dim, AgentsConfig(dim=dim), capacity=n).to(device)
     with torch.no_grad():
         head.row.normal_(0, 0.5, generator=g) if device.type == "cpu" else head.row.normal_(0, 0.5)
-    learner = Learner(list(head.parameters()), lr=0.01, max_grad_norm=1.0)
+    learner = AdamStep(list(head.parameters()), lr=0.01, max_grad_norm=1.0)
     phi = torch.rand(M, in_dim, generator=g).to(device)
     eligible = (torch.rand(M, n, generator=g) < 0.2).to(device)
     eligible[:, 0] = True

@@ -20,7 +20,7 @@ cache emptied; no memo, no cached wake-up scores):
 
 * ``sequential``: the recorded prompts, one backend call each, in order (a per-agent
   framework's pattern; with no market around it, so the speed-up below is conservative);
-* ``lockstep``: the market itself again in lockstep (agents/llm_policy.py): every LLM call of
+* ``lockstep``: the market itself again in lockstep (agents/llm/policy.py): every LLM call of
   a market step is one batch over all B worlds; its prompts are checked against the record;
 * ``raw``: the recorded batches straight into the backend, nothing around them: the ceiling
   for the market (what the engine alone takes for the same work);
@@ -57,12 +57,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agents import text_scenario  # noqa: E402
+from scenarios.text import scenario as text_scenario  # noqa: E402
 from agents.backends import BackendConfig  # noqa: E402
 from agents.backends.base import Stats  # noqa: E402
 from agents.backends.factory import shared_backend  # noqa: E402
-from agents.llm_policy import PolicyConfig  # noqa: E402
-from agents.text_adapter import TextBatch  # noqa: E402
+from agents.llm.policy import PolicyConfig  # noqa: E402
+from scenarios.text.adapter import TextBatch  # noqa: E402
 from market import MarketConfig, MarketModel, PopulationConfig  # noqa: E402
 from scenarios import wordmath  # noqa: E402
 

@@ -57,7 +57,7 @@ import addition  # noqa: E402  (the world, a user's world file, not a package mo
 WORLD = ROOT / "benchmarks" / "peer" / "addition.toml"
 GROUP, PROBLEMS_PER_STEP = 4, 4  # the world file's agents.group and market.batch / group
 MAX_TOKENS = addition.Addition.roles[0].max_tokens
-HELDOUT_SEED = 10_000  # agents/text_scenario.py TextWorldConfig.heldout_seed: the stream a run's summary reads
+HELDOUT_SEED = 10_000  # scenarios/text/scenario.py TextWorldConfig.heldout_seed: the stream a run's summary reads
 
 
 def messages(problem: dict) -> list[dict]:
@@ -67,7 +67,7 @@ def messages(problem: dict) -> list[dict]:
 
 
 def problems(seed: int, ids) -> list[dict]:
-    """Problems of one seed stream, as the text adapter draws them (agents/text_adapter.py TextBoard.problem)."""
+    """Problems of one seed stream, as the text adapter draws them (scenarios/text/adapter.py TextBoard.problem)."""
     world = addition.Addition()
     return [world.problem(np.random.default_rng([seed, int(i)])) for i in ids]
 

@@ -4,7 +4,7 @@
 
 The economy is relay's (scenarios/relay.toml: holland bids, bucket brigade, rent, births and
 bankruptcy). On top of its rule (which decides when it wakes and what it bids), every agent has the
-library's learned action logits (``agents.actions = "grpo"``, agents/action_logits.py) with a residual per
+library's learned action logits (``agents.actions = "grpo"``, agents/learners/action_logits.py) with a residual per
 agent and stage (``agents.logits.per_state``: a rule that wakes at several stages learns an action for each),
 sampled when it wins; a newcomer's rule action starts ``agents.logits.rule_logit = 1`` above the others, and a child
 copies its parent's logits. After each round the round's trajectories (agents/credit/market.py, with relay's

@@ -23,7 +23,7 @@ The rows ``NAME+branches`` train objective NAME on trees of rollouts (``agents.b
 ``market.batch`` = 12: each round plays M = 4 rollouts in full and N = 2 branches of each from states they
 reached, tree_opsd's M and N; scenarios/blocks restores the states): focus's branches start where its gain
 ranks a state highest, process_branching's where entropy plus the critic's value gain is highest, the others' at
-a uniform prefix (tree_opsd's layout), and every step is credited by the rollouts below it (agents/advantages.py
+a uniform prefix (tree_opsd's layout), and every step is credited by the rollouts below it (agents/learners/advantages.py
 tree_advantage; process_branching: initial and branch rollouts normalised apart). Branches are episodes, so the budget is the same;
 ``grpo+branches`` is their baseline (the tree's credit without another objective).
 
@@ -35,7 +35,7 @@ signals, and the memory method; on each LLM world a row either runs or says whic
 
 Every name in ``agents.objectives.NAMES`` and every sampler gets a row. The rule-logit round gives an objective
 the rule's probability of each move (the reference), a critic's logits of each (state, move) and state (tppo,
-pact, focus: agents/critic.py, on the same one-hot state features the value bids read), state ids (focus:
+pact, focus: agents/learners/critic.py, on the same one-hot state features the value bids read), state ids (focus:
 equal observations) and, blocks declaring an oracle,
 the hand-written solver's move at each acted state (sero). An objective the config check refuses on blocks'
 rule logits (it reads a signal a rule-logit round does not give: executed-effect ids, candidate scores) is
@@ -180,10 +180,10 @@ def train(name: str, seed: int, setup: Setup) -> dict:
         rounds += 1
         steps += int((model.trace.winner >= 0).sum())  # each winner's move was sampled from its logits
     report = model.policy.report()
-    updates = report["policy_updates"]  # rounds whose update ran the objective (agents/learned.py, lm_grpo.py)
+    updates = report["policy_updates"]  # rounds whose update ran the objective (agents/learners/policy.py, lm_grpo.py)
     seconds = time.perf_counter() - start
     if setup.economy in LM:  # the LM learns tokens: its rate is trained tokens per second
-        from agents.text_scenario import outcomes
+        from scenarios.text.scenario import outcomes
 
         policy = model.policy.unwrapped
         with policy.evaluating():

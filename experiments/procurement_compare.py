@@ -8,7 +8,7 @@ Each run is ``catallax run procurement --seed S`` with the arm's keys and ``SIZE
 shared CPU cores run SmolLM2-135M at a few dozen tokens a second), through the runner into a temporary
 SQLite file. Every run also measures, on the same held-out problems (the ``heldout_seed`` stream, so the
 same in every run), the **complete agent** (one negotiator holding the whole pool, wrong worked examples
-included, every tool, the summed token budget; agents/text_scenario.py) and the **curated** one
+included, every tool, the summed token budget; scenarios/text/scenario.py) and the **curated** one
 (without the planted wrong lines); both are greedy, so they score the same in every run. A row adds the
 splitter tool alone (no model), computed here: what a market that routes every turn to it scores.
 

@@ -72,7 +72,7 @@ PATTERNS = (  # (blamed skill, steps: (role, status, output)) of a wordmath roll
 def verdict_cases(n: int, seed: int) -> list:
     """``n`` diagnoser cases in the shape of wordmath's (skills/editor.py Case): a problem of the wordmath stream
     ``seed``, one of PATTERNS' rollouts (wrong expressions, malformed and cut-off outputs), its blamed skill."""
-    from agents import parse
+    from agents.llm import parse
     from market.store import make_engine
     from scenarios.wordmath import problem
     from skills import Case, SkillLibrary, Trace

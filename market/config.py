@@ -37,7 +37,7 @@ class MarketConfig:
     """fixed: every agent bids base_bid; fixed_with_eps: a newborn bids max(others)+bid_eps, then
     keeps it; holland: bid = max(base_bid, holland_c x wealth); policy: the policy's
     ``bids(obs)`` ([N] or [B, N] credits: evolved or feature-conditioned bids); learned: the same
-    hook, the policy being a trained bid head (agents/learned.py composes it; unless the config sets
+    hook, the policy being a trained bid head (agents/learners/policy.py composes it; unless the config sets
     ``market.clearing`` it clears by ``softmax``, which reinforce bids need, scenarios/run/derived.py).
     The one name of this knob: ``agents.bids``, its old second name, is read as this key with a warning."""
     base_bid: float = Field(0.05, ge=0, le=MAX_CREDITS)

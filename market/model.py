@@ -230,7 +230,7 @@ class MarketModel(LazyTraders, mesa.Model, Economy):
         """One round: B episodes, then rent, bankruptcy and births."""
         before = self.episodes_done
         episodes = self.run_episodes()
-        self.policy.learn(self)  # a trained policy updates its weights from this round (agents/learned.py)
+        self.policy.learn(self)  # a trained policy updates its weights from this round (agents/learners/policy.py)
         self.episodes_done += self.cfg.batch
         after = self.episodes_done
         self._charge_compute(after)

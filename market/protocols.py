@@ -116,7 +116,7 @@ class Policy(Protocol):
     # --- optional hooks ---------------------------------------------------------------------------
     space = None
     """The RuleSpace its agents read a state through (bounded integer features; the world's actions), which a
-    learner composed around it reads (agents/learned.py): numeric bid features and action logits need one."""
+    learner composed around it reads (agents/learners/policy.py): numeric bid features and action logits need one."""
     backend = None
     """Its own language model (agents/backends), which ``agents.features = "hf"`` reads instead of loading another."""
     state_text = None

@@ -1,7 +1,7 @@
 """Quotes: LLM agents price a job for a client who pays at most a private amount; reward: the share won."""
 import re
 
-from agents import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 JOBS = ("a logo", "a website", "a translation", "a tax return", "a wedding video")
 PRICE = re.compile(r"\$\s*(\d{1,6})")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 GOODS = ("apples", "bread", "candles", "eggs", "honey", "ink", "milk", "rope", "soap", "tea")
 """What the stalls sell, one coin each."""

@@ -27,8 +27,8 @@ import re
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.text_scenario import TextWorldConfig
-from agents.text_world import Role, TextWorld
+from scenarios.text.scenario import TextWorldConfig
+from scenarios.text import Role, TextWorld
 from market.strict import STRICT
 from scenarios.multihop import CITIES, CITY, COLLEAGUE, FACTS, PEOPLE, SHOWN, search
 

@@ -18,8 +18,8 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.text_scenario import TextWorldConfig
-from agents.text_world import Role, TextWorld
+from scenarios.text.scenario import TextWorldConfig
+from scenarios.text import Role, TextWorld
 from market.strict import STRICT
 
 FIRST = ("Ada", "Bram", "Cleo", "Dov", "Esme", "Finn", "Greta", "Hugo", "Iris", "Jonas", "Kira", "Lev", "Mina", "Nico",

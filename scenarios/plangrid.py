@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 FIELDS = ("row", "col", "mark", "fill")
 SIZE = 4

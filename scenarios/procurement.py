@@ -1,6 +1,6 @@
 """Scenario ``procurement``: LLM agents haggle for a client against a scripted seller with a private floor price.
 
-An economic-coordination world written on the text-world API (agents/text_world.py), in the shape a
+An economic-coordination world written on the text-world API (scenarios/text/world.py), in the shape a
 user writes one. Each problem: a lot of goods, a list price (the client's budget) and the seller's
 private floor (50-80% of it). The seller opens at the list price; every buyer offer at or above the
 floor is a deal at that offer, and one below it gets a counter-offer (the seller comes down a third of
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 ITEMS = ("office chairs", "laptops", "printer toner", "desk lamps", "monitors", "filing cabinets", "headsets")
 STAGES = ("No offer has been made yet.", "The seller has made a counter-offer.")

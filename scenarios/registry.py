@@ -16,8 +16,8 @@ A scenario module provides
 * ``metrics(model, episodes, cfg) -> dict``: its part of the run's summary;
 * ``build(cfg) -> (world, policy)`` (the market runs them: market.protocols.World and Policy), or
   ``make_model(exp)`` for a model of its own (boltzmann has no auction; recsys runs a team); or, for
-  LLM agents, one ``agents.text_world.TextWorld`` subclass, for which the framework makes all three
-  (agents/text_scenario.py);
+  LLM agents, one ``scenarios.text.world.TextWorld`` subclass, for which the framework makes all three
+  (scenarios/text/scenario.py);
 
 and optionally
 
@@ -96,8 +96,8 @@ class Scenario:
 
     @classmethod
     def of(cls, name: str, module, section: str, plugin: bool) -> Scenario:
-        if not (hasattr(module, "build") or hasattr(module, "make_model")):  # one TextWorld class: agents/text_world.py
-            from agents.text_scenario import as_scenario
+        if not (hasattr(module, "build") or hasattr(module, "make_model")):  # one TextWorld class: scenarios/text/world.py
+            from scenarios.text.scenario import as_scenario
 
             try:
                 module = as_scenario(module)
@@ -149,14 +149,14 @@ class Scenario:
         if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)
             world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]),
                              exp.agents.sampler_settings())
-        if self.spec.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm_skills.py
+        if self.spec.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm/edit_pass.py
             if not hasattr(policy, "evolve_skills"):
                 raise ScenarioError(f"{self.origin}: SPEC.skill_library, but its policy has no evolve_skills")
             policy.evolve_skills(exp.skills, exp.agents.group, seed=exp.run.seed)
             if exp.skills.evidence == "training":  # the credit reads the training rounds (a probe groups its own)
                 world.group = exp.agents.group  # G consecutive worlds share a question
         if exp.market.bid_scheme == "learned" or exp.agents.actions == "grpo":
-            from agents.learned import LearnedPolicy  # imports torch: only runs that learn pay for it
+            from agents.learners.policy import LearnedPolicy  # imports torch: only runs that learn pay for it
 
             policy = LearnedPolicy(policy, exp.agents, seed=exp.run.seed, learned_bids=exp.market.bid_scheme == "learned",
                                    completions=self.spec.learned_actions == "lm")

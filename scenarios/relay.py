@@ -187,7 +187,7 @@ checked on seeds 10-19; the learned scheme's softmax clearing runs with it)."""
 def credit_signals(stages: int, actions: tuple[str, ...], embed: bool = False):
     """``signals(obs [T+1, 1], actions [T]) -> dict`` of Trajectory fields (the module docstring lists them)."""
     if embed:  # MiniLM imports torch: only runs that embed pay for it
-        from agents.bid_head import Embedder
+        from agents.learners.bid_head import Embedder
     embedder = Embedder() if embed else None
 
     def signals(obs: np.ndarray, act: np.ndarray, b=None, steps=None) -> dict:

@@ -8,7 +8,7 @@ is the gold one, the number of rules the record itself passes: a misquoted value
 
 The world exists for the ``evidence_diagnosis`` objective: it knows the gold score (``correct``, the belief's answer)
 and says what a good step of each role does (``rubric``): criteria, not the quote or the count. A reader that quotes
-a value the record does not hold is ungrounded (agents/privileged_pass.py ``grounding``); the scorer's frozen prompt
+a value the record does not hold is ungrounded (agents/llm/privileged_pass.py ``grounding``); the scorer's frozen prompt
 names its range, so its count claims nothing about its input.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 ATTRIBUTES = {"price": (10, 99), "rating": (1, 5), "stock": (0, 40), "warranty": (0, 3), "weight": (1, 20)}
 """Each attribute's range of integer values (inclusive)."""

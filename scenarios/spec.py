@@ -22,7 +22,7 @@ BID_FEATURES = ("numeric", "minilm", "hf", "agent")
 """What learned bids can read (``agents.features``)."""
 ACTION_KINDS = ("logits", "lm", "none")
 """What ``agents.actions = "grpo"`` trains: action logits over a rule policy's actions, a LoRA adapter of an LLM
-(agents/lm_grpo.py), or nothing (an agent's action is not trained by a learner)."""
+(agents/learners/lm_grpo.py), or nothing (an agent's action is not trained by a learner)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class ScenarioSpec:
     """Its world has an executable oracle for the ``sero`` objective: ``world.oracle(obs)`` (market.protocols.World)
     or, for LLM agents, the correct continuation of a step."""
     rubric: bool = False
-    """Its LLM world says what a good step of a role does at a state (agents/text_world.py ``rubric``): the
+    """Its LLM world says what a good step of a role does at a state (scenarios/text/world.py ``rubric``): the
     ``evidence_diagnosis`` objective's rewrites."""
     branches: bool = False
     """Its world can restart an instance from a state another one reached (``world.snapshot()`` and

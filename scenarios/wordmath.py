@@ -6,12 +6,12 @@ problems come from their own seed stream (``heldout_seed``), which training neve
 draws from. An episode's state goes text -> expression -> value; it ends when an
 agent gives a final answer (reward 1 if it is exactly right) or at the horizon.
 
-The world is written on the text-world API (agents/text_world.py), as any user's LLM world is: the class
+The world is written on the text-world API (scenarios/text/world.py), as any user's LLM world is: the class
 ``Wordmath`` holds a problem's state as plain Python (its problem, expression, value and answer) and says
-how text moves it; the framework (agents/text_adapter.py, agents/text_scenario.py) batches it, draws the
+how text moves it; the framework (scenarios/text/adapter.py, scenarios/text/scenario.py) batches it, draws the
 held-out and validation streams, runs the agents and measures the baselines.
 
-The agents (agents/llm_policy.py), all on one frozen SmolLM2-135M by default:
+The agents (agents/llm/policy.py), all on one frozen SmolLM2-135M by default:
 
 * ``extractor`` (LLM, 16 tokens): writes the problem as one expression, using
   only the problem's numbers; illegal once an expression exists;
@@ -38,7 +38,7 @@ of the routing.
 Skills live in the run's library (skills/library.py, named by the run id): every line of ``POOL``
 is a skill of its role (``extractor-example-1``, ``answerer-rule-2``, ``generalist-wake-3``, ...;
 skills/catalogue.py), an agent holds a list of them, and a birth's rewrite that makes a new line adds
-a skill whose edit names the birth and the parent agent (agents/llm_policy.py). ``catallax skills
+a skill whose edit names the birth and the parent agent (agents/llm/policy.py). ``catallax skills
 list|show|lineage|export --run RUN_ID`` reads it.
 
 Metrics, measured in the same run on the same held-out problems (the framework's, under wordmath's names:
@@ -63,10 +63,11 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents import parse, text_scenario
-from agents.prompts import Prompts
-from agents.text_scenario import TextWorldConfig
-from agents.text_world import Role, TextWorld
+from agents.llm import parse
+from scenarios.text import scenario as text_scenario
+from scenarios.text import Prompts
+from scenarios.text.scenario import TextWorldConfig
+from scenarios.text import Role, TextWorld
 from market.strict import STRICT
 
 NAMES = ("Ann", "Tom", "Mia", "Sam", "Lea", "Ben", "Ivy", "Max")
@@ -146,14 +147,14 @@ PROMPTS = Prompts(
         '"step": 0, "action": "revise", "target": "z-example-1"}',
     ]),
 )
-"""wordmath's own demonstrations (agents/prompts.py): a worked explore rewrite (a weak model copies a shown
+"""wordmath's own demonstrations (agents/llm/prompts.py): a worked explore rewrite (a weak model copies a shown
 format far more reliably than it follows a described one) and three worked verdicts of the diagnoser's short
 form (SmolLM2-135M answered 0 of 6 full diagnosis prompts with a JSON object, and copies this shape)."""
 
 
 @dataclass(config=STRICT)
 class Config(TextWorldConfig):
-    """The framework's keys (agents/text_scenario.py) with wordmath's defaults."""
+    """The framework's keys (scenarios/text/scenario.py) with wordmath's defaults."""
 
     heldout: int = Field(64, ge=1)
     role_weights: tuple[float, ...] | None = (0.35, 0.15, 0.25, 0.25)
@@ -200,7 +201,7 @@ def draw(rng: np.random.Generator) -> Problem:
 
 
 def problem(seed: int, pid: int) -> Problem:
-    """Problem ``pid`` of stream ``seed``, as the framework draws it (agents/text_adapter.py)."""
+    """Problem ``pid`` of stream ``seed``, as the framework draws it (scenarios/text/adapter.py)."""
     return draw(np.random.default_rng([seed, pid]))
 
 
@@ -275,7 +276,7 @@ equal to the successes here (1 for an exact answer, else 0), are left out."""
 
 
 def metrics(model, episodes: list[dict], cfg: Config) -> dict:
-    """The framework's summary (agents/text_scenario.py) under wordmath's names (module docstring)."""
+    """The framework's summary (scenarios/text/scenario.py) under wordmath's names (module docstring)."""
     out = text_scenario.metrics(model, episodes, cfg)
     for key in ("heldout_reward", "single_agent_reward", "curated_agent_reward", "complete_agent_reward"):
         out.pop(key)

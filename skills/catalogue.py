@@ -1,4 +1,4 @@
-"""Skill lines as library skills: what an LLM agent's trainable part is made of (agents/llm_policy.py).
+"""Skill lines as library skills: what an LLM agent's trainable part is made of (agents/llm/policy.py).
 
 Each distinct (role, line) is one skill of the run's library (skills/library.py):
 
@@ -83,7 +83,7 @@ class Catalogue:
         self.library: SkillLibrary | None = None
         self.check: Callable[[str, str, str], str] | None = None
         """``check(role, line, kind) -> problem`` ("" if fine) for a birth's rewrite (skills.limits, the role's
-        format): set by skill evolution (agents/llm_skills.py); None: births are recorded as unchecked."""
+        format): set by skill evolution (agents/llm/edit_pass.py); None: births are recorded as unchecked."""
         self.checks: collections.Counter = collections.Counter()  # births' rewrites: passed, failed, unchecked
 
     def name(self, role: str, line: str, kind: str, origin: dict) -> str:

@@ -49,7 +49,7 @@ class SkillsConfig:
     training, at every edit pass: the frozen market (greedy, no payments, nothing of the training run changed)
     plays ``probe`` fresh questions of the training stream G times each, each rollout carrying each line with
     probability ``p_use``; training keeps every line and its own grouping, so until an edit passes the gate the
-    run is the run without evolution (an LLM world's evolver only: agents/llm_skills.py)."""
+    run is the run without evolution (an LLM world's evolver only: agents/llm/edit_pass.py)."""
     probe: int = Field(8, ge=1)
     """``evidence = "probe"``: questions each edit pass plays, G rollouts each (agents.group)."""
     every: int = Field(1, ge=1)

@@ -268,7 +268,7 @@ class LLMDiagnoser:
     else why not: the verdict is then malformed)."""
     short: bool = False
     """Ask in the short form (SHORT_SYSTEM and worked verdicts as the ``generate`` caller's system and
-    demonstration turns: the world's own, agents/prompts.py; :meth:`short_prompt` per case) instead of PROMPT."""
+    demonstration turns: the world's own, agents/llm/prompts.py; :meth:`short_prompt` per case) instead of PROMPT."""
     choose: Callable[[list[str], list[list[str]]], list[int]] | None = None
     """Constrained decoding: ``choose(prompts, options) -> [index]`` (a backend's: log-likelihood of each option on
     hf, guided choice on vllm, a JSON schema on openai; -1: none) picks each verdict from :func:`verdicts`. None:

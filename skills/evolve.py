@@ -1,7 +1,7 @@
 """Which skills an edit pass changes: credit over the rollouts, then one diagnosis per blamed skill.
 
 The one blame step every scenario with a skill library runs (recsys on rule clauses,
-agents/llm_skills.py on LLM agents' skill lines), by ``skills.credit``:
+agents/llm/edit_pass.py on LLM agents' skill lines), by ``skills.credit``:
 
 * ``grse``      group-relative credit (skills/credit.py): the joint contrast of what each agent
                 did in the higher- and lower-advantage rollouts of the same question;

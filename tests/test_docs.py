@@ -135,10 +135,10 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert re.search(r"Rows: <code>benchmarks/results/relay_payment\.jsonl</code>, from <code>python -m experiments",
                      (site / "results" / "relay" / "index.html").read_text())
     api = (site / "reference" / "api" / "index.html").read_text()
-    for name in ("agents.text_world.TextWorld.act", "agents.text_task.Role", "agents.prompts.Prompts",
+    for name in ("scenarios.text.world.TextWorld.act", "agents.llm.task.Role", "agents.llm.prompts.Prompts",
                  "agents.backends.base.BackendConfig", "scenarios.run.experiment.Experiment", "market.model.MarketModel",
                  "agents.rule_policy.RulePolicy", "scenarios.report.data.open_run", "scenarios.run.runner.build_model",
-                 "agents.credit.base.Trajectory", "agents.objectives.batch.PolicyBatch", "agents.learner.RoundLearner.loss"):
+                 "agents.credit.base.Trajectory", "agents.objectives.batch.PolicyBatch", "agents.learners.base.RoundLearner.loss"):
         entry = api[api.index(f'id="{name}"'):][:8000]  # the entry, its Args ("Parameters") table within it
         assert "Parameters" in entry, f"{name}: no Args section in the API reference"
     summary = (site / "reference" / "summary" / "index.html").read_text()

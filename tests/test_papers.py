@@ -66,7 +66,7 @@ def test_an_objectives_logged_metrics_are_stats_its_code_writes():
 def test_every_shipped_scenario_has_a_card_with_metrics_its_code_reports():
     shipped = set(SCENARIOS) | {p.stem for p in SCENARIO_DIR.glob("*.toml")}
     assert set(scenario_cards.CARDS) == shipped
-    text_world = (ROOT / "agents/text_scenario.py").read_text()
+    text_world = (ROOT / "scenarios/text/scenario.py").read_text()
     for name, card in scenario_cards.CARDS.items():
         module = SCENARIOS.get(name) or SCENARIOS[{"flagship": "wordmath", "recsys_large": "recsys"}[name]]
         path = ROOT / (module.replace(".", "/") + ".py")

@@ -17,7 +17,7 @@ agent did not see: the correct output, a failed sibling's answer, later feedback
 policy's own reply under such a prompt with ``generate`` inside ``Stats.privileged`` (a teacher's sample). It is
 the learner's work, not an agent's action, so its tokens go to ``Stats.privileged_tokens`` alone: neither the
 counters a round stores (``prompt_tokens``, ``completion_tokens``: the round's usage rows) nor the
-tokens an agent is charged (agents/llm_calls.py charges what ``generate`` and ``score`` return).
+tokens an agent is charged (agents/llm/calls.py charges what ``generate`` and ``score`` return).
 
 A prompt has a frozen part (``system``: role and hard constraints, never edited)
 and a trainable part (``skills``: what births rewrite), then the observation.
@@ -35,7 +35,7 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from agents.parse import example
+from agents.llm.parse import example
 from market.strict import STRICT
 
 YES = ("yes", "Yes", " yes", " Yes")

@@ -325,7 +325,7 @@ class HFBackend:
     def forced(self, prompts: list[Prompt], completions: list[str]) -> list[np.ndarray]:
         """Per-token log-probabilities of each completion after its prompt (base.py): prompt and completion
         ids left-padded so every completion ends at the right edge, one forward per ``max_batch`` rows with the
-        LM head over the last L + 1 positions only, as the learner scores its own completions (agents/hf_grpo.py)."""
+        LM head over the last L + 1 positions only, as the learner scores its own completions (agents/learners/hf_grpo.py)."""
         t0 = time.perf_counter()
         heads = self.tokenizer([self._template(p.messages(), generation=True) for p in prompts],
                                add_special_tokens=False)["input_ids"]

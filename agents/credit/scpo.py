@@ -1,7 +1,7 @@
 r"""``scpo``: a failed step that resembles a successful sibling's step is not blamed (SCPO).
 
 Successful rollouts: A_g > 0 (grpo advantage). For a step of any other rollout, with unit
-embeddings e (MiniLM; agents/bid_head.py ``Embedder``) and the successful steps S::
+embeddings e (MiniLM; agents/learners/bid_head.py ``Embedder``) and the successful steps S::
 
     sim_{g,t} = max_{s in S} e_{g,t} . e_s
     A_{g,t}   = sim_{g,t} mean_{g' successful} A_{g'}     if sim_{g,t} >= tau        (tau = 0.9)

@@ -6,7 +6,7 @@ A gap alone mixes what the step did with what any rollout of the task does there
 and the teacher likes everywhere earned nothing over its siblings). So each turn is compared with the same step
 of the group's other rollouts. Rollouts take their steps in different orders and numbers, so turn m of one is
 not turn m of another: turns are matched by the cosine of their frozen sentence embeddings (``thought``: the
-reply's text embedded by the shipped MiniLM, agents/bid_head.py), each keeping its top K matches among the
+reply's text embedded by the shipped MiniLM, agents/learners/bid_head.py), each keeping its top K matches among the
 task's other rollouts with cosine >= tau. Its correspondence profile p_m (over the group's turns, plus one slot
 "unmatched") weights those matches by cosine. Consecutive turns that correspond to the same steps elsewhere
 form a span (a step spread over several turns); a span ends where the Jensen-Shannon divergence of adjacent

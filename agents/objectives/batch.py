@@ -29,7 +29,7 @@ class PolicyBatch:
     """One round's sampled steps as an objective reads them: M steps, each a completion of up to L tokens.
 
     The first eight fields every learning round has; every field after them is an optional signal (None where the
-    world or policy gives none), named in an objective's ``NEEDS``. The learners build it (agents/lm_grpo.py for
+    world or policy gives none), named in an objective's ``NEEDS``. The learners build it (agents/learners/lm_grpo.py for
     LLM agents, ``PolicyBatch.one_token`` for rule-logit policies); an objective receives it and returns
     ``(loss, stats)``. Shapes are checked when it is made.
 
@@ -117,7 +117,7 @@ class PolicyBatch:
     """[M] the same once the step's reply is in the prompt: what its commitment did to the belief."""
     grounding: torch.Tensor | None = None
     """[M] the share of the step's reply's content words and numbers that occur in what its agent read, 1 where it has
-    none (agents/privileged_pass.py ``grounding``; evidence_diagnosis)."""
+    none (agents/llm/privileged_pass.py ``grounding``; evidence_diagnosis)."""
     rubric_sample_logp: torch.Tensor | None = None
     """[M, L'] log-probability under the current policy, without the rubric (with grad), of a rewrite the policy sampled
     with the world's rubric for the step in its prompt (evidence_diagnosis)."""
@@ -131,7 +131,7 @@ class PolicyBatch:
     """[M] bool: the step edited the context its rollout's later prompts read (a text world's ``edit_roles``;
     contextpilot)."""
     thought: torch.Tensor | None = None
-    """[M, D] the step's reply as text embedded by the frozen sentence embedder (MiniLM, agents/bid_head.py; unit
+    """[M, D] the step's reply as text embedded by the frozen sentence embedder (MiniLM, agents/learners/bid_head.py; unit
     vectors, D = 384): two steps that say the same thing are near, wherever they fall in their rollouts (alignopsd)."""
     subgoals: torch.Tensor | None = None
     """[M] int: id of the step's canonical state: its problem, its role and the order-free sub-goals achieved before it
@@ -185,16 +185,16 @@ class PolicyBatch:
 BELIEF = ("belief_before", "belief_after")
 PER_TOKEN = ("teacher_logp", "hindsight_logp", "sibling_logp", "hint_logp")
 PRIVILEGED = (*PER_TOKEN, *BELIEF)
-"""The signals a privileged pass scores (agents/privileged_pass.py asks for them, agents/hf_grpo.py lays them out)."""
+"""The signals a privileged pass scores (agents/llm/privileged_pass.py asks for them, agents/learners/hf_grpo.py lays them out)."""
 JUDGED = ("located", "teacher_verified", "breakpoint")
-"""Per-step verdicts on what was written: the world's verifier's (agents/privileged_pass.py), the state graph's
+"""Per-step verdicts on what was written: the world's verifier's (agents/llm/privileged_pass.py), the state graph's
 (diamond_sd's breakpoint)."""
 SAMPLED = ("teacher_sample_logp", "teacher_sample_mask", "rubric_sample_logp", "rubric_sample_mask")
-"""A completion the policy samples under a privileged prompt, scored under the step's own (agents/hf_grpo.py)."""
+"""A completion the policy samples under a privileged prompt, scored under the step's own (agents/learners/hf_grpo.py)."""
 RETRIEVED = ("retrieved_logp", "retrieved_mask")
-"""An own verified success's reply at the step's canonical state, scored under the step's prompt (agents/hf_grpo.py)."""
+"""An own verified success's reply at the step's canonical state, scored under the step's prompt (agents/learners/hf_grpo.py)."""
 GROUNDED = ("grounding", "rubric_sample_grounding")
-"""Per-step grounding of a reply in what its agent read, one number each (agents/privileged_pass.py ``grounding``)."""
+"""Per-step grounding of a reply in what its agent read, one number each (agents/llm/privileged_pass.py ``grounding``)."""
 TOKENS = ("logp", "old_logp", "mask", "entropy", "ref_logp", "token_logits", "value_logits", "oracle_logp", "oracle_mask",
           *SAMPLED, *PER_TOKEN, *RETRIEVED)
 SIGNALS = tuple(f.name for f in dataclasses.fields(PolicyBatch) if f.default is None)

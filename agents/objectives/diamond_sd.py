@@ -17,7 +17,7 @@ no privileged prompt)::
         - beta x mean_{m in R} mean_t log pi(z_{m,t} | x_m)     (R: recovery steps, z_m: the retrieved reply)
 
 A success's reply is remembered only where it moved its episode on (a refused reply teaches nothing). The LoRA learner
-(agents/lm_grpo.py) calls :func:`plan` on each round's steps and scores the retrieved replies before the update.
+(agents/learners/lm_grpo.py) calls :func:`plan` on each round's steps and scores the retrieved replies before the update.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Memory:
 
 def round_steps(task, solved, rows) -> list[Step]:
     """The state graph's view of a round's completions ``rows`` (world, the observation it acted on, role, the text
-    the world accepted or None, the reply as written), through the text task's ``canonical`` (agents/text_adapter.py);
+    the world accepted or None, the reply as written), through the text task's ``canonical`` (scenarios/text/adapter.py);
     ``solved`` [B]: each world's outcome."""
     out = []
     for world, obs, role, accepted, reply in rows:

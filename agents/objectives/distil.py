@@ -2,7 +2,7 @@ r"""``distil``: the policy learns the verified replies it writes when told the a
 
 h2sd and hint_sd pull the agent's *own* tokens towards an informed teacher (the reverse KL, on what the student
 sampled). Here the teacher *writes*: the policy with the correct output at the step's state in its prompt (the
-feedback) samples a reply of its own (agents/privileged_pass.py ``teacher_samples``); the world's verifier keeps
+feedback) samples a reply of its own (agents/llm/privileged_pass.py ``teacher_samples``); the world's verifier keeps
 the samples that do what the correct output does; and the policy, *without* the feedback, is trained to write
 them (the cross-entropy of the teacher's distribution, mode-covering where the reverse KL is mode-seeking).
 Verified samples only: an unverified one (the teacher copied the hint wrongly, or wandered off) is no target.

@@ -5,11 +5,11 @@ Three parts, in one loss.
 (a) **Locate.** A step's drift is what its reply did to the policy's posterior belief in the episode's gold final
 answer (the privileged pass's ``belief_before`` and ``belief_after``, agents/objectives/privileged.py
 ``belief_gain``); its grounding is the share of its reply's content words and numbers found in what its agent read
-(agents/privileged_pass.py ``grounding``). A step of a failed episode is faulty where its reply lowered the belief
+(agents/llm/privileged_pass.py ``grounding``). A step of a failed episode is faulty where its reply lowered the belief
 (d < 0) or claims what its input does not say (grounding below ``threshold``).
 
 (b) **Rewrite (supervised).** For the steps of failed episodes the policy samples a rewrite with the world's rubric
-for the step in its prompt (what a good reply does there, not the reply: agents/text_world.py ``rubric``); a located
+for the step in its prompt (what a good reply does there, not the reply: scenarios/text/world.py ``rubric``); a located
 step's rewrite is a target where it is whole and itself grounded (a rewrite that invents a value is no lesson), and
 the policy *without* the rubric is trained to write it by forward cross-entropy, weight ``beta`` (distil's update; its
 targets come from criteria, not from the answer, so no verifier judges them).

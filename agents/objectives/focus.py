@@ -18,7 +18,7 @@ where rollouts start and what the advantage is made of, not the surrogate: its l
 
 plus critic_coef x the critic's BCE on R. Where the world can restart from an inner state
 (``agents.branches``), the round's branches start from the states :func:`plan` picks among those its
-full rollouts reached (agents/learned.py), so n(s) grows where the critic is least trusted; elsewhere
+full rollouts reached (agents/learners/policy.py), so n(s) grows where the critic is least trusted; elsewhere
 the rollouts are the group's G.
 """
 

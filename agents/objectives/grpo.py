@@ -8,7 +8,7 @@ completion does not explode it; optional KL to a reference policy by the k3 esti
     KL_m  = mean_t exp(d_t) - d_t - 1,   d_t = log pi_ref - log pi
 
 :func:`surrogate` is the clipped objective itself, on per-step log-probabilities (the LM learner's chunked
-update calls it directly, agents/hf_grpo.py); :func:`loss` feeds it from a PolicyBatch.
+update calls it directly, agents/learners/hf_grpo.py); :func:`loss` feeds it from a PolicyBatch.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.learner import k3, penalised
+from agents.learners.base import k3, penalised
 from agents.objectives.batch import MissingSignals, PolicyBatch, step_mean
 from market.strict import STRICT
 

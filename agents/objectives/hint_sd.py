@@ -2,9 +2,9 @@ r"""``hint_sd``: feedback written just before the steps that failed, and only th
 
 An analyser locates the actions a failure is about and writes feedback inserted just before each; the policy is
 distilled towards what it would write with that feedback in context, at those actions alone. Here the fault
-locator is the world's (agents/privileged_pass.py ``located``): a step of a failed episode whose reply does not do
+locator is the world's (agents/llm/privileged_pass.py ``located``): a step of a failed episode whose reply does not do
 what the correct output at its state does. The feedback is that correct output, appended to what the agent read,
-just before its reply. The teacher is an exponential moving average of the policy's weights (agents/ema_weights.py,
+just before its reply. The teacher is an exponential moving average of the policy's weights (agents/learners/ema_weights.py,
 decay ``ema``), so the target moves slower than the student it trains; it rescores the agent's own tokens with the
 feedback in context (``hint_logp``), and the located steps are pulled towards it by the reverse KL on them
 (privileged.py ``reverse_kl``, h2sd's failure branch); every other step gets grpo's surrogate alone::
@@ -35,7 +35,7 @@ class Config:
     """Weight of the located steps' reverse KL to the hinted EMA teacher."""
     ema: float = Field(0.9, ge=0, lt=1)
     """The teacher's weights: ema x themselves + (1 - ema) x the policy's, after each update (0: the policy's own,
-    as of the last update); read by the LoRA learner (agents/lm_grpo.py), which keeps them."""
+    as of the last update); read by the LoRA learner (agents/learners/lm_grpo.py), which keeps them."""
 
 
 def loss(batch: PolicyBatch, cfg: Config) -> tuple:

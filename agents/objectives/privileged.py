@@ -8,7 +8,7 @@ argues against. The gap, stop-grad, is evidence *which* turn or token earned the
 episode did: each method here only redistributes the credit estimator's advantage (its sign kept), and the
 clipped surrogate of grpo then moves the policy on the redistributed advantage.
 
-An episode's steps come in time order within the batch (the LM learner lays them out so: agents/lm_grpo.py).
+An episode's steps come in time order within the batch (the LM learner lays them out so: agents/learners/lm_grpo.py).
 """
 
 from __future__ import annotations

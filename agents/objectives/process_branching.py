@@ -11,7 +11,7 @@ outcome itself)::
 
 and its N branches start from its N highest-scoring states (repeating them when it has fewer).
 
-**The advantage** (:func:`advantage`, in place of agents/advantages.py ``tree_advantage``): initial and branch
+**The advantage** (:func:`advantage`, in place of agents/learners/advantages.py ``tree_advantage``): initial and branch
 rollouts are normalised apart, a full rollout among its group's full rollouts, a branch among the rollouts through
 its branch state (its source and the source's branches from the same state), so that branches, which share a
 prefix and so a part of their outcome, do not shrink the initial rollouts' spread. The decision at a branch state,
@@ -70,7 +70,7 @@ def plan(entropy: np.ndarray, gain: np.ndarray, lengths: np.ndarray, n: int, bet
 @torch.no_grad()
 def scores(learner, obs: np.ndarray, lengths: np.ndarray, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """entropy [T, M] and gain [T, M] of the full rollouts' steps so far, from the action-logit learner
-    (agents/action_logits.py): its logits at each (winner, rule action) it recorded and its critic's state values."""
+    (agents/learners/action_logits.py): its logits at each (winner, rule action) it recorded and its critic's state values."""
     T, M = obs.shape[:2]
     rows, rule = (np.stack(column)[:, :M] for column in list(zip(*learner.acted[-T:]))[:2])  # [T, M] each
     logp = torch.log_softmax(learner.logits(np.maximum(rows, 0), np.maximum(rule, 0)).float(), -1)  # [T, M, A]
@@ -84,7 +84,7 @@ def scores(learner, obs: np.ndarray, lengths: np.ndarray, outcome: np.ndarray) -
 
 def advantage(outcome, source, prefix, t, b, group, cfg: Config, eps: float = EPS) -> np.ndarray:
     """[S] advantages of the acting steps (t [S], b [S]) of a branching round (``source``, ``prefix``, ``group``,
-    ``outcome`` [B] each, as agents/advantages.py ``tree_advantage`` takes them): the module docstring's formula."""
+    ``outcome`` [B] each, as agents/learners/advantages.py ``tree_advantage`` takes them): the module docstring's formula."""
     r = np.asarray(outcome, dtype=np.float64)
     source, prefix, group = (np.asarray(x) for x in (source, prefix, group))
     worlds = np.arange(r.size)

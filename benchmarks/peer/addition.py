@@ -11,7 +11,7 @@ Written with the public text-world API only, as a user would write a world (docs
 
 from __future__ import annotations
 
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 SYSTEM = "You add two numbers. Reply only with: Answer: <number>"
 EXAMPLE = "example: How many legs does a spider have? => Answer: 8"

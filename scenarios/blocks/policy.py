@@ -15,7 +15,7 @@ class BlocksPolicy(RulePolicy):
     """Rule agents of Blocks World: a rule wakes where its condition holds and its move is legal.
 
     What they bid is the market's business: the scenario's default is the platform's value bids
-    (agents/learned.py, ``agents.bid_objective = "value"`` with ``agents.features = "numeric"``):
+    (agents/learners/policy.py, ``agents.bid_objective = "value"`` with ``agents.features = "numeric"``):
     each agent keeps a running estimate per state (one-hot features), from its own cash flows only,
     of what one turn from that state earns it (its successor's payment, or the world's reward, less
     fees), bids ``(1 - agents.value.margin) x value`` and keeps the margin as profit. Along a solving

@@ -3,7 +3,7 @@
     catallax probe WORLD.toml --role R [--n N] [--set key=value ...] [--seed S] [--show-prompt] [--json]
 
 An LLM world's complete agent (one agent per role it combines, each holding its role's whole initial pool, no
-auction: agents/text_scenario.py ``complete_agent``) plays the first N problems of the world's held-out stream,
+auction: scenarios/text/scenario.py ``complete_agent``) plays the first N problems of the world's held-out stream,
 greedy, once with every line of role R and once without each of R's lines in turn. A line's effect is the paired
 difference per problem (success without the line minus success with it): positive, the line harms; negative, it
 helps. Each is printed with its 95% interval (normal, over the N paired problems), so a line's measured harm is
@@ -60,9 +60,9 @@ def paired(with_line: np.ndarray, without: np.ndarray) -> dict:
 
 def probe(exp, role: str, n: int) -> dict:
     """The role's lines, the success with all of them, and each line's paired effect of removal (see the module)."""
-    from agents.llm_policy import LLMPolicy
-    from agents.text_adapter import TextBatch
-    from agents.text_scenario import complete_agent
+    from agents.llm.policy import LLMPolicy
+    from scenarios.text.adapter import TextBatch
+    from scenarios.text.scenario import complete_agent
     from scenarios.run.runner import build_model
 
     model = build_model(exp)

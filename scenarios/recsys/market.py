@@ -214,8 +214,8 @@ class RecsysMarket(MarketModel):
         roles = RolePolicy(exp.market.base_bid)
         env = RecsysWorld(world, roles, exp.agents.group, exp.skills.p_use)
         policy = roles
-        if exp.market.bid_scheme == "learned":  # value heads bid for the agents (agents/learned.py)
-            from agents.learned import LearnedPolicy
+        if exp.market.bid_scheme == "learned":  # value heads bid for the agents (agents/learners/policy.py)
+            from agents.learners.policy import LearnedPolicy
 
             policy = LearnedPolicy(roles, exp.agents, seed=exp.run.seed, learned_bids=True)
         model = cls(env, policy, exp.market, exp.population, seed=exp.run.seed)  # agents_per_role x roles (defaults)

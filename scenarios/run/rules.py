@@ -64,12 +64,12 @@ def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
 
 RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits", "state")
 """What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
-probability of each sampled action (the reference policy), a critic's logits (agents/critic.py) and
+probability of each sampled action (the reference policy), a critic's logits (agents/learners/critic.py) and
 state ids (equal observations)."""
 LM_SIGNALS = ("effect", "token_logits", "value_logits", "state", "thought", "grounding")
-"""What the LoRA learner's round gives (agents/lm_grpo.py): each completion's executed effect (role, state
+"""What the LoRA learner's round gives (agents/learners/lm_grpo.py): each completion's executed effect (role, state
 summary, parsed action), state ids (role, state summary), a token critic's logits, the completion's text
-embedded by the frozen MiniLM and its grounding in what the agent read (agents/privileged_pass.py); its KL to the
+embedded by the frozen MiniLM and its grounding in what the agent read (agents/llm/privileged_pass.py); its KL to the
 base model is its own (agents.kl), not an objective's ref_logp."""
 ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
 """What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
@@ -92,7 +92,7 @@ with the rubric in context, scored without it, and their grounding."""
 
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
     """agents.objective moves learned actions: rule logits give the batch fields and the reference, the LM
-    learner (agents/lm_grpo.py) the batch fields and effects. An objective reading more is refused here, naming it."""
+    learner (agents/learners/lm_grpo.py) the batch fields and effects. An objective reading more is refused here, naming it."""
     agents = exp.agents
     if agents.objective == "grpo":
         return None
@@ -122,7 +122,7 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
     except MissingSignals as err:
         unwritten = set(RUBRIC_SIGNALS) & set(needs(agents.objective)) and not scenario.spec.rubric
         return f"agents.objective = {agents.objective!r}: {err}" + \
-            (" (its world writes no rubric: agents/text_world.py TextWorld.rubric)" if unwritten else "")
+            (" (its world writes no rubric: scenarios/text/world.py TextWorld.rubric)" if unwritten else "")
 
 
 def _token_price_is_charged(exp: Experiment) -> str | None:
@@ -144,13 +144,13 @@ def _per_state_logits_have_a_state(exp: Experiment) -> str | None:
 
 def _features_are_read(exp: Experiment) -> str | None:
     """agents.features is how learned bids see a state, how the critic of learned action logits does
-    (agents/critic.py ActionCritic, under an objective that reads one), and how per-state logits do; a run with
+    (agents/learners/critic.py ActionCritic, under an objective that reads one), and how per-state logits do; a run with
     none of them would ignore it."""
     agents = exp.agents
     if agents.features == AgentsConfig().features or exp.market.bid_scheme == "learned" or agents.logits.per_state:
         return None
     if agents.actions == "grpo" and agents.objective != "grpo" and exp.module.spec.learned_actions != "lm":
-        from agents.critic import SIGNALS
+        from agents.learners.critic import SIGNALS
         from agents.objectives import needs
 
         if set(SIGNALS) & set(needs(agents.objective)):
@@ -311,7 +311,7 @@ def _world_offers_the_tasks(exp: Experiment) -> str | None:
 
 SETTINGS_TABLES = (("credit_settings", "credit", "grpo"), ("task_settings", "tasks", "world"))
 """Each plugin settings table of [agents] (a sub-table per registered name), the key choosing the one read, and the
-choice that reads none (grpo's advantage is the learner's own, agents/learner.py; world draws its own tasks)."""
+choice that reads none (grpo's advantage is the learner's own, agents/learners/base.py; world draws its own tasks)."""
 
 
 def _plugin_settings_are_read(exp: Experiment) -> str | None:

@@ -274,7 +274,7 @@ def _finish(exp: Experiment, model: Economy, store: RunStore, episodes: list[dic
         "transfers": model.ledger.count,
         "house": int(pop.wealth[HOUSE_ROW]),
         **exp.module.metrics(model, episodes, exp.scenario),
-        **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learned.py)
+        **getattr(getattr(model, "policy", None), "report", dict)(),  # a learner's counts (agents/learners/policy.py)
         **curve.summary(),
         "population_extinct_at_episode": extinct,
     }

@@ -18,7 +18,7 @@ import fnmatch
 from dataclasses import dataclass
 
 TEXT_WORLDS = ("errands", "longlookup", "multihop", "plangrid", "procurement", "review", "wordmath")
-"""The built-in LLM worlds (agents/text_world.py); a text world of your own produces the same keys."""
+"""The built-in LLM worlds (scenarios/text/world.py); a text world of your own produces the same keys."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ GROUPS = (
         "fielded_team": "The skills each role's winning agents fielded at the end (market mode).",
         "house_wealth": "The house's balance at the end (market mode), micro-credits.",
     }),
-    Group("LLM worlds", (*TEXT_WORLDS,), "always (agents/text_scenario.py); wordmath renames four of them (below)", {
+    Group("LLM worlds", (*TEXT_WORLDS,), "always (scenarios/text/scenario.py); wordmath renames four of them (below)", {
         "heldout_success": "The trained market, frozen, on the held-out problems: success rate (rate).",
         "heldout_reward": "The same episodes' mean reward (the world's reward units).",
         "complete_agent_success": "The complete agent (one agent holding every tool, the whole initial skill pool and the "
@@ -150,7 +150,7 @@ GROUPS = (
         "complete_agent_whole_pool_accuracy": "`complete_agent_success`: the complete agent holding the whole pool (rate).",
     }),
     Group("Skill evolution", (*TEXT_WORLDS,), "LLM worlds with skill evolution (`skills.credit` other than none; "
-          "agents/llm_skills.py)", {
+          "agents/llm/edit_pass.py)", {
         "skill_edits_proposed": "Skill edits written and put to the gate, count.",
         "skill_edits_accepted": "Edits the gate accepted, count.",
         "skill_edits_rejected": "Edits the gate rejected, count.",

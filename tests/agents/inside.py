@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from agents.learned import LearnedPolicy
+from agents.learners.policy import LearnedPolicy
 from market import MarketModel
 from market.protocols import PolicyWrapper
 from scenarios import relay

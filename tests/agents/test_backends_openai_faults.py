@@ -9,7 +9,8 @@ import pytest
 
 from agents.backends import BackendConfig, Prompt
 from agents.backends.factory import make_backend
-from agents.llm_policy import LLMPolicy, Role
+from agents.llm.policy import LLMPolicy
+from scenarios.text import Role
 from tests.processes import ToyOpenAIServer
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 
 from agents import RulePolicy, RuleSpace
-from agents.bid_head import BidHead, OneHotFeatures, TextFeatures
+from agents.learners.bid_head import BidHead, OneHotFeatures, TextFeatures
 from agents.config import AgentsConfig, ReinforceBidsConfig
-from agents.learned import LearnedPolicy
-from agents.reinforce_bids import bid_objective
+from agents.learners.policy import LearnedPolicy
+from agents.learners.reinforce_bids import bid_objective
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.protocols import World
 from tests.helpers import assert_gradients_match_finite_differences

@@ -1,4 +1,4 @@
-"""LLM worlds that branch (agents/text_adapter.py snapshot / restore, the LoRA learner's branched round) and the
+"""LLM worlds that branch (scenarios/text/adapter.py snapshot / restore, the LoRA learner's branched round) and the
 contextpilot objective (agents/objectives/contextpilot.py): its branch points after context edits, a snapshot's
 value as the mean reward of its continuations, the edit's advantage, and the runs it refuses."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from agents.objectives import contextpilot, make
 from agents.objectives.batch import PolicyBatch
-from agents.text_adapter import TextBatch, TextBoard
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios import load
 from scenarios import longlookup as L
 from scenarios.run.sections import ConfigError
@@ -119,7 +119,7 @@ def test_contextpilot_loads_where_the_world_edits_its_context_and_is_refused_els
 def scripted_model(monkeypatch, sets, seed=3):
     """A longlookup market whose agents act by the scripted stand-in of tests/scenarios/test_longlookup.py and whose
     LoRA learner moves the real SmolLM2's adapter on those completions (the script does not read the weights)."""
-    from agents import lm_grpo
+    from agents.learners import lm_grpo
     from scenarios.registry import get_scenario
 
     real = lm_grpo.make_backend

@@ -1,4 +1,4 @@
-"""The critic and the oracle the token-level objectives read (agents/critic.py; World.oracle for sero), on
+"""The critic and the oracle the token-level objectives read (agents/learners/critic.py; World.oracle for sero), on
 rule-logit policies: hand-computed critic logits, solvers that solve their worlds, and the blocks economy
 training with tppo, pact and sero, a checkpoint carrying the critic."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.critic import ActionCritic
+from agents.learners.critic import ActionCritic
 from market.checkpoint import decode, encode
 from scenarios import blocks
 from scenarios.relay import Config as RelayConfig

@@ -1,10 +1,10 @@
-"""hint_sd's slow teacher (agents/ema_weights.py): the average follows the weights at rate 1 - ema, is swapped into
+"""hint_sd's slow teacher (agents/learners/ema_weights.py): the average follows the weights at rate 1 - ema, is swapped into
 the model and back whatever happens inside, and travels in a checkpoint."""
 
 import pytest
 import torch
 
-from agents.ema_weights import EMAWeights
+from agents.learners.ema_weights import EMAWeights
 
 
 def test_the_average_lags_the_weights_and_is_swapped_in_and_back():

@@ -8,9 +8,9 @@ import torch
 
 from agents import RulePolicy
 from agents.config import ActionLogitsConfig, AgentsConfig
-from agents.learned import LearnedPolicy
-from agents.advantages import holding_profit, outcome_advantage
-from agents.hf_grpo import HFGRPO
+from agents.learners.policy import LearnedPolicy
+from agents.learners.advantages import holding_profit, outcome_advantage
+from agents.learners.hf_grpo import HFGRPO
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
 from scenarios.run.config import load

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from agents.value_bids import value_loss, value_step
+from agents.learners.value_bids import value_loss, value_step
 from scenarios import wordmath
 from scenarios.registry import get_scenario
 from scenarios.run.config import load

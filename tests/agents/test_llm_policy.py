@@ -9,10 +9,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from agents import RulePolicy, parse, text_scenario
+from agents import RulePolicy
+from agents.llm import parse
+from scenarios.text import scenario as text_scenario
 from agents.backends import BackendConfig
 from agents.backends.factory import shared_backend
-from agents.llm_policy import PolicyConfig
+from agents.llm.policy import PolicyConfig
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.checkpoint import decode, encode
 from market.ledger import Reason

@@ -1,10 +1,10 @@
-"""LoRA GRPO through the market (agents/lm_grpo.py), on the real SmolLM2 and the real wordmath world, small."""
+"""LoRA GRPO through the market (agents/learners/lm_grpo.py), on the real SmolLM2 and the real wordmath world, small."""
 
 import numpy as np
 import pytest
 import torch
 
-from agents.advantages import outcome_advantage
+from agents.learners.advantages import outcome_advantage
 from market.checkpoint import decode, encode
 from scenarios.registry import get_scenario
 from scenarios.run.config import load

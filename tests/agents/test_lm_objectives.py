@@ -1,4 +1,4 @@
-"""agents.objective on the LoRA learner (agents/hf_grpo.py HFGRPO, agents/lm_grpo.py): each objective that
+"""agents.objective on the LoRA learner (agents/learners/hf_grpo.py HFGRPO, agents/learners/lm_grpo.py): each objective that
 the LM learner's signals allow moves SmolLM2's rewarded completions up, and wordmath refuses the others."""
 
 import subprocess
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from agents import critic
-from agents.advantages import outcome_advantage
-from agents.hf_grpo import HFGRPO
-from agents.lm_grpo import effect_ids
+from agents.learners import critic
+from agents.learners.advantages import outcome_advantage
+from agents.learners.hf_grpo import HFGRPO
+from agents.learners.lm_grpo import effect_ids
 from agents.objectives import make
 from tests.agents.scoring import mean_logprob
 

@@ -185,10 +185,10 @@ def test_alignopsd_turns_that_match_the_same_sibling_step_form_one_span_and_shar
 
 
 def test_alignopsd_default_threshold_on_the_shipped_embedder_matches_one_problems_steps_by_kind():
-    """What the LoRA learner gives as ``thought`` (the frozen MiniLM, agents/bid_head.py): at tau = 0.75 two
+    """What the LoRA learner gives as ``thought`` (the frozen MiniLM, agents/learners/bid_head.py): at tau = 0.75 two
     rollouts' expressions for one wordmath problem match, in either order of the operands, and an expression
     never matches an answer."""
-    from agents.bid_head import MiniLM
+    from agents.learners.bid_head import MiniLM
 
     e = torch.as_tensor(MiniLM()(["(12 + 7) * 3", "(7 + 12) * 3", "12 * 3 + 7", "57", "Answer: 57"]), dtype=torch.float64)
     sim, tau = e @ e.T, O.make("alignopsd").cfg.tau

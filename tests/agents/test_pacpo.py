@@ -1,14 +1,14 @@
 """``pacpo`` (agents/credit/pacpo.py) on hand-worked procurement rollouts: the concession that pays against the seller's
 real floor but not against the paired one gets the credit, an overpayment that pays more in the pair loses, a turn
 that changes nothing gets none; procurement's ``pair`` / ``check`` hooks, the ``paired`` signal as the framework
-hands it over (agents/text_adapter.py, no model), and a world without the hooks refused at load."""
+hands it over (scenarios/text/adapter.py, no model), and a world without the hooks refused at load."""
 
 import numpy as np
 import pytest
 
 from agents import credit as C
 from agents.credit.base import Trajectory
-from agents.text_adapter import TextBatch, TextBoard
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios.procurement import Procurement
 
 WORLD = Procurement()

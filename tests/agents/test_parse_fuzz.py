@@ -9,7 +9,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import parse
+from agents.llm import parse
 
 # text that looks like model output: arithmetic, answers, digits, unicode junk and control characters
 ALPHABET = st.sampled_from(list("0123456789+-*/().=:, \n\t$xX") + ["Answer", "answer is", "example:", "=>", "\x00",

@@ -1,10 +1,10 @@
-"""The LM learner's privileged prompts (agents/privileged_pass.py), by hand: which context each signal gets, which
+"""The LM learner's privileged prompts (agents/llm/privileged_pass.py), by hand: which context each signal gets, which
 failed sibling a step is contrasted with, and one forced call for all of them (a recording engine, no model)."""
 
 import numpy as np
 
 from agents.backends.base import Prompt, Stats
-from agents.privileged_pass import REFERENCE, contexts, failed_replies, located, score, verified
+from agents.llm.privileged_pass import REFERENCE, contexts, failed_replies, located, score, verified
 
 P = [Prompt("sys", "", f"state {i}") for i in range(4)]
 TEXTS = ["I offer $50", "I offer $70", "I offer $60", "I offer $90"]
@@ -59,7 +59,7 @@ def test_the_ema_teachers_context_is_the_teachers_and_a_privileged_generate_is_t
 
 
 def test_the_world_verifies_a_reply_by_what_it_does_and_locates_a_failed_episodes_wrong_step():
-    from agents.text_adapter import TextBatch, TextBoard
+    from scenarios.text.adapter import TextBatch, TextBoard
     from scenarios import wordmath
 
     board = TextBoard(wordmath.Wordmath())

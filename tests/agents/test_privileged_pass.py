@@ -49,7 +49,7 @@ def test_a_chat_server_refuses_the_privileged_pass_in_one_line():
 
 
 def test_a_teachers_samples_are_written_with_the_reference_in_context_and_charged_to_the_learner():
-    from agents.privileged_pass import teacher_samples
+    from agents.llm.privileged_pass import teacher_samples
 
     hf = shared_backend(BackendConfig(backend="hf", dtype="float32", max_batch=2))
     asked = [Prompt("You are a terse assistant.", "", "What is 2 + 3?", max_tokens=8, temperature=0.7, seed=s)
@@ -61,14 +61,14 @@ def test_a_teachers_samples_are_written_with_the_reference_in_context_and_charge
     assert (hf.stats.prompt_tokens, hf.stats.completion_tokens, hf.stats.seconds, hf.stats.calls) == before[:4]
     assert spent == hf.stats.privileged_tokens - before[4] > 2 * 20
     # the samples are the policy's under the reference paragraph: the same seed and prompt give the same reply
-    from agents.privileged_pass import REFERENCE, told
+    from agents.llm.privileged_pass import REFERENCE, told
 
     again = hf.generate([told(asked[0], REFERENCE.format(answer="5"))])[0]
     assert samples[0] in (again.text, None) and (samples[0] is None) == (again.finish != "stop" or not again.text.strip())
 
 
 def test_grounding_is_the_share_of_a_replys_content_its_agent_read():
-    from agents.privileged_pass import grounding
+    from agents.llm.privileged_pass import grounding
 
     read = "Record: price=35, rating=4, stock=3, warranty=1, weight=9. Policy: price below 50; stock above 10."
     reader = "Quote the record's values. Reply only: evidence: <attribute>=<value>, ..."

@@ -1,10 +1,10 @@
-"""The framework's own prompts (agents/prompts.py) belong to the world: generic defaults, wordmath's its own."""
+"""The framework's own prompts (agents/llm/prompts.py) belong to the world: generic defaults, wordmath's its own."""
 
 import re
 from pathlib import Path
 
-from agents.prompts import Prompts
-from agents.text_task import Role
+from scenarios.text import Prompts
+from scenarios.text import Role
 from scenarios import wordmath
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""A model per role (agents/text_task.py ``Role.llm``, ``[<section>.roles.NAME]``): a role's prompts go to its own
+"""A model per role (agents/llm/task.py ``Role.llm``, ``[<section>.roles.NAME]``): a role's prompts go to its own
 engine, the summary and the round usage table count each model apart, a resumed run reports the whole run's.
 
 The engines are scripted stand-ins (each answer a function of the prompt; test_text_world's), one per distinct
@@ -10,8 +10,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from agents import text_scenario
-from agents.prompts import REWRITE_SYSTEM
+from scenarios.text import scenario as text_scenario
+from agents.llm.prompts import REWRITE_SYSTEM
 from scenarios import build_model, load
 from scenarios.run import runner
 from tests.agents.test_text_world import CORRECT, TOML, TRIAGE, Scripted

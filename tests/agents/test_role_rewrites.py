@@ -1,4 +1,4 @@
-"""Rewrites in the role's own format (agents/prompts.py, agents/llm_births.py ``write_lines``): in a two-role world
+"""Rewrites in the role's own format (agents/llm/prompts.py, agents/llm/births.py ``write_lines``): in a two-role world
 written outside the package, births and skill edits show each role's rewrite that role's own worked example, so the
 lines born for a role are in its format; a rewrite that copies the framework's own words is refused.
 
@@ -11,9 +11,11 @@ import zlib
 import numpy as np
 import pytest
 
-from agents import parse, text_scenario
+from agents.llm import parse
+from scenarios.text import scenario as text_scenario
 from agents.backends.base import Completion
-from agents.prompts import REWRITE_SYSTEM, Prompts
+from agents.llm.prompts import REWRITE_SYSTEM
+from scenarios.text import Prompts
 from scenarios import build_model, load
 from tests.agents.test_text_world import CORRECT, TOML, TRIAGE, Scripted
 

@@ -1,4 +1,4 @@
-"""The text-world API (agents/text_world.py): a world written outside the package, in one class, runs in the
+"""The text-world API (scenarios/text/world.py): a world written outside the package, in one class, runs in the
 market; the framework's own prompts carry nothing of another world; what the world lacks is refused at load.
 
 The LLM is a scripted stand-in (each answer a function of the prompt), so the checks are exact and fast; the
@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from agents.backends.base import Completion, Stats
 from scenarios import build_model, load
 from scenarios import procurement, wordmath
 
 TRIAGE = '''
 """Triage: a classifier labels a customer message, a router sends the label on."""
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 MESSAGES = ("I love the new update", "The app crashes every time", "Thanks for the quick help", "Refund me now")
 
@@ -209,7 +209,7 @@ OWN_KEYS = '''
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.text_scenario import TextWorldConfig
+from scenarios.text.scenario import TextWorldConfig
 
 
 @dataclass
@@ -239,5 +239,5 @@ def test_a_world_declares_keys_of_its_own_and_reads_them_as_its_config(tmp_path,
     with pytest.raises(ConfigError, match=r"triage\.messages"):
         load(str(tmp_path / "triage.toml"), ["triage.messages=9"])
     (tmp_path / "triage.py").write_text(TRIAGE + "\n\nclass Config:\n    pass\n")
-    with pytest.raises(ValueError, match="Config must subclass agents.text_scenario.TextWorldConfig"):
+    with pytest.raises(ValueError, match="Config must subclass scenarios.text.scenario.TextWorldConfig"):
         load(str(tmp_path / "triage.toml"))

@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from agents import RulePolicy
-from agents.bid_head import BidHead
+from agents.learners.bid_head import BidHead
 from agents.config import AgentsConfig, ValueBidsConfig
-from agents.advantages import turn_earnings
-from agents.learned import LearnedPolicy
-from agents.value_bids import value_loss
+from agents.learners.advantages import turn_earnings
+from agents.learners.policy import LearnedPolicy
+from agents.learners.value_bids import value_loss
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason
 from market.money import MICRO
@@ -180,7 +180,7 @@ def test_auto_keeps_a_value_bid_learner_on_the_cpu_where_cuda_is_present(monkeyp
     value-bid learner over rule actions stays on the CPU; gradient work still goes to cuda. These machines
     have no GPU, so a stand-in says there is one (``torch.cuda.is_available`` patched): nothing here
     allocates on it."""
-    from agents.learner import pick_device
+    from agents.learners.base import pick_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert pick_device("auto").type == "cuda" and pick_device("auto", gradients=False).type == "cpu"

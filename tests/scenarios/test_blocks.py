@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agents import AgentsConfig
-from agents.learned import LearnedPolicy
+from agents.learners.policy import LearnedPolicy
 from agents.rules import parse
 from market import MarketConfig, MarketModel, PopulationConfig
 from scenarios import blocks

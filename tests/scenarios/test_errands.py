@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from agents.objectives import PolicyBatch, make
 from agents.objectives import diamond_sd as D
 from agents.objectives.diamond_sd import Memory, Step, breakpoint_of, plan

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from scenarios import load
 from scenarios.run import runner
 from scenarios.run.config import ConfigError

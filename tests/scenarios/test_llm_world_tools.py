@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from scenarios import load
 from scenarios.cli.main import main
 from scenarios.run import runner

@@ -1,6 +1,6 @@
 """The long-lookup world (scenarios/longlookup.py): a 4-fact chain over multihop's facts in a context of 3 turns, the
 compaction that keeps the turns it cites, the ``cited`` and ``retrieved`` signals as the framework hands them to the
-credit estimators (agents/text_adapter.py), and a market round with a scripted stand-in for the LLM, no model."""
+credit estimators (scenarios/text/adapter.py), and a market round with a scripted stand-in for the LLM, no model."""
 
 import re
 import zlib
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from agents import credit as C
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from agents.credit.market import trajectories
-from agents.text_adapter import TextBatch, TextBoard
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios import build_model, load
 from scenarios import longlookup as L
 from scenarios.multihop import FACTS, PEOPLE, search
@@ -141,7 +141,7 @@ def test_a_market_round_plays_the_world_and_its_groups_carry_the_signals(monkeyp
 def test_smollm2_plays_a_round_and_the_lora_learner_credits_it_with_self_credit(monkeypatch):
     """The real SmolLM2 through the market and the LoRA learner, small (one group of 4 rollouts): the learner's
     advantages come from self_credit on the round's own signals (the real estimator, its calls recorded)."""
-    from agents import lm_grpo
+    from agents.learners import lm_grpo
     from scenarios.registry import get_scenario
 
     calls, real = [], lm_grpo.step_advantages

@@ -1,9 +1,9 @@
 """The multi-hop lookup world (scenarios/multihop.py): its facts, the frozen retriever, the gold clue chain, and the
-per-step ``hit`` signal as the framework hands it to the credit estimators (agents/text_adapter.py), no model."""
+per-step ``hit`` signal as the framework hands it to the credit estimators (scenarios/text/adapter.py), no model."""
 
 import numpy as np
 
-from agents.text_adapter import TextBatch, TextBoard
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios import multihop as M
 
 

@@ -1,5 +1,5 @@
 """The plan-then-render world (scenarios/plangrid.py): requests, plans and grids scored field by field, the
-prefix-gated plan score, a scripted group of rollouts played through the framework (agents/text_adapter.py) whose
+prefix-gated plan score, a scripted group of rollouts played through the framework (scenarios/text/adapter.py) whose
 signals the ``dars`` estimator reads, and a market round with a scripted stand-in for the LLM (each answer a
 function of the prompt: the right plan or grid, or one with a field moved), no model."""
 
@@ -9,10 +9,10 @@ import zlib
 import numpy as np
 
 from agents import credit as C
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from agents.credit.base import Trajectory
 from agents.credit.market import trajectories
-from agents.text_adapter import TextBatch, TextBoard
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios import build_model, load
 from scenarios import plangrid as P
 from tests.scenarios.scripted_backend import ScriptedBackend

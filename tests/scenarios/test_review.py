@@ -7,8 +7,9 @@ import zlib
 import numpy as np
 import pytest
 
-from agents import lm_grpo, text_scenario
-from agents.text_adapter import TextBatch, TextBoard
+from agents.learners import lm_grpo
+from scenarios.text import scenario as text_scenario
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios import build_model, load
 from scenarios import review as R
 from scenarios.registry import get_scenario

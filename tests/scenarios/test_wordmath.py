@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from agents import parse
-from agents.text_adapter import TextBatch, TextBoard
+from agents.llm import parse
+from scenarios.text.adapter import TextBatch, TextBoard
 from scenarios import wordmath
 from scenarios.run.config import load
 

@@ -1,4 +1,4 @@
-"""Skill evolution of wordmath's LLM agents (agents/llm_skills.py): credit, the LLM diagnoser, gated edits.
+"""Skill evolution of wordmath's LLM agents (agents/llm/edit_pass.py): credit, the LLM diagnoser, gated edits.
 
 The whole loop runs the real SmolLM2 as a subprocess, at toy size; the config checks and the trace
 statuses are checked directly; resume on the scripted stand-in for the LLM (test_wordmath_skills).
@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from agents.backends.base import Completion
-from agents.llm_policy import status_of
+from agents.llm.policy import status_of
 from market.database import make_engine
 from scenarios.run import runner
 from scenarios.run.config import load
@@ -113,10 +113,10 @@ def planted_rollouts(rounds: int):
     is the test's own, so its rollouts do not depend on which tests ran before. Returns the evidence window,
     the library, the skills config and the planted line's skill name."""
     from agents.backends.factory import make_backend
-    from agents.llm_policy import LLMPolicy
-    from agents.llm_skills import SkillEvolver
+    from agents.llm.policy import LLMPolicy
+    from agents.llm.edit_pass import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
-    from agents.text_adapter import TextBatch, TextBoard
+    from scenarios.text.adapter import TextBatch, TextBoard
     from scenarios import wordmath as W
 
     cfg = W.Config(heldout=4, validation=4, horizon=3)
@@ -190,8 +190,8 @@ def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
     """The evolver's frozen runs (held-out before training, the gate's validation) restore the market's random
     stream and the policy's counters, last actions and forfeit memory: an evolver with every line always carried
     (p_use 1) and no edit pass trains on the same problems, with the same ledger, as no evolver."""
-    from agents import text_scenario
-    from agents.llm_skills import SkillEvolver
+    from scenarios.text import scenario as text_scenario
+    from agents.llm.edit_pass import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import wordmath
 
@@ -219,8 +219,8 @@ def test_a_probe_is_the_credits_evidence_and_leaves_training_as_it_was(scripted)
     """``skills.evidence = "probe"``: the training rounds carry every line (p_use reaches only the probe) and keep
     their own problems, so at p_use 0.5 the run trains with the same ledger as no evolver; each probe is
     ``skills.probe`` questions of G rollouts that differ in the lines their prompts carried."""
-    from agents import text_scenario
-    from agents.llm_skills import SkillEvolver
+    from scenarios.text import scenario as text_scenario
+    from agents.llm.edit_pass import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import wordmath
 

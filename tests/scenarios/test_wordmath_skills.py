@@ -1,4 +1,4 @@
-"""Wordmath's LLM agents keep their skills in the run's library (skills/catalogue.py, agents/llm_policy.py).
+"""Wordmath's LLM agents keep their skills in the run's library (skills/catalogue.py, agents/llm/policy.py).
 
 The library's mechanics (naming, births as add edits, writes at round boundaries, resume) are
 checked in-process on a scripted stand-in for the LLM (exact, fast); the whole thing, from
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
-from agents import text_scenario
+from scenarios.text import scenario as text_scenario
 from agents.backends.base import Completion, Stats
-from agents.llm_policy import LLMPolicy
-from agents.prompts import REWRITE_SYSTEM
-from agents.text_adapter import TextBoard
+from agents.llm.policy import LLMPolicy
+from agents.llm.prompts import REWRITE_SYSTEM
+from scenarios.text.adapter import TextBoard
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.checkpoint import decode
 from market.database import make_engine
@@ -63,7 +63,7 @@ class Scripted:
 
 @pytest.fixture
 def scripted(monkeypatch):
-    """wordmath's build (agents/text_scenario.py) on the scripted LLM."""
+    """wordmath's build (scenarios/text/scenario.py) on the scripted LLM."""
     monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Scripted())
 
 

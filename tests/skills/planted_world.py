@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from agents.text_world import Role, TextWorld
+from scenarios.text import Role, TextWorld
 
 NAMES = ("Ann", "Bob", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ines", "Omar")
 ITEMS = ("kettle", "lamp", "printer", "chair", "phone", "desk", "charger", "blender")

@@ -35,7 +35,7 @@ def test_the_reader_is_paid_only_for_the_messages_own_order_number():
 
 
 def test_the_planted_line_is_wrong_and_the_correct_ones_right():
-    from agents import parse
+    from agents.llm import parse
 
     for line in W.CORRECT:
         given, shown = parse.example(line)
@@ -83,10 +83,10 @@ def test_grse_and_the_gate_prune_the_planted_line_and_keep_the_correct_ones(seed
 
 
 def test_the_evolvers_read_scores_each_carried_line_alone_against_no_line(monkeypatch):
-    """agents/llm_skills.py's imitation read on a real round of the planted-line world, its engine a stand-in whose
+    """agents/llm/edit_pass.py's imitation read on a real round of the planted-line world, its engine a stand-in whose
     log-probabilities are a function of the prompt's one line and the completion: the planted line pulls towards
     the failed output, the correct ones away, a right output or an engine that cannot teacher-force reads as none."""
-    from agents import text_scenario
+    from scenarios.text import scenario as text_scenario
     from experiments.skill_evolution import PLANTED
     from scenarios import build_model, load
     from tests.scenarios.test_wordmath_skills import Scripted

@@ -2,12 +2,12 @@
 
 Training alternates (docs: concepts/learner.md): one market round collects B = (tasks x G) rollouts in
 lockstep, then one update, then the next round. The learners themselves, one module each, are composed
-by ``agents/learned.py``: value bids (agents/value_bids.py), REINFORCE bids (agents/reinforce_bids.py),
-rule action logits (agents/action_logits.py) and the LM's LoRA (agents/lm_grpo.py over agents/hf_grpo.py);
-what a round earned they read from agents/advantages.py, and how a policy moves on it from
+by ``agents/learners/policy.py``: value bids (agents/learners/value_bids.py), REINFORCE bids (agents/learners/reinforce_bids.py),
+rule action logits (agents/learners/action_logits.py) and the LM's LoRA (agents/learners/lm_grpo.py over agents/learners/hf_grpo.py);
+what a round earned they read from agents/learners/advantages.py, and how a policy moves on it from
 agents/objectives.
 
-**The update** (:meth:`Learner.step`): zero grads, backward, clip the global grad norm, Adam step.
+**The update** (:meth:`AdamStep.step`): zero grads, backward, clip the global grad norm, Adam step.
 Device: ``cuda`` when available with bf16 autocast for the forward passes, else CPU; the same
 code path (a learner with no gradient work stays on the CPU: :func:`pick_device`). Parameters whose rows grow
 with the population keep their Adam moments (padded), and a recycled row's moments are zeroed when a newborn
@@ -63,7 +63,7 @@ def penalised(loss: torch.Tensor, kl: torch.Tensor | None, coef: float) -> torch
 
 
 # ------------------------------------------------------------------------------------ the update
-class Learner:
+class AdamStep:
     """Adam over a list of parameters, with gradient clipping and row-aware moment bookkeeping."""
 
     def __init__(self, params: list[nn.Parameter], lr: float, max_grad_norm: float, rows: list[nn.Parameter] = ()):
@@ -134,7 +134,7 @@ def to_cpu(obj):
 
 # ------------------------------------------------------------------------------ the learners' hooks
 class RoundLearner:
-    """The hooks a learner declares to :class:`agents.learned.LearnedPolicy`, which calls them for every
+    """The hooks a learner declares to :class:`agents.learners.policy.LearnedPolicy`, which calls them for every
     learner it composes (one bid learner, at most one action learner), so it never asks what a learner is.
     Each default does nothing; a learner overrides what it needs.
 

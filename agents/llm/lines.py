@@ -4,14 +4,14 @@ Every line of the pool, and every line a birth or an edit writes, is a skill of 
 (skills/library.py; named per role and kind by skills/catalogue.py). A row holds a list of skill names;
 its wake-up prompt carries its general lines and its yes/no worked examples, its acting prompt its
 general lines and its other worked examples (in the rollouts skill evolution reads, a training round or a frozen
-probe by ``skills.evidence``, each with probability ``skills.p_use``: agents/llm_skills.py).
+probe by ``skills.evidence``, each with probability ``skills.p_use``: agents/llm/edit_pass.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 
-from agents import parse
+from agents.llm import parse
 from skills.library import SkillLibrary
 
 
@@ -28,8 +28,8 @@ class SkillLines:
     def evolve_skills(self, skills, group: int, seed: int = 0) -> None:
         """The registry's hook for a run whose ``[skills]`` section edits the library (skills.credit other
         than none): group-relative credit over the ``group`` (agents.group) rollouts of each question, diagnosis,
-        LLM-written edits and the gate (agents/llm_skills.py)."""
-        from agents.llm_skills import SkillEvolver
+        LLM-written edits and the gate (agents/llm/edit_pass.py)."""
+        from agents.llm.edit_pass import SkillEvolver
 
         self.evolver = SkillEvolver(self, skills, group, seed)
 

@@ -7,7 +7,7 @@ shared map P (or used as they are), meet every agent's row in one matmul::
     score[b, i] = P phi(obs_b) . row[i] + bias[i]           # [B, N] = [B, D] @ [D, N] + [N]
     bid[b, i]   = reinforce.scale x softplus(score[b, i])         # credits, > 0; the market caps it at wealth
 
-Two objectives read the score (``agents.bid_objective``, trained in agents/learned.py):
+Two objectives read the score (``agents.bid_objective``, trained in agents/learners/policy.py):
 
 * ``value``: the score *is* a prediction, in credits, of what agent i's turn from obs_b will earn it
   (the price its successor pays, or the world's reward, less fees); it bids (1 - value.margin) x the
@@ -215,7 +215,7 @@ class BidHead(nn.Module):
 
     def bids(self, phi: torch.Tensor) -> torch.Tensor:
         """[M, N] reinforce bids in credits (before the market's wealth cap); value bids are priced from
-        the score by agents/learned.py, which acts from a numpy copy of the rows."""
+        the score by agents/learners/policy.py, which acts from a numpy copy of the rows."""
         return self.cfg.reinforce.scale * F.softplus(self.score(phi))
 
     def turn_values(self, phi: torch.Tensor, agents: torch.Tensor) -> torch.Tensor:

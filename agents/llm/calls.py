@@ -1,10 +1,10 @@
 """The LLM policy's calls to its backend: batched generation and wake-up scoring, a greedy memo, token charges.
 
 Each market step makes at most two backend calls per engine (a role may call a model of its own:
-agents/text_task.py ``Role.llm``), each one batch over all B worlds and all agents that need it
+agents/llm/task.py ``Role.llm``), each one batch over all B worlds and all agents that need it
 (``PolicyConfig.lockstep``; ``False`` sends the same prompts one by one: the benchmark's sequential baseline,
 nothing else). Greedy prompts the shared engine answered before are answered from a bounded memo, and what
-each engine call cost in tokens is charged to the row that asked, per model (agents/llm_policy.py).
+each engine call cost in tokens is charged to the row that asked, per model (agents/llm/policy.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class ModelCalls:
         getattr(self.backend, "weights_changed", lambda: None)()
 
     def engine(self, row: int):
-        """The engine ``row``'s role calls (its own model, agents/text_task.py ``Role.llm``; row -1, the
+        """The engine ``row``'s role calls (its own model, agents/llm/task.py ``Role.llm``; row -1, the
         framework's own asks: the shared one)."""
         return self.backend if row < 0 or self.role[row] < 0 else self.engines.get(self.role[row], self.backend)
 

@@ -13,7 +13,7 @@ as the answer, for the exploit rewrite), so a router's child is not shown a calc
 copies the framework's own words back (the system line, or the ask's framing) is no skill line: it is refused
 (:meth:`Prompts.echoes`).
 
-These prompts belong to the world (``prompts`` on its text task: agents/text_world.py, or
+These prompts belong to the world (``prompts`` on its text task: scenarios/text/world.py, or
 scenarios/wordmath.py's own), because any demonstration is task text: a world's agents shown another
 world's worked example copy it (routers born holding an arithmetic example answer ``3 + 2`` to
 ``Sentiment: positive``). The defaults here contain nothing of any one task: their demonstrations are
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agents import parse
+from agents.llm import parse
 from agents.backends import Prompt
 from skills.editor import SHORT_SYSTEM
 
@@ -101,7 +101,7 @@ class Prompts:
         """These prompts with every ``None`` demonstration made from the world, per role.
 
         Args:
-            roles: The world's roles (``agents.Role``).
+            roles: The world's roles (``scenarios.text.Role``).
             pool: Role -> groups ``(p, [lines])`` of skill lines (``TextWorld.skill_pool()``).
 
         Returns:

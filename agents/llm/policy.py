@@ -17,7 +17,7 @@ differs from prompt to prompt far more than between states), and the agent wakes
 where it exceeds its threshold. The threshold is inherited with noise, so the
 market selects it along with the skills.
 
-Lockstep: each market step makes at most two backend calls (agents/llm_calls.py),
+Lockstep: each market step makes at most two backend calls (agents/llm/calls.py),
 each one batch over all B worlds and all agents that need it: the wake-up scoring
 pass (only the (agent, state-summary) pairs not seen before; scores are cached,
 since an agent's prompt changes only when it is reborn) and one generation for
@@ -30,12 +30,12 @@ world, which the market treats as a forfeit (the winner pays nothing and is paid
 nothing). The forfeiting agent then sleeps on that same observation, so the next
 bidder gets the state (greedy decoding would only repeat the failure).
 
-Births rewrite skills with the same LLM (agents/llm_births.py), with the
-rewrite prompts and worked demonstrations of the world (agents/prompts.py).
+Births rewrite skills with the same LLM (agents/llm/births.py), with the
+rewrite prompts and worked demonstrations of the world (agents/llm/prompts.py).
 The roles and the text task the policy reads states through are
-agents/text_task.py's (re-exported here).
+agents/llm/task.py's (re-exported here).
 
-The library (agents/llm_lines.py): the pool's lines are its first skills; :meth:`LLMPolicy.attach`
+The library (agents/llm/lines.py): the pool's lines are its first skills; :meth:`LLMPolicy.attach`
 (called by the runner with the run's store) writes them to the run database,
 under the run's id, and every birth writes its new skills there once the round's
 births are done, never mid-round. Checkpoints carry the library's marks, and a
@@ -55,11 +55,11 @@ from pydantic.dataclasses import dataclass as config_dataclass
 
 from agents.backends.base import Backend, Completion, Prompt
 from agents.backends.factory import label
-from agents.llm_births import Births
-from agents.llm_calls import ModelCalls
-from agents.llm_lines import SkillLines
-from agents.prompts import Prompts
-from agents.text_task import Role, TextTask, status_of
+from agents.llm.births import Births
+from agents.llm.calls import ModelCalls
+from agents.llm.lines import SkillLines
+from agents.llm.prompts import Prompts
+from agents.llm.task import Role, TextTask, status_of
 from agents.wake_watch import WakeWatch
 from market.protocols import Policy
 from skills.catalogue import Catalogue
@@ -101,7 +101,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         group with probability p, independently, in order; ``weights``: how often
         each role is drawn for newcomers; ``seed_agents``: (role, skills, theta) given to the first
         newborns, in order (None: drawn at random as for any newcomer); ``prompts``: the rewrite and
-        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/prompts.py);
+        diagnoser prompts (default: the task's ``prompts``, else the generic ones, agents/llm/prompts.py);
         ``engines``: role name -> the engine its agents call, where it is not ``backend`` (the shared one, which
         also serves the framework's own asks: diagnoses, skill edits)."""
         self.backend, self.task, self.roles, self.cfg = backend, task, list(roles), cfg
@@ -137,7 +137,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         function of the observations -> [B] rows: by the row it names for each state."""
         self._seed_agents = list(seed_agents)
         self.explore_temperature: float | None = None
-        """Set by a learner of the LM's weights (agents/learned.py): training rounds' completions are
+        """Set by a learner of the LM's weights (agents/learners/policy.py): training rounds' completions are
         sampled at this temperature and kept in ``generations`` for the update; evaluation stays greedy."""
         self.generations: list[list[tuple[int, int, Prompt, Completion, str | None]]] = []
         """Per act() call while exploring: (world, row, prompt, completion, the action it parsed to or None)
@@ -146,15 +146,15 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         self.heldout_memo: dict | None = None
         """The last held-out measurement and the fingerprint of the state it read (agents/heldout.py)."""
         self.evolver = None
-        """Skill evolution (agents/llm_skills.py), when the run's ``[skills]`` edits the library: it reads each
+        """Skill evolution (agents/llm/edit_pass.py), when the run's ``[skills]`` edits the library: it reads each
         training round's ``steps`` and decides which of an acting row's skills its prompt carries."""
         self.steps: list[dict[int, tuple]] = []
-        """Per act() call of a round the skill evolver reads (agents/llm_skills.py ``contrasting``): world -> (row,
+        """Per act() call of a round the skill evolver reads (agents/llm/edit_pass.py ``contrasting``): world -> (row,
         status, output, skills used)."""
         self._step: dict[int, tuple] | None = None  # the act() call's entry of ``steps`` being filled
         self.base_weights = contextlib.nullcontext
         """A context in which the backend runs the untrained model (the baselines'); a learner of the
-        LM's weights replaces it (agents/lm_grpo.py)."""
+        LM's weights replaces it (agents/learners/lm_grpo.py)."""
 
     @property
     def space(self):

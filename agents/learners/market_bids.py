@@ -1,8 +1,8 @@
 """The bid learner of a run whose bids are the market's scheme's: a bid head that learns nothing.
 
-Value bids (agents/value_bids.py) and REINFORCE bids (agents/reinforce_bids.py) extend it: all three keep
-one :class:`~agents.bid_head.BidHead` whose rows follow the population's (a random newcomer's drawn, a child's
-inherited, agents/bid_head.py). Here the head has no features and is never read: it is kept because its
+Value bids (agents/learners/value_bids.py) and REINFORCE bids (agents/learners/reinforce_bids.py) extend it: all three keep
+one :class:`~agents.learners.bid_head.BidHead` whose rows follow the population's (a random newcomer's drawn, a child's
+inherited, agents/learners/bid_head.py). Here the head has no features and is never read: it is kept because its
 births draw from the run's random stream (a newcomer's guessed value, a child's noise) exactly as a run with
 learned action logits and the market's bids always has, so such a run keeps its ledger from one seed.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agents.bid_head import BidHead
+from agents.learners.bid_head import BidHead
 from agents.config import AgentsConfig
-from agents.learner import RoundLearner, to_cpu
+from agents.learners.base import RoundLearner, to_cpu
 
 
 class MarketBids(RoundLearner):

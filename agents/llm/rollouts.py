@@ -1,4 +1,4 @@
-"""The rollouts skill evolution reads from LLM agents (agents/llm_skills.py): B worlds played in lockstep, as
+"""The rollouts skill evolution reads from LLM agents (agents/llm/edit_pass.py): B worlds played in lockstep, as
 (question, G rollouts) groups of traces (skills/workflow.py), from a training round or from a frozen probe.
 
 A training round leaves the market's trace (market/model.py ``RoundTrace``: what each step observed, what was

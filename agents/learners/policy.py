@@ -6,17 +6,17 @@ after the B episodes and before rent, deaths and births (so children inherit the
 This class composes rather than subclasses: it wraps any policy (rule, blocks, LLM, ...), answers
 ``eligible`` and the skill side by delegation, and holds two learners, each a module of its own:
 
-* the bid learner: value bids (agents/value_bids.py), REINFORCE bids (agents/reinforce_bids.py), or, where
-  the market's scheme bids, a head that learns nothing (agents/market_bids.py);
+* the bid learner: value bids (agents/learners/value_bids.py), REINFORCE bids (agents/learners/reinforce_bids.py), or, where
+  the market's scheme bids, a head that learns nothing (agents/learners/market_bids.py);
 * the action learner, with ``agents.actions = "grpo"``: action logits over a rule world's actions
-  (agents/action_logits.py), or the LM's LoRA adapter where the actions are an LLM's completions
-  (agents/lm_grpo.py); none otherwise.
+  (agents/learners/action_logits.py), or the LM's LoRA adapter where the actions are an LLM's completions
+  (agents/learners/lm_grpo.py); none otherwise.
 
 :func:`learners` is the one place that picks them from the config (and the one place that looks at what
 the inner policy is). Everything else goes through the hooks each learner declares
-(:class:`agents.learner.RoundLearner`): births (resize, spawn, inherit, revise) are applied to the inner
+(:class:`agents.learners.base.RoundLearner`): births (resize, spawn, inherit, revise) are applied to the inner
 policy and then to every learner; ``learn`` runs each learner's own update, then ``agents.epochs`` steps
-of one Adam (agents/learner.py) over the sum of their losses; ``state_dict`` holds the inner policy's, each
+of one Adam (agents/learners/base.py) over the sum of their losses; ``state_dict`` holds the inner policy's, each
 learner's, Adam's and the torch RNG's, so a resumed run continues bit for bit.
 
 Every other call goes to the inner policy (:class:`market.protocols.PolicyWrapper`); scenario code
@@ -28,15 +28,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agents.action_logits import ActionLogits
-from agents.bid_head import NoFeatures, make_features
+from agents.learners.action_logits import ActionLogits
+from agents.learners.bid_head import NoFeatures, make_features
 from agents.config import AgentsConfig
-from agents.learner import Learner, autocast, pick_device
-from agents.lm_grpo import CompletionLearner
-from agents.market_bids import MarketBids
+from agents.learners.base import AdamStep, autocast, pick_device
+from agents.learners.lm_grpo import CompletionLearner
+from agents.learners.market_bids import MarketBids
 from agents.objectives import for_agents
-from agents.reinforce_bids import ReinforceBids
-from agents.value_bids import ValueBids
+from agents.learners.reinforce_bids import ReinforceBids
+from agents.learners.value_bids import ValueBids
 from market.protocols import PolicyWrapper
 
 
@@ -46,7 +46,7 @@ def learners(inner, cfg: AgentsConfig, seed: int = 0, features=None, learned_bid
 
     ``learned_bids``: whether the agents' bids are learned (``market.bid_scheme = "learned"``); else the
     market's scheme bids. ``completions``: whether the agents' actions are a language model's completions (the
-    scenario's ``SPEC.learned_actions == "lm"``): learned actions then train the model (agents/lm_grpo.py), else
+    scenario's ``SPEC.learned_actions == "lm"``): learned actions then train the model (agents/learners/lm_grpo.py), else
     action logits over the world's actions (``inner.space``). What else a learner reads of ``inner`` it declares
     (market/protocols.py Policy: ``space``, ``backend``, ``state_text``). Built in this order (each draws from torch's RNG in turn): the LM learner (before the
     features: hf features read the trained LM), the features, the bid head, the critic."""
@@ -75,7 +75,7 @@ class LearnedPolicy(PolicyWrapper):
                                                                       completions)
         self.composed = [self.bid_learner] + ([self.action_learner] if self.action_learner else [])
         self.stats = {}
-        self.adam = Learner([p for lr in self.composed for p in lr.params], cfg.lr, cfg.max_grad_norm,
+        self.adam = AdamStep([p for lr in self.composed for p in lr.params], cfg.lr, cfg.max_grad_norm,
                             rows=[p for lr in self.composed for p in lr.rows])
 
     # --- the market's Policy protocol (describe and the rest go to the inner policy) ---------------

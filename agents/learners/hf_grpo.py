@@ -1,8 +1,8 @@
-"""GRPO on a causal LM (the hf backend's SmolLM2): the update step of the LM learner (agents/lm_grpo.py).
+"""GRPO on a causal LM (the hf backend's SmolLM2): the update step of the LM learner (agents/learners/lm_grpo.py).
 
 One market step of an LLM agent is one completion; its importance ratio is step-level and
 length-normalised, rho = exp(mean over its tokens of (log pi - log pi_old)), so a long
-completion does not explode the ratio; optional KL to the model without adapters (``agents.learner.k3``).
+completion does not explode the ratio; optional KL to the model without adapters (``agents.learners.base.k3``).
 The surrogate is grpo's (agents/objectives/grpo.py); another ``agents.objective`` replaces it.
 
 grpo's surrogate scores the completions at the temperature they were sampled at (``temperature``): the policy
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from agents.critic import TokenCritic, wanted
-from agents.learner import Learner, autocast, k3, penalised
+from agents.learners.critic import TokenCritic, wanted
+from agents.learners.base import AdamStep, autocast, k3, penalised
 from agents.objectives.batch import BELIEF, GROUNDED, JUDGED, PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
 
@@ -41,7 +41,7 @@ class HFGRPO:
     def __init__(self, model, tokenizer, lr: float = 1e-4, clip: float = 0.2, kl: float = 0.0,
                  lora_rank: int = 8, max_grad_norm: float = 1.0, chunk: int = 8, critic: bool = False,
                  temperature: float = 1.0):
-        """``critic``: a token critic on the LM's last hidden states (agents/critic.py) for objectives that
+        """``critic``: a token critic on the LM's last hidden states (agents/learners/critic.py) for objectives that
         read ``token_logits`` or ``value_logits`` (tppo, pact), trained with the adapters by the same Adam.
         ``temperature``: the completions' sampling temperature, at which grpo's surrogate scores them (the other
         objectives read log-probabilities at 1, as the privileged passes that they compare with score them)."""
@@ -63,7 +63,7 @@ class HFGRPO:
         self.model = model.eval()  # no dropout: acting and training see one function
         self.critic = TokenCritic(model.config.hidden_size).to(self.device) if critic else None
         params = [p for p in model.parameters() if p.requires_grad] + (list(self.critic.parameters()) if critic else [])
-        self.learner = Learner(params, lr, max_grad_norm)  # no rows
+        self.learner = AdamStep(params, lr, max_grad_norm)  # no rows
 
     def encode(self, prompts: list[list[dict]], completions: list[str],
                ended: list[bool] | None = None) -> list[tuple[list[int], list[int]]]:
@@ -203,7 +203,7 @@ class HFGRPO:
         successes, and evidence_diagnosis's ``fields["rubric_sample"]``, the rubric's rewrites, too); ``subgoals`` ids;
         ``grounding`` and ``rubric_sample_grounding`` [n] float; ``located``, ``teacher_verified``, ``breakpoint``,
         ``branch`` and ``context_edit`` [n] bool from ``fields``; ``fields["privileged"]``
-        maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/privileged_pass.py);
+        maps a privileged signal (teacher_logp ...) to each completion's per-token log-probabilities (agents/llm/privileged_pass.py);
         ``fields["thought"]``: each completion's text embedded by the frozen MiniLM (alignopsd)."""
         critic = self.critic is not None and wanted(objective)
         old, mask, entropy, *hidden = self._scored(pairs, entropy=True, hidden=critic)

@@ -1,14 +1,14 @@
 """Skill evolution for LLM agents: credit over their skill lines, a diagnosis, an LLM-written edit, the gate.
 
 The loop recsys runs on rule clauses (scenarios/recsys/evolve.py), here on the lines LLM agents carry
-(agents/llm_policy.py; each a skill of the run's library, skills/catalogue.py), set by ``[skills]`` (skills/config.py).
+(agents/llm/policy.py; each a skill of the run's library, skills/catalogue.py), set by ``[skills]`` (skills/config.py).
 
 **Rollouts.** A training round runs B worlds, ``agents.group`` consecutive ones on one question (the world draws them:
 market.protocols.World.group). In world b an acting agent's prompt carries each of its acting skill lines with
 probability ``skills.p_use``, drawn once per round, world and row: the randomised contrast the credit reads (without it
 the G rollouts of a question differ only by sampling and routing). Every action is a node of world b's trace
 (skills/workflow.py): role, agent, the skills its prompt carried, status (``ok``; an invalid, empty, over-long or
-illegal output is a failed node of its role: agents/llm_policy.py ``status_of``) and output, after the world's previous
+illegal output is a failed node of its role: agents/llm/policy.py ``status_of``) and output, after the world's previous
 step; the trace ends with the question's correct answer (``task.lesson``). A rollout's reward is the world's success,
 less the workflow penalty ``skills.penalty``.
 
@@ -22,8 +22,8 @@ evaluator (the frozen market) and its edit writer:
    verdict that does not parse, or names a skill or role the library does not have, is written to the
    ``skill_diagnosis_failure`` table and the rule diagnoser answers instead, counted as a fallback). ``random``: random
    (agent, skill) columns the rollouts used, with revise 1/2, prune 1/4, add 1/4 (what the gate alone buys).
-2. the edit's text, written by the model as births write theirs (agents/llm_births.py), with the world's prompts
-   (agents/prompts.py): ``revise`` rewrites the skill as a worked example from the cited step (what the role was given,
+2. the edit's text, written by the model as births write theirs (agents/llm/births.py), with the world's prompts
+   (agents/llm/prompts.py): ``revise`` rewrites the skill as a worked example from the cited step (what the role was given,
    what it wrote, the correct output); ``add`` asks for one more general line for the role, held by every agent of
    that role; ``prune`` takes the line from every agent; ``merge`` gives the partner's holders the target instead. A
    rewrite that does not parse is counted and the edit dropped.
@@ -46,11 +46,11 @@ import time
 
 import numpy as np
 
-from agents import parse
+from agents.llm import parse
 from agents.backends.base import NoPrivilegedPass, Prompt
 from market.database import make_engine
 from agents.heldout import frozen_episodes
-from agents.llm_rollouts import Watched, decode, groups
+from agents.llm.rollouts import Watched, decode, groups
 from skills import Diagnosis, LLMDiagnoser, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.catalogue import summary
 from skills.limits import tokens
@@ -199,7 +199,7 @@ class SkillEvolver:
             return self.policy.backend.choose(self._asks(prompts), options)
 
     def _asks(self, prompts: list[str]) -> list[Prompt]:
-        return [self.policy.prompts.diagnosis(p) for p in prompts]  # the world's prompts (agents/prompts.py)
+        return [self.policy.prompts.diagnosis(p) for p in prompts]  # the world's prompts (agents/llm/prompts.py)
 
     def _known(self, d: Diagnosis) -> str:
         """A verdict's target (and a merge's partner) must be a current skill, an add's a role with an LLM."""
@@ -300,7 +300,7 @@ class SkillEvolver:
         return to_edit(d, description=summary(line), body=line)
 
     def _rewrite(self, role: str, kind: str, fields: dict) -> str | None:
-        """An edit's new line for ``role``, written as births write theirs (agents/llm_births.py ``write_lines``:
+        """An edit's new line for ``role``, written as births write theirs (agents/llm/births.py ``write_lines``:
         the role's own format), unpaid (no agent asked for it)."""
         with self.policy.evaluating():
             line, _, _ = self.policy.write_lines([(-1, role, kind, fields)], [int(self.rng.integers(2**31))])[0]

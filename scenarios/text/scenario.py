@@ -1,6 +1,6 @@
 """A text world's scenario: its config section, build, load-time checks and metrics, made by the framework.
 
-A module that defines one :class:`~agents.text_world.TextWorld` subclass and no ``build`` is a scenario
+A module that defines one :class:`~scenarios.text.world.TextWorld` subclass and no ``build`` is a scenario
 (scenarios/registry.py asks :func:`as_scenario` for the interface): ``Config`` is
 :class:`TextWorldConfig` or the module's own subclass of it (the world's own keys, read as ``world.config``),
 ``build`` makes the batch of worlds, its
@@ -24,9 +24,9 @@ from pydantic.dataclasses import dataclass
 from agents.backends import BackendConfig
 from agents.backends.factory import require_engine, shared_backend, usage
 from agents.heldout import heldout_point, outcomes
-from agents.llm_policy import LLMPolicy, PolicyConfig
-from agents.text_adapter import TextBatch, TextBoard
-from agents.text_world import TextWorld
+from agents.llm.policy import LLMPolicy, PolicyConfig
+from scenarios.text.adapter import TextBatch, TextBoard
+from scenarios.text.world import TextWorld
 from market import MarketConfig, MarketModel, PopulationConfig
 from scenarios.spec import ScenarioSpec
 from market.strict import STRICT
@@ -79,7 +79,7 @@ def as_scenario(module):
     own = vars(module).get("Config", TextWorldConfig)
     if not (isinstance(own, type) and issubclass(own, TextWorldConfig)):
         raise ValueError(f"{getattr(module, '__file__', module.__name__)}: Config must subclass "
-                         "agents.text_scenario.TextWorldConfig (a text world's keys are added to the framework's)")
+                         "scenarios.text.scenario.TextWorldConfig (a text world's keys are added to the framework's)")
     out = types.SimpleNamespace(**vars(module))
     out.__doc__ = module.__doc__ or cls.__doc__
     out.Config = own
@@ -89,7 +89,7 @@ def as_scenario(module):
     out.heldout_point = heldout_point
     # Learned bids read the stage (one-hot under numeric), nothing (agent) or the stage's summary as text; the
     # sero objective reads the correct continuation, where the world can say it. Every text world branches: its
-    # states are deep-copied and replayed from the move log already (agents/text_adapter.py).
+    # states are deep-copied and replayed from the move log already (scenarios/text/adapter.py).
     out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
                             learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals(),
                             branches=True, batch_signals=("context_edit",) if cls.edit_roles else (),

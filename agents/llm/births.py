@@ -2,9 +2,9 @@
 
 Exploit (``inherit``) asks the model for one more general skill for a rich agent; explore
 (``revise``) shows a failed agent's task, its output and the correct output, and asks for a worked
-example. The asks and their worked demonstrations are the world's (agents/prompts.py: ``prompts`` of
+example. The asks and their worked demonstrations are the world's (agents/llm/prompts.py: ``prompts`` of
 the text task, or the generic defaults), each role shown its own format. :meth:`Births.write_lines` is the one
-place a rewrite is asked and read, for births and for skill edits (agents/llm_skills.py). A malformed rewrite
+place a rewrite is asked and read, for births and for skill edits (agents/llm/edit_pass.py). A malformed rewrite
 (or one that copies the framework's own words) is recorded and discarded (the child keeps its parent's skills). Every accepted rewrite is a new version (skill set) with its parent
 version; a line not yet in the role's library is a new skill, an ``add`` edit whose diagnosis names
 the birth (exploit or explore), the parent agent, its version and skills, and the raw rewrite.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents import parse
+from agents.llm import parse
 
 
 class Births:
@@ -59,7 +59,7 @@ class Births:
     def write_lines(self, asks: list[tuple[int, str, str, dict]], seeds: list[int]) -> list[tuple[str | None, str, str]]:
         """Rewrites in one batched generation: ``asks`` are (the row that pays, -1 for none; the role the line is
         for; ``explore`` or ``exploit``; the ask's fields), each shown its role's own demonstration
-        (agents/prompts.py ``Prompts.rewrite``). -> per ask (the line, or None; the raw text; why it was refused)."""
+        (agents/llm/prompts.py ``Prompts.rewrite``). -> per ask (the line, or None; the raw text; why it was refused)."""
         prompts = [self.prompts.rewrite(kind, role, fields, max_tokens=self.cfg.rewrite_tokens,
                                         temperature=self.cfg.rewrite_temperature, seed=int(seed))
                    for (_, role, kind, fields), seed in zip(asks, seeds)]

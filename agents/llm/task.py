@@ -2,9 +2,9 @@
 
 A :class:`Role` is the frozen part of an agent's prompt (births never touch it) and its token cap; a
 tool role has no LLM (the task computes its action). A :class:`TextTask` is the scenario side of
-agents/llm_policy.py: what a state says to the wake-up question, what an acting role reads, whether an
+agents/llm/policy.py: what a state says to the wake-up question, what an acting role reads, whether an
 action could be legal, how a completion parses, and the correct output at a state (births and
-diagnoses). agents/text_adapter.py implements it for every world written as one class (agents/text_world.py:
+diagnoses). scenarios/text/adapter.py implements it for every world written as one class (scenarios/text/world.py:
 the built-in wordmath and procurement too).
 """
 
@@ -46,7 +46,7 @@ class Role:
     before a small model goes on to write the other side of a conversation."""
     tool: bool | Callable = False
     """A tool agent: acts by ``task.tool`` and wakes by ``task.tool_wake``; no LLM call. In a text world
-    (agents/text_world.py) the tool itself: a function of the state -> the text it writes (None: nothing)."""
+    (scenarios/text/world.py) the tool itself: a function of the state -> the text it writes (None: nothing)."""
     llm: BackendConfig | None = None
     """The model this role's agents call, where it is not the world's shared one (``[<section>.llm]``); a
     ``[<section>.roles.NAME]`` section of the run's config overrides it. One market can so mix models (two
@@ -87,21 +87,21 @@ class TextTask(Protocol):
 
     def verify(self, role: str, text: str, obs_row: np.ndarray) -> bool:
         """Whether ``text`` by ``role`` at this state does what the correct output (:meth:`lesson`) does: the world's
-        verifier of a teacher's sample and its fault locator (agents/privileged_pass.py). Needed only where
+        verifier of a teacher's sample and its fault locator (agents/llm/privileged_pass.py). Needed only where
         :meth:`lesson` is (a world that knows the correct output)."""
 
     def rubric(self, obs_row: np.ndarray, role: str) -> str:
         """What a good action of this role at this state does, as criteria, not the output (the ``evidence_diagnosis``
-        objective's rewrites). Needed only where the world writes one (agents/text_world.py ``rubric``)."""
+        objective's rewrites). Needed only where the world writes one (scenarios/text/world.py ``rubric``)."""
 
     def question(self, obs_row: np.ndarray) -> tuple[object, str]:
         """(the question a world's first observation poses, as a string id; its correct final answer):
-        skill evolution (agents/llm_skills.py) groups rollouts by question and shows diagnosers the answer.
+        skill evolution (agents/llm/edit_pass.py) groups rollouts by question and shows diagnosers the answer.
         Needed only by scenarios with a skill library (``SPEC.skill_library``)."""
 
 
     prompts: object
-    """Optional (agents/prompts.py Prompts): the rewrite and diagnoser prompts of this task; absent, the
+    """Optional (agents/llm/prompts.py Prompts): the rewrite and diagnoser prompts of this task; absent, the
     generic defaults, their demonstrations made from the task's own pool and roles."""
 
 

@@ -13,7 +13,7 @@ with one more paragraph at the end of what the agent reads. Three contexts, one 
   scored, after the step's prompt and after the prompt with the step's reply in it: the policy's belief in the
   answer where the step began and once it committed to its reply (the mean per-token log-probability);
 * ``hint_logp``: the teacher's context, scored by an exponential moving average of the policy's weights (the
-  learner swaps them in for the pass, agents/ema_weights.py);
+  learner swaps them in for the pass, agents/learners/ema_weights.py);
 * teacher samples (:func:`teacher_samples`): not a score but a reply, the policy *sampling* under the teacher's
   context, which the learner then scores under the step's own prompt (distil);
 * rubric samples (:func:`teacher_samples` with :data:`RUBRIC`): the same, with the world's rubric for the step (what
@@ -112,7 +112,7 @@ def grounding(text: str, read: str, frozen: str) -> float:
     """The share of ``text``'s content words and numbers that occur in ``read`` (what its agent read): content is what
     is neither in ``frozen`` (its role's frozen prompt: the format and range it was told to write) nor a function
     word; 1.0 where none is left (the reply claims nothing about its input). Why this measure:
-    agents/text_world.py ``rubric``."""
+    scenarios/text/world.py ``rubric``."""
     content = words(text) - words(frozen) - FUNCTION_WORDS
     return len(content & words(read)) / len(content) if content else 1.0
 

@@ -4,7 +4,7 @@
 worlds in lockstep, G consecutive ones on the same problem (``agents.group``; the world draws
 them, market.protocols.World.group); the agents' completions are sampled at
 ``agents.lm.temperature`` (0.3 by default: SmolLM2-135M at 1.0 solves almost nothing, which leaves
-no contrast within a group), and after the round one GRPO step (agents/hf_grpo.py, :class:`HFGRPO`) moves one LoRA adapter on
+no contrast within a group), and after the round one GRPO step (agents/learners/hf_grpo.py, :class:`HFGRPO`) moves one LoRA adapter on
 the shared SmolLM2::
 
     A(t, b) = (R_b - mean_g R) / (std_g R + eps)     R_b: world b's outcome (agents.credit = "grpo")
@@ -14,7 +14,7 @@ the shared SmolLM2::
 with rho the completion's length-normalised ratio. A round that branches (``agents.branches`` = N,
 market/branching.py: M = B / (1 + N) full rollouts, then N restarts of each from a state it reached, tree_opsd's
 uniform prefixes or contextpilot's states after a context edit) credits each completion by the rollouts below the
-state it led to (agents/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
+state it led to (agents/learners/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
 branch in its source's group; the steps a branch took over from its source were never its completions, so they
 train once. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
@@ -23,15 +23,15 @@ failures too), an oracle (sero's supervision needs no contrast) or a failure's l
 ``agents.objective`` other than grpo replaces the surrogate (agents/objectives, on the completions' tokens:
 log-probabilities, entropies, the episode's outcome, its group, empo's ``effect`` (role, state summary
 and parsed action), focus's ``state`` (role and state summary), tppo's ``token_logits`` and pact's and focus's
-``value_logits`` (a linear critic on the LM's last hidden states, agents/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
+``value_logits`` (a linear critic on the LM's last hidden states, agents/learners/critic.py) and sero's oracle: the text task's ``lesson``, the correct output at the step's state
 (wordmath: the problem's expression, its answer), scored under the adapted model) and batch C's privileged
-passes (agents/privileged_pass.py: the same completions rescored by the engine with the correct output, the
+passes (agents/llm/privileged_pass.py: the same completions rescored by the engine with the correct output, the
 outcome or a failed sibling's reply in the prompt, and the gold answer's belief before and after each reply;
-hint_sd's rescoring by an EMA of the adapter weights, agents/ema_weights.py, and the world's fault locator;
+hint_sd's rescoring by an EMA of the adapter weights, agents/learners/ema_weights.py, and the world's fault locator;
 distil's teacher samples, written with the correct output in the prompt and verified by the world;
 evidence_diagnosis's rewrites, written with the world's rubric in the prompt, and each reply's grounding;
 their tokens are the learner's ``lm_privileged_tokens``, never an agent's), and alignopsd's ``thought``, each
-completion's text embedded by the frozen MiniLM (agents/bid_head.py, loaded on first use), and diamond_sd's replies
+completion's text embedded by the frozen MiniLM (agents/learners/bid_head.py, loaded on first use), and diamond_sd's replies
 retrieved from the agents' own successes at a failure's canonical states (the world's ``subgoals``; a bounded memory
 of them, in the learner's checkpoint); an objective reading a signal the
 LM learner does not give (candidate scores) is refused at load.
@@ -58,17 +58,17 @@ import dataclasses
 import numpy as np
 import torch
 
-from agents import critic
+from agents.learners import critic
 from agents.backends.factory import make_backend
 from agents.config import AgentsConfig
-from agents.advantages import outcome_advantage, tree_advantage
+from agents.learners.advantages import outcome_advantage, tree_advantage
 from agents.credit.step_advantages import step_advantages
-from agents.hf_grpo import HFGRPO
-from agents.learner import RoundLearner, to_cpu
+from agents.learners.hf_grpo import HFGRPO
+from agents.learners.base import RoundLearner, to_cpu
 from agents.objectives import contextpilot, diamond_sd, tree_opsd
 from agents.objectives.batch import PRIVILEGED
-from agents.ema_weights import EMAWeights
-from agents.privileged_pass import RUBRIC, contexts, failed_replies, grounding, located, score, teacher_samples, verified
+from agents.learners.ema_weights import EMAWeights
+from agents.llm.privileged_pass import RUBRIC, contexts, failed_replies, grounding, located, score, teacher_samples, verified
 
 
 class CompletionLearner(RoundLearner):
@@ -112,10 +112,10 @@ class CompletionLearner(RoundLearner):
         backend.weights_changed()
 
     def embedder(self, texts: list[str]) -> np.ndarray:
-        """[n, 384] the texts' unit MiniLM embeddings (agents/bid_head.py), on the learner's device; not cached:
+        """[n, 384] the texts' unit MiniLM embeddings (agents/learners/bid_head.py), on the learner's device; not cached:
         completions rarely repeat across rounds, so a cache would only grow."""
         if self._embedder is None:
-            from agents.bid_head import MiniLM
+            from agents.learners.bid_head import MiniLM
 
             self._embedder = MiniLM(str(self.grpo.device))
         return self._embedder(texts)
@@ -269,7 +269,7 @@ class CompletionLearner(RoundLearner):
     def targets(self, messages: list, replies) -> list:
         """Token ids of other replies to the same prompts, one per completion (None: no target, empty ids): sero's
         oracle, distil's teacher samples, diamond_sd's retrieved replies, evidence_diagnosis's rubric rewrites, which
-        the update scores under each completion's own prompt (agents/hf_grpo.py)."""
+        the update scores under each completion's own prompt (agents/learners/hf_grpo.py)."""
         return [ids for _, ids in self.grpo.encode(messages, [r or "" for r in replies])]
 
     def state_dict(self) -> dict:

@@ -3,7 +3,7 @@
 A world of LLM agents is one subclass of :class:`TextWorld` whose state is ordinary Python (text,
 numbers, a list of messages), one state per world. What it writes::
 
-    from agents.text_world import Role, TextWorld
+    from scenarios.text import Role, TextWorld
 
     class Haggle(TextWorld):
         roles = (Role("buyer", "You buy for your client. Reply with one offer: I offer $<n>.", max_tokens=12),)
@@ -30,19 +30,19 @@ the ``evidence_diagnosis`` objective rewrites a failed episode's faulty steps ag
 would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads), ``subgoals`` (the order-free
 sub-goals a state has achieved, its canonical form: the ``subgoals`` signal the ``diamond_sd`` objective reads) and
 ``given`` (the task such a worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the
-framework's own rewrite and diagnosis prompts, agents/prompts.py: by default generic ones, shown the world's own first
+framework's own rewrite and diagnosis prompts, agents/llm/prompts.py: by default generic ones, shown the world's own first
 worked example).
 
 A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
 acts wherever ``may_act`` lets it, without a model, its text applied by ``act`` like any completion.
 
-The framework does the rest (agents/text_adapter.py, agents/text_scenario.py): B worlds in lockstep and
+The framework does the rest (scenarios/text/adapter.py, scenarios/text/scenario.py): B worlds in lockstep and
 the array observation the market needs (the stage, the problem's seed stream and id, the episode and
 how many actions the state has taken, so an agent that forfeited sleeps until the state changes);
 actions that are the completions' text, applied to a copy of the state (a refused one is a forfeit,
 the state unchanged); G consecutive worlds on one problem when a learner groups rollouts; held-out and
 validation problems drawn from ``problem`` on seed streams of their own (``heldout_seed``,
-``validation_seed``), never trained on; the agents (agents/llm_policy.py: wake-up, one batched model
+``validation_seed``), never trained on; the agents (agents/llm/policy.py: wake-up, one batched model
 call per step, births, the skill library); the summary's metrics, with the **complete agent**
 (one agent holding every tool, the whole initial skill pool and the LLM roles' summed token budget,
 playing every step itself as the first role that may act there; ``complete`` names the roles it combines
@@ -50,7 +50,7 @@ where that is not all of them) on the same held-out problems, and with ``single`
 those roles playing every step alone.
 
 A world file is a scenario (scenarios/registry.py): ``catallax run my_world.toml`` with ``scenario =
-"my_world.py"``, its section ``[my_world]`` (agents/text_scenario.py ``TextWorldConfig``: the model, the
+"my_world.py"``, its section ``[my_world]`` (scenarios/text/scenario.py ``TextWorldConfig``: the model, the
 horizon, the held-out and validation sizes; a module's own ``Config``, a subclass, adds keys of the world's
 own, which the world reads as ``self.config``). Whatever a run's keys need that the world lacks is
 refused when the config loads, naming the method and the key (explore births and skill edits need
@@ -61,8 +61,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.prompts import Prompts
-from agents.text_task import Role
+from agents.llm.prompts import Prompts
+from agents.llm.task import Role
 
 __all__ = ["Prompts", "Role", "TextWorld"]
 
@@ -73,7 +73,7 @@ class TextWorld:
     Subclass it, set ``roles`` and ``pool``, and write ``problem``, ``read``, ``act``, ``done`` and ``reward``; the
     other methods are optional (each says what needs it). A module holding one subclass is a scenario:
     ``scenario = "my_world.py"`` in a scenario file. The [LLM-world tutorial](../tutorials/llm_world.md) walks
-    through one; the module ``agents.text_world``'s docstring lists every hook.
+    through one; the module ``scenarios.text.world``'s docstring lists every hook.
     """
 
     roles: tuple[Role, ...] = ()
@@ -104,7 +104,7 @@ class TextWorld:
     """Roles whose accepted move edits the context later prompts read (longlookup's ``compactor``): the world's
     ``context_edit`` signal, where the contextpilot objective branches (agents/objectives/contextpilot.py)."""
     config = None
-    """The scenario section's config (agents/text_scenario.py ``TextWorldConfig``, or the module's own
+    """The scenario section's config (scenarios/text/scenario.py ``TextWorldConfig``, or the module's own
     ``Config`` subclass with the world's own keys), set by the framework before the first problem."""
 
     # --- what every world writes ------------------------------------------------------------------
@@ -226,7 +226,7 @@ class TextWorld:
         the ``evidence_diagnosis`` objective needs it.
 
         That objective also reads each reply's *grounding*, which the framework measures and no world writes
-        (agents/privileged_pass.py ``grounding``): the share of the reply's content words and numbers (those not in
+        (agents/llm/privileged_pass.py ``grounding``): the share of the reply's content words and numbers (those not in
         its role's frozen prompt, the format and range it was told to write, nor a short list of function words)
         that occur in what the agent read; a reply with none claims nothing and is grounded (1). A measure of the
         text alone, the same on every world, so no world can flatter its agents' grounding, and cheap (no model

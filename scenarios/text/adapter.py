@@ -1,4 +1,4 @@
-"""A text world (agents/text_world.py) as the market sees it: B states as an array world, and the text task
+"""A text world (scenarios/text/world.py) as the market sees it: B states as an array world, and the text task
 the LLM policy reads them through.
 
 :class:`TextBatch` is a ``market.protocols.World`` over B Python states. Its observation row is
@@ -9,7 +9,7 @@ observation never matches a new episode) and how many actions the state has take
 forfeited sleeps on an observation until the state changes). Training worlds draw problem ids from the
 market's RNG, ``group`` consecutive worlds on one problem.
 
-:class:`TextBoard` is the policy's ``TextTask`` (agents/text_task.py): it applies a completion to a copy
+:class:`TextBoard` is the policy's ``TextTask`` (agents/llm/task.py): it applies a completion to a copy
 of the state (``TextWorld.act``), keeps the copy as the pending move when it is accepted, and the batch
 commits it when the market lets the agent act. Every applied (role, text) is logged per episode, so the
 state at any observation the run still refers to (births and skill edits read past failures) is rebuilt
@@ -94,7 +94,7 @@ class TextBoard:
         self.pending[b] = role, trial
         return text, ""
 
-    # --- the TextTask protocol (agents/text_task.py) ----------------------------------------------
+    # --- the TextTask protocol (agents/llm/task.py) ----------------------------------------------
     def summaries(self, obs: np.ndarray) -> list[str]:
         return [self.all_summaries[int(s)] for s in obs[:, 0]]
 
@@ -164,7 +164,7 @@ class TextBatch(World):
 
     def with_problems(self, problems: np.ndarray) -> "TextBatch":
         """A batch that plays ``problems`` (ids of this batch's stream) in order: a skill evolver's probe of the
-        training stream (agents/llm_skills.py)."""
+        training stream (agents/llm/edit_pass.py)."""
         return TextBatch(self.board, self.seed, self.horizon, fixed=np.asarray(problems))
 
     def reset(self, batch: int, rng: np.random.Generator) -> None:
