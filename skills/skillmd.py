@@ -1,10 +1,8 @@
 """``SKILL.md`` folders in and out of the library, exactly.
 
-One folder per skill name, as in Anthropic's Agent Skills format: YAML front
-matter (``name`` <= 64 lowercase letters, digits and hyphens, matching the
-folder; ``description`` <= 1024 characters; optional ``license``,
-``compatibility``, ``allowed-tools``, ``metadata``), then the body, then the
-rule (if any) in a fenced block::
+One folder per skill name, as in Anthropic's Agent Skills format: YAML front matter (``name`` <= 64 lowercase
+letters, digits and hyphens, matching the folder; ``description`` <= 1024 characters; optional ``license``,
+``compatibility``, ``allowed-tools``, ``metadata``), then the body, then the rule (if any) in a fenced block::
 
     ---
     name: rank-by-recency
