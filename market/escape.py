@@ -23,9 +23,10 @@ def terminal(text: object, keep: str = "") -> str:
 
 def markdown(text: object) -> str:
     """``text`` safe inside a Markdown line of a report: escaped for the terminal (a ``cat`` of the file is a
-    terminal too; newlines included, so one value stays one line), then HTML's ``& < > " '`` as entities and
-    Markdown's own markup characters backslashed, so a value renders as the text it is."""
-    safe = html.escape(terminal(text), quote=True)
+    terminal too; newlines included, so one value stays one line), then HTML's ``& < >`` as entities and
+    Markdown's own markup characters backslashed, so a value renders as the text it is. Quotes stay as they are:
+    a report puts no value inside an HTML attribute, and an entity's ``#`` would be backslashed out of it."""
+    safe = html.escape(terminal(text), quote=False)
     return "".join("\\" + c if c in _MARKUP else c for c in safe)
 
 

@@ -152,7 +152,7 @@ def test_a_branched_longlookup_round_trains_each_completion_once_by_the_rollouts
     seen = []
     real_update = lm.grpo.update
 
-    def update(pairs, advantage, objective=None, fields=None):
+    def update(pairs, advantage, objective=None, fields=None, sampled=None):
         seen.append((pairs, advantage, fields))
         part = {k: v if k == "privileged" else v[:4] for k, v in fields.items()}
         seen.append(real_update(pairs[:4], advantage[:4], objective=objective, fields=part))

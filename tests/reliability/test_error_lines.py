@@ -64,7 +64,7 @@ def test_random_bytes_in_a_sqlite_file_are_one_line_naming_it(tmp_path, capsys):
     for command in (["report", run_id, "--out", str(tmp_path / "r")], ["resume", run_id],
                     ["run", "relay", "--set", "run.episodes=8"]):
         err = one_line(*cli([*command, "--db", url], capsys)[::2])
-        assert f"{url}: the database cannot be used" in err
+        assert url in err and ("the database cannot be used" in err or "cannot open the database" in err)
 
 
 def in_namespace(script: str) -> subprocess.CompletedProcess:

@@ -148,7 +148,7 @@ def test_a_resumed_run_rewrites_the_cut_off_round_exactly(tmp_path):
 
 
 def test_config_errors_are_one_line_and_exit_2(tmp_path, capsys):
-    for args, message in ((["--set", "market.batch=30"], "multiple of agents.group"),
+    for args, message in ((["--set", "market.batch=30"], "must be a multiple of"),
                           (["--set", "recsys.data=movielens", "--set", f"recsys.path={tmp_path}"],
                            "no u.data or ratings.csv"),
                           (["--set", "skills.credit=oracle"], "skills.credit"),
