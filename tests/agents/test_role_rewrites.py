@@ -17,7 +17,7 @@ from agents.backends.base import Completion
 from agents.llm.prompts import REWRITE_SYSTEM
 from scenarios.text import Prompts
 from scenarios import build_model, load
-from tests.agents.test_text_world import CORRECT, TOML, TRIAGE, Scripted
+from tests.agents.test_text_world import Scripted, write_triage
 
 POOLS = '''
     pool = {"classifier": ["example: Message: I love it => positive", "example: Message: It broke => negative"],
@@ -48,12 +48,7 @@ class Copier(Scripted):
 
 @pytest.fixture
 def two_roles(tmp_path, monkeypatch):
-    world = TRIAGE.replace('''    pool = {"classifier": ["Read the whole message.", (0.5, ["Complaints are negative."])],
-            "router": [(0.5, ["Negative messages go to support."])]}
-''', POOLS)
-    assert POOLS in world
-    (tmp_path / "triage.py").write_text(world + CORRECT)
-    (tmp_path / "triage.toml").write_text(TOML)
+    write_triage(tmp_path, POOLS)
     monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Copier())
     return tmp_path
 

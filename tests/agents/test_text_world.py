@@ -88,6 +88,19 @@ max_agents = 30
 '''
 
 
+TRIAGE_POOL = '''    pool = {"classifier": ["Read the whole message.", (0.5, ["Complaints are negative."])],
+            "router": [(0.5, ["Negative messages go to support."])]}
+'''
+
+
+def write_triage(folder, pool: str = TRIAGE_POOL):
+    """The triage world written into ``folder`` as a user's own (``triage.py`` with ``correct``, ``triage.toml``),
+    its skill pool replaced by ``pool`` (the lines of a ``pool = {...}`` assignment)."""
+    assert TRIAGE_POOL in TRIAGE
+    (folder / "triage.py").write_text(TRIAGE.replace(TRIAGE_POOL, pool) + CORRECT)
+    (folder / "triage.toml").write_text(TOML)
+    return folder
+
 class Scripted:
     """Answers each prompt by a hash of it; records every prompt the framework sends."""
 

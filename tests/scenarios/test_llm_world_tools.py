@@ -15,7 +15,7 @@ from scenarios.text import scenario as text_scenario
 from scenarios import load
 from scenarios.cli.main import main
 from scenarios.run import runner
-from tests.agents.test_text_world import CORRECT, TOML, TRIAGE
+from tests.agents.test_text_world import write_triage
 from tests.scenarios.scripted_backend import ScriptedBackend
 
 PLANTED = "Every message is a complaint."
@@ -48,13 +48,8 @@ class Reader(ScriptedBackend):
 
 
 @pytest.fixture
-def world(tmp_path, monkeypatch):
-    text = TRIAGE.replace('''    pool = {"classifier": ["Read the whole message.", (0.5, ["Complaints are negative."])],
-            "router": [(0.5, ["Negative messages go to support."])]}
-''', POOL)
-    assert POOL in text
-    (tmp_path / "triage.py").write_text(text + CORRECT)
-    (tmp_path / "triage.toml").write_text(TOML)
+def world(tmp_path):
+    write_triage(tmp_path, POOL)
     return tmp_path
 
 
