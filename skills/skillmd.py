@@ -11,7 +11,6 @@ letters, digits and hyphens, matching the folder; ``description`` <= 1024 charac
       version: '2'
       status: active
       parent: rank-by-recency@1
-      ...
     ---
     Put the items the user touched last at the top.
 
@@ -19,18 +18,15 @@ letters, digits and hyphens, matching the folder; ``description`` <= 1024 charac
     history < 3 -> rank_recent
     ```
 
-``<name>/SKILL.md`` holds the name's newest version that was not rejected (what
-an Agent Skills loader reads); every other version is ``<name>/versions/v<k>.md``
-in the same format. Lineage and the edit that made a version live in
-``metadata`` as strings (``parent: name@version``, ``edit-*``), so exporting a
-library and importing it elsewhere gives the same versions, edits and lineage,
-and exporting again gives the same bytes. A bad file is a
+``<name>/SKILL.md`` holds the name's newest version that was not rejected (what an Agent Skills loader reads);
+every other version is ``<name>/versions/v<k>.md`` in the same format. Lineage and the edit that made a version
+live in ``metadata`` as strings (``parent: name@version``, ``edit-*``), so exporting a library and importing it
+elsewhere gives the same versions, edits and lineage, and exporting again gives the same bytes. A bad file is a
 :class:`SkillFormatError` naming the file and the field.
 
-A folder may come from anyone, so what is read is bounded (the ``MAX_*``
-constants below, listed in docs/reliability.md): regular files only (no
-symlink, FIFO or device), each and all of them under a size cap; front-matter
-values plain strings within the spec's lengths, YAML anchors and aliases refused.
+A folder may come from anyone, so what is read is bounded (the ``MAX_*`` constants below, listed in
+docs/reliability.md): regular files only (no symlink, FIFO or device), each and all of them under a size cap;
+front-matter values plain strings within the spec's lengths, YAML anchors and aliases refused.
 """
 
 from __future__ import annotations
@@ -255,13 +251,19 @@ def parse(text: str, path: Path, folder_name: str | None = None) -> Parsed:
     return Parsed(path, skill, meta.get("parent"), meta.get("merge-parent"), edit)
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """The safe loader reading dates as PyYAML does, whatever lm-format-enforcer (vLLM imports it) did to it."""
+    yaml_constructors = {**yaml.SafeLoader.yaml_constructors,
+                         "tag:yaml.org,2002:timestamp": yaml.SafeLoader.construct_yaml_timestamp}
+
+
 def _yaml(front: str, fail) -> dict:
     """The front matter as a mapping: YAML without anchors and aliases (an alias bomb is a few hundred bytes
     that expand to gigabytes) or tags beyond plain scalars, collections and strings."""
     try:
         anchored = any(isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None
-                       for event in yaml.parse(front, Loader=yaml.SafeLoader))
-        data = None if anchored else yaml.safe_load(front)
+                       for event in yaml.parse(front, Loader=_FrontMatterLoader))
+        data = None if anchored else yaml.load(front, Loader=_FrontMatterLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as err:
         fail("front matter", f"not valid YAML ({' '.join(str(err).split())[:200]})")
     except RecursionError:
@@ -276,8 +278,7 @@ def _yaml(front: str, fail) -> dict:
 
 
 def read_text(path: Path) -> str:
-    """A SKILL.md file's text: a regular file (not a symlink, FIFO or device) of at most
-    :data:`MAX_FILE_BYTES`, in UTF-8; anything else is a SkillFormatError naming it."""
+    """A SKILL.md file's text: a regular UTF-8 file of at most :data:`MAX_FILE_BYTES`, or a SkillFormatError."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO opens without waiting
     except OSError as err:

@@ -61,6 +61,17 @@ def test_a_bad_skill_file_is_one_line_naming_file_and_field(tmp_path, capsys, ca
         "SELECT count(*) FROM sqlite_master WHERE name = 'skill'").fetchone()[0] == 0
 
 
+def test_a_date_is_refused_whatever_another_library_did_to_yaml_s_shared_safe_loader(tmp_path, capsys, monkeypatch):
+    """lm-format-enforcer (imported with vLLM) makes ``yaml.SafeLoader`` read timestamps as strings, process-wide;
+    done here as it does it, so a file must be refused the same in a process that has loaded an LLM engine."""
+    import yaml
+    monkeypatch.setitem(yaml.SafeLoader.yaml_constructors, "tag:yaml.org,2002:timestamp",
+                        yaml.SafeLoader.yaml_constructors["tag:yaml.org,2002:str"])
+    root, folder = skill(tmp_path, "license: 2020-01-01\n")
+    code, err = import_(tmp_path, capsys, root)
+    assert code == 2 and str(folder / "SKILL.md") in err and "license" in err, err
+
+
 def test_case_4_an_oversized_file_is_not_read(tmp_path, capsys):
     root, folder = skill(tmp_path, body="x" * (MAX_FILE_BYTES + 10))
     code, err = import_(tmp_path, capsys, root)

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 CATALLAX = str(Path(sys.executable).with_name("catallax"))
 TOY = ["--set", "run.episodes=4", "--set", "market.batch=4", "--set", "wordmath.heldout=2",
        "--set", "population.initial_agents=4", "--set", "population.min_agents=2"]
+ENGINE_LOGS_ON = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_LEVEL"}  # importing trl sets it to ERROR
 EXIT_S = 30  # the most a command may take to exit once its summary is out
 
 
@@ -28,7 +29,7 @@ def test_a_vllm_run_exits_soon_after_its_summary_which_is_the_last_line_of_stdou
     with open(tmp_path / "stderr.log", "wb") as log:
         proc = subprocess.Popen([CATALLAX, "run", "wordmath", "--set", "wordmath.llm.backend=vllm", *TOY, "--json",
                                  "--out", str(tmp_path / "runs")], stdout=subprocess.PIPE, stderr=log,
-                                start_new_session=True)  # its own process group: the engine's too, for the kill below
+                                start_new_session=True, env=ENGINE_LOGS_ON)  # its own process group: the engine's too, for the kill below
         try:
             first = proc.stdout.readline()  # blocks until the summary (nothing else may come before it)
             printed = time.monotonic()
