@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from skills.skillmd import MAX_BODY_CHARS, MAX_FILE_BYTES
+from skills.skillmd_parse import MAX_BODY_CHARS, MAX_FILE_BYTES
 from tests.reliability.test_stored_code import cli
 
 HEAD = "---\nname: tidy\ndescription: Keep it tidy.\n"

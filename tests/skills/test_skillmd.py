@@ -6,7 +6,8 @@ import networkx as nx
 import pytest
 
 from skills import SkillFormatError, SkillLibrary, export_library, import_library, skill_graph
-from skills.skillmd import parse, render
+from skills.skillmd import render
+from skills.skillmd_parse import parse
 from tests.skills.team import evolve
 
 FOREIGN = """\
