@@ -8,7 +8,8 @@ from skills.editor import (ACTIONS, FAILURE_TYPES, Case, Diagnoser, Diagnosis, D
 from skills.gate import GateConfig, GateResult, compare, validate
 from skills.library import Edit, Skill, SkillEdit, SkillError, SkillLibrary
 from skills.lineage import agent_graph, ancestors, descendants, edit_path, skill_graph
-from skills.skillmd import SkillFormatError, export_library, import_library
+from skills.skillmd import export_library, import_library
+from skills.skillmd_parse import SkillFormatError
 from skills.workflow import FAILURES, Trace
 
 __all__ = [
