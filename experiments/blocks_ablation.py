@@ -103,7 +103,7 @@ def main(argv=None) -> None:
     sets = [*(QUICK if args.quick else []), *args.overrides]
     jobs = [(name, sets + ablation, seed) for name, ablation in ABLATIONS.items()
             if not args.only or name in args.only for seed in seeds]
-    results = harness.run(run_one, jobs, args, on_result=lambda job, r: print(json.dumps(r), flush=True))
+    results = harness.run(run_one, jobs, args, on_result=lambda i, r: print(json.dumps(r), flush=True))
     (args.out / "ablation.json").write_text(json.dumps(results, indent=1))
     (args.out / "ablation.md").write_text(table(results, seeds))
     plot(results, args.out / "success_vs_size.png")

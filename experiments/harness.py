@@ -34,7 +34,7 @@ QUICK_SEEDS = 1
 def add_flags(parser: argparse.ArgumentParser, *, seeds: int | None = 5, workers: int = 1, quick: str | None = None,
               out: Path | None = None, out_help: str | None = None, rows: Path | None = None,
               rows_help: str = "write the tables as JSON Lines rows with their provenance (docs/results pages)",
-              sets: bool = True, grid: bool = True) -> argparse.ArgumentParser:
+              rows_required: bool = False, sets: bool = True, grid: bool = True) -> argparse.ArgumentParser:
     """The shared flags on ``parser``. ``seeds``: the default count (None: the script's preset decides);
     ``quick``: what the toy size is (None: the script has no toy size beyond one seed); ``out_help`` None: no
     ``--out``; ``sets`` False: no ``--set``; ``grid`` False: only the output flags (a script that tabulates rows
@@ -60,7 +60,7 @@ def add_flags(parser: argparse.ArgumentParser, *, seeds: int | None = 5, workers
                                 help="a config override for every run (as catallax run --set)")
     if out_help is not None:
         parser.add_argument("--out", type=Path, default=out, help=out_help)
-    parser.add_argument("--rows", type=Path, default=rows, help=rows_help)
+    parser.add_argument("--rows", type=Path, default=rows, required=rows_required, help=rows_help)
     return parser
 
 
@@ -85,7 +85,7 @@ def seeds(args: argparse.Namespace) -> range:
 
 def run(fn, jobs: list[tuple], args: argparse.Namespace | None = None, on_result=None) -> list:
     """``[fn(*job) for job in jobs]``, run as the flags say (``--workers``, ``--ray``, ``--address``; no ``args``:
-    one by one here). ``on_result(job, result)`` is called as each job lands (to log it, or keep what a run cut
+    one by one here). ``on_result(index, result)`` is called as each job lands (to log it, or keep what a run cut
     short measured); the list is in the jobs' order. A job that raised stops the grid with its own exception (a note
     names the job): the jobs not started are cancelled, the running ones finish first."""
     workers = getattr(args, "workers", 1)
@@ -98,7 +98,7 @@ def run(fn, jobs: list[tuple], args: argparse.Namespace | None = None, on_result
                 raise error
             results[index] = result
             if on_result is not None:
-                on_result(jobs[index], result)
+                on_result(index, result)
     return results
 
 
