@@ -21,12 +21,14 @@ A seed's numbers do not depend on the worker that ran it: every run is seeded by
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from contextlib import closing
 from pathlib import Path
 
 from scenarios.run.sweep import completed, mean_sd, pm
 
-__all__ = ["add_flags", "parse", "seeds", "run", "markdown", "mean_sd", "pm"]
+__all__ = ["add_flags", "parse", "seeds", "run", "logged", "read_log", "markdown", "mean_sd", "pm"]
 
 QUICK_SEEDS = 1
 
@@ -100,6 +102,25 @@ def run(fn, jobs: list[tuple], args: argparse.Namespace | None = None, on_result
             if on_result is not None:
                 on_result(index, result)
     return results
+
+
+def logged(path: Path, say):
+    """An ``on_result`` that appends each run's row to the log ``path`` (JSON Lines) as it lands, so a grid cut
+    short keeps what it measured, and tells ``say(row)`` on stderr."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def landed(index: int, row: dict) -> None:
+        with path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(say(row), file=sys.stderr)
+
+    return landed
+
+
+def read_log(path: Path, key: tuple[str, ...] = ("arm", "seed")) -> list[dict]:
+    """The runs :func:`logged` kept in ``path``, one per ``key`` (a re-run replaces the earlier row)."""
+    runs = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return list({tuple(r[k] for k in key): r for r in runs}.values())
 
 
 def _shown(job: tuple) -> str:

@@ -177,23 +177,16 @@ def main(argv=None) -> int:
     parser.add_argument("--report", action="store_true", help="run nothing: the table of every run in the .jsonl")
     args = harness.parse(parser, argv)
     log = args.out.with_suffix(".jsonl")
-    log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-
-    def landed(index, row):
-        with log.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        print(f"{row['arm']} seed {row['seed']}: held-out {row['heldout_accuracy']:.3f} ({row['seconds']:.0f} s)",
-              file=sys.stderr)
-
+    landed = harness.logged(log, lambda r: f"{r['arm']} seed {r['seed']}: held-out {r['heldout_accuracy']:.3f} "
+                                           f"({r['seconds']:.0f} s)")
     if not args.report:
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
         extra = [*(QUICK if args.quick else []), *args.overrides]
         harness.run(run_arm, [(arm, seed, extra, args.keep) for seed in harness.seeds(args) for arm in args.arms],
                     args, on_result=landed)
-    runs = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
-    rows = list({(r["arm"], r["seed"]): r for r in runs}.values())  # a re-run replaces the earlier row
+    rows = harness.read_log(log)
     for r in rows:
         db = args.keep and args.keep / f"{r['arm']}-s{r['seed']}.db"
         if db and db.exists():

@@ -23,7 +23,6 @@ machine and the size), which docs/tutorials/llm_world.md shows between table mar
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -116,20 +115,13 @@ def main(argv=None) -> int:
     parser.add_argument("--log", type=Path, default=Path("runs/procurement_compare.runs.jsonl"))
     parser.add_argument("--report", action="store_true", help="run nothing: the table of the runs in --log")
     args = harness.parse(parser, argv)
-    args.log.parent.mkdir(parents=True, exist_ok=True)
     head = results.commit()
     size = [*(QUICK if args.quick else SIZE), *args.overrides]
-
-    def landed(index, row):
-        with args.log.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        print(f"{row['arm']} seed {row['seed']}: reward {row['heldout_reward']:.3f} ({row['seconds']:.0f} s)",
-              file=sys.stderr)
-
     if not args.report:
         jobs = [(arm, seed, size, head) for seed in harness.seeds(args) for arm in args.arms]
-        harness.run(run_arm, jobs, args, on_result=landed)
-    runs = list({(r["arm"], r["seed"]): r for r in map(json.loads, args.log.read_text().splitlines())}.values())
+        harness.run(run_arm, jobs, args, on_result=harness.logged(
+            args.log, lambda r: f"{r['arm']} seed {r['seed']}: reward {r['heldout_reward']:.3f} ({r['seconds']:.0f} s)"))
+    runs = harness.read_log(args.log)
     rows = rows_of(runs)
     commit = " ".join(sorted({r.get("commit", head) for r in runs}))  # the runs' (the table's code is the same)
     given = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report"]  # the runs' command

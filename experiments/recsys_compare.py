@@ -107,6 +107,11 @@ def _ms(x: np.ndarray) -> str:
     return harness.mean_sd(x, 4)
 
 
+def _spread(values: np.ndarray) -> list[str]:
+    """Each metric's (column's) mean ± sd over seeds (rows)."""
+    return [_ms(values[:, j]) for j in range(len(METRICS))]
+
+
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
@@ -128,27 +133,21 @@ def table(name: str, results: dict[int, dict]) -> str:
     cols = {seed: columns(s) for seed, s in sorted(results.items())}
     rows = [("initial library", "initial"), *((n, a) for a, n in ARMS), *((n, b) for b, n in BASELINES),
             ("strongest tuned (on validation)", "best"), ("tuned blend (validated; the start holds it)", "blend")]
-    head = ["arm", *(n for _, n in METRICS)]
-    lines = [f"### {name} ({len(results)} seeds)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for label, key in rows:
-        values = np.array([c[key] for c in cols.values()])
-        lines.append(f"| {label} | " + " | ".join(_ms(values[:, j]) for j in range(len(METRICS))) + " |")
-    paired = np.array([np.subtract(c["grse"], c["best"]) for c in cols.values()])
-    lines.append("| **GRSE − strongest tuned (paired)** | "
-                 + " | ".join(_ms(paired[:, j]) for j in range(len(METRICS))) + " |")
-    over_blend = np.array([np.subtract(c["grse"], c["blend"]) for c in cols.values()])
-    lines.append("| GRSE − tuned blend (paired) | " + " | ".join(_ms(over_blend[:, j]) for j in range(len(METRICS)))
-                 + " |")
-
-    head = ["seed", "strongest tuned", "GRSE NDCG@10", "its NDCG@10", "difference", "pruned GRSE / presence / random",
-            "edits GRSE (accepted / gated)"]
-    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    arms = [[label, *_spread(np.array([c[key] for c in cols.values()]))] for label, key in rows]
+    arms.append(["**GRSE − strongest tuned (paired)**",
+                 *_spread(np.array([np.subtract(c["grse"], c["best"]) for c in cols.values()]))])
+    arms.append(["GRSE − tuned blend (paired)", *_spread(np.array([np.subtract(c["grse"], c["blend"])
+                                                                   for c in cols.values()]))])
+    per_seed = []
     for seed, s in sorted(results.items()):
         c, g = cols[seed], s["arms"]["grse"]
-        lines.append(f"| {seed} | {s['baseline_best']} | {c['grse'][0]:.4f} | {c['best'][0]:.4f} | "
-                     f"{c['grse'][0] - c['best'][0]:+.4f} | {s['harmful_pruned_grse']} / {s['harmful_pruned_presence']}"
-                     f" / {s['harmful_pruned_random']} of {s['harmful_planted']} | "
-                     f"{g['edits_accepted']} / {g['edits_accepted'] + g['edits_rejected']} |")
+        per_seed.append([seed, s["baseline_best"], f"{c['grse'][0]:.4f}", f"{c['best'][0]:.4f}",
+                         f"{c['grse'][0] - c['best'][0]:+.4f}", f"{s['harmful_pruned_grse']} / "
+                         f"{s['harmful_pruned_presence']} / {s['harmful_pruned_random']} of {s['harmful_planted']}",
+                         f"{g['edits_accepted']} / {g['edits_accepted'] + g['edits_rejected']}"])
+    lines = [f"### {name} ({len(results)} seeds)", "", harness.markdown(["arm", *(n for _, n in METRICS)], arms), "",
+             harness.markdown(["seed", "strongest tuned", "GRSE NDCG@10", "its NDCG@10", "difference",
+                               "pruned GRSE / presence / random", "edits GRSE (accepted / gated)"], per_seed)]
     v, n = verdict(results), len(results)
     lines += ["", f"GRSE beats the strongest tuned baseline on mean NDCG@10: **{_yes(v['beats'])}** "
                   f"({v['diff'].mean():+.4f}, ahead in {v['wins']} of {n} seeds). All planted harmful skills "
@@ -159,14 +158,15 @@ def table(name: str, results: dict[int, dict]) -> str:
 
 def overview(worlds: dict[str, dict[int, dict]]) -> str:
     """One line per world: the paired NDCG@10 difference and the two verdicts."""
-    lines = ["### all worlds", "", "| world | GRSE − strongest tuned NDCG@10 | seeds ahead | GRSE − tuned blend | "
-             "all pruned GRSE / presence | beats | prunes |", "|---|---|---|---|---|---|---|"]
+    body = []
     for name, results in worlds.items():
         v = verdict(results)
         blend = np.array([columns(s)["grse"][0] - columns(s)["blend"][0] for s in results.values()])
-        lines.append(f"| {name} | {_ms(v['diff'])} | {v['wins']} of {len(results)} | {_ms(blend)} | "
-                     f"{v['pruned']['grse']} / {v['pruned']['presence']} | {_yes(v['beats'])} | {_yes(v['prunes'])} |")
-    return "\n".join(lines)
+        body.append([name, _ms(v["diff"]), f"{v['wins']} of {len(results)}", _ms(blend),
+                     f"{v['pruned']['grse']} / {v['pruned']['presence']}", _yes(v["beats"]), _yes(v["prunes"])])
+    return "### all worlds\n\n" + harness.markdown(["world", "GRSE − strongest tuned NDCG@10", "seeds ahead",
+                                                     "GRSE − tuned blend", "all pruned GRSE / presence", "beats",
+                                                     "prunes"], body)
 
 
 def main(argv=None) -> int:

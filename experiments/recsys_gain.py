@@ -94,8 +94,9 @@ def worlds(rows: list[dict]) -> str:
     """Every world's paired differences (95% intervals), the born skills it kept and the planted skills' harm."""
     return harness.markdown(list(COLUMNS), [
         [r["world"], r["grse"], _ci(r["blend gain"], r["blend se"]), f"{r['gap']:+.4f} ({r['se']:.4f})",
-         _ci(r["over presence"], r["over presence se"]), _ci(r["over random"], r["over random se"]), r["births carried"],
-         r["harm"], r["power"], f"{r['pruned detectable grse']} / {r['pruned detectable presence']} of {r['detectable']}"]
+         _ci(r["over presence"], r["over presence se"]), _ci(r["over random"], r["over random se"]),
+         r["births carried"], r["harm"], r["power"],
+         f"{r['pruned detectable grse']} / {r['pruned detectable presence']} of {r['detectable']}"]
         for r in rows])
 
 
@@ -116,7 +117,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("partial", type=Path, nargs="+", help="the rows files the runs rewrote after every world")
     p.add_argument("--name", default="worlds", help="the tables' prefix: worlds (the shipped ones) or zoo")
-    harness.add_flags(p, grid=False, rows_required=True, rows_help="write the tables here (as recsys_compare --rows does)")
+    harness.add_flags(p, grid=False, rows_required=True,
+                      rows_help="write the tables here (as recsys_compare --rows does)")
     args = harness.parse(p, argv)
     rows = [json.loads(line) for f in args.partial for line in f.read_text().splitlines() if line.strip()]
     out = tables(args.name, rows)

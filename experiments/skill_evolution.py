@@ -194,7 +194,8 @@ def arm_row(what: str, scenario: str, arm: str, sized: list[str], seed: int) -> 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         summary = run_experiment(load(scenario, sized, seed=seed), f"sqlite:///{Path(tmp) / 'run.db'}", progress=False)
-    row = {"experiment": what, "scenario": scenario, "arm": arm, "seed": seed, **{k: summary[k] for k in KEEP if k in summary},
+    row = {"experiment": what, "scenario": scenario, "arm": arm, "seed": seed,
+           **{k: summary[k] for k in KEEP if k in summary},
            "seconds": round(time.perf_counter() - start, 1)}
     if "diagnoses_llm" in row:
         given = row["diagnoses_llm"] + row["diagnoses_fallback"]

@@ -167,8 +167,9 @@ def sweep(tasks: list[Task], sweep_id: str, db_url: str, address: str | None = N
                     if rows is not None:
                         import_run(engine, rows)
                     outcomes.append(Outcome(tasks[i], summary=summary))
-                except Exception as err:  # noqa: BLE001 (the run raised in its worker, the worker died, the import failed)
-                    outcomes.append(Outcome(tasks[i], error=f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"))
+                except Exception as err:  # noqa: BLE001 (the run raised, its worker died, the import failed)
+                    said = str(err).strip().splitlines()[0]
+                    outcomes.append(Outcome(tasks[i], error=f"{type(err).__name__}: {said}"))
                     if on_failure:
                         on_failure(outcomes[-1])
                 bar.update()

@@ -73,3 +73,13 @@ def test_the_one_formatter_writes_each_tables_spread():
     assert harness.pm(0.25, 0.125, 3, sep=" +- ") == "0.250 +- 0.125" and harness.pm(123.456, 1.234) == "123.5 ± 1.2"
     assert harness.pm(float("nan")) == "-" and harness.pm(0.5, float("nan")) == "0.5"
     assert harness.markdown(["a", "b"], [[1, "x"]]) == "| a | b |\n|---|---|\n| 1 | x |"
+
+
+def test_a_log_keeps_each_run_as_it_lands_and_a_rerun_replaces_it(tmp_path, capsys):
+    log = tmp_path / "runs" / "log.jsonl"
+    landed = harness.logged(log, lambda r: f"{r['arm']} seed {r['seed']} landed")
+    for i, row in enumerate([{"arm": "a", "seed": 0, "x": 1}, {"arm": "b", "seed": 0, "x": 2}, {"arm": "a", "seed": 0, "x": 3}]):
+        landed(i, row)
+    assert capsys.readouterr().err.splitlines() == ["a seed 0 landed", "b seed 0 landed", "a seed 0 landed"]
+    assert len(log.read_text().splitlines()) == 3
+    assert harness.read_log(log) == [{"arm": "a", "seed": 0, "x": 3}, {"arm": "b", "seed": 0, "x": 2}]

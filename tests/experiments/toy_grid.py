@@ -16,7 +16,8 @@ def toy(arm: str, seed: int, wait_for: str = "", mark: str = "") -> dict:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{wait_for} never appeared: the jobs did not run side by side")
         time.sleep(0.01)
-    return {"arm": arm, "seed": seed, "draw": float(np.random.default_rng([seed, len(arm)]).random()), "pid": os.getpid()}
+    draw = float(np.random.default_rng([seed, len(arm)]).random())
+    return {"arm": arm, "seed": seed, "draw": draw, "pid": os.getpid()}
 
 
 def broken(seed: int) -> int:
