@@ -3,6 +3,10 @@
 Ray because a sweep is many independent runs: ``ray.init()`` fills the cores
 of one machine, and the same code joins a cluster (``--address``).
 
+The pool (:func:`completed`) is not tied to runs: it maps any function, picklable by name, over a list of jobs on
+Ray, in spawned processes or in this process, so the comparison scripts (experiments/harness.py) run their grids
+through it as well, and write their spreads with the sweep table's ``±`` formatter (:func:`pm`, :func:`mean_sd`).
+
 Where the rows are written. SQLite is one file with one writer at a time, on
 one machine, while Ray workers may sit on other machines: each worker runs
 into a private SQLite file in its own temp folder and ships the finished run's
