@@ -26,6 +26,8 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+from scenarios.registry import ScenarioError
+from scenarios.run.config import ConfigError
 from scenarios.run.sweep import completed, mean_sd, pm
 
 __all__ = ["add_flags", "parse", "seeds", "run", "logged", "read_log", "markdown", "mean_sd", "pm"]
@@ -52,7 +54,8 @@ def add_flags(parser: argparse.ArgumentParser, *, seeds: int | None = 5, workers
                             help=f"toy size and {QUICK_SEEDS} seed: checks the script runs, measures nothing"
                                  + (f" ({quick})" if quick else ""))
         parser.add_argument("--workers", type=int, default=workers, metavar="N",
-                            help=f"jobs at a time, each in a spawned process (default {workers})")
+                            help=f"jobs at a time, each in a spawned process (default {workers}; with --ray: "
+                                 "one a core Ray has)")
         parser.add_argument("--ray", action="store_true",
                             help="run the jobs as Ray tasks on a local Ray (127.0.0.1 only, a token of its own)")
         parser.add_argument("--address", metavar="ADDR",
@@ -89,18 +92,25 @@ def run(fn, jobs: list[tuple], args: argparse.Namespace | None = None, on_result
     """``[fn(*job) for job in jobs]``, run as the flags say (``--workers``, ``--ray``, ``--address``; no ``args``:
     one by one here). ``on_result(index, result)`` is called as each job lands (to log it, or keep what a run cut
     short measured); the list is in the jobs' order. A job that raised stops the grid with its own exception (a note
-    names the job): the jobs not started are cancelled, the running ones finish first."""
+    names the job): the jobs not started are cancelled, the running ones finish first. Run from flags, a refused
+    config (a bad ``--set``, a Ray cluster without a token) is one line and exit 2, as ``catallax`` says it."""
     workers = getattr(args, "workers", 1)
     ray, address = getattr(args, "ray", False), getattr(args, "address", None)
     results = [None] * len(jobs)
-    with closing(completed(fn, jobs, workers=workers, ray=ray, address=address)) as done:
-        for index, result, error in done:
-            if error is not None:
-                error.add_note(f"in job {index} of {len(jobs)}: {getattr(fn, '__name__', fn)}{_shown(jobs[index])}")
-                raise error
-            results[index] = result
-            if on_result is not None:
-                on_result(index, result)
+    try:
+        with closing(completed(fn, jobs, workers=workers, ray=ray, address=address)) as done:
+            for index, result, error in done:
+                if error is not None:
+                    error.add_note(f"in job {index} of {len(jobs)}: {getattr(fn, '__name__', fn)}{_shown(jobs[index])}")
+                    raise error
+                results[index] = result
+                if on_result is not None:
+                    on_result(index, result)
+    except (ConfigError, ScenarioError) as err:  # a bad --set or scenario, a Ray cluster without a token
+        if args is None:
+            raise
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        raise SystemExit(2) from None
     return results
 
 

@@ -211,7 +211,8 @@ def planted_job(seed: int, overrides: list[str]) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    harness.add_flags(p, seeds=3, quick="8 training episodes, 4 held-out and 4 validation problems", rows=OUT,
+    harness.add_flags(p, seeds=3, quick="grse, probe: 8 training episodes, 4 held-out and 4 validation "
+                      "problems; planted: its world's own size", rows=OUT,
                       rows_help=f"append the rows here (default: {OUT}, each experiment's beside it: "
                                 "skill_evolution_EXPERIMENT.jsonl)")
     p.add_argument("--what", default="verdicts,grse")

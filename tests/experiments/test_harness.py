@@ -83,3 +83,12 @@ def test_a_log_keeps_each_run_as_it_lands_and_a_rerun_replaces_it(tmp_path, caps
     assert capsys.readouterr().err.splitlines() == ["a seed 0 landed", "b seed 0 landed", "a seed 0 landed"]
     assert len(log.read_text().splitlines()) == 3
     assert harness.read_log(log) == [{"arm": "a", "seed": 0, "x": 3}, {"arm": "b", "seed": 0, "x": 2}]
+
+
+def test_a_refused_config_in_a_grid_is_one_line_and_exit_2(capsys):
+    from experiments import relay_payment
+
+    with pytest.raises(SystemExit) as refused:
+        relay_payment.main(["--quick", "--set", "market.nope=1"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.splitlines() == ["error: --set market.nope=1: market.nope = 1: unknown key"]
