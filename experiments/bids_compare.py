@@ -1,7 +1,7 @@
 """Learned bids against EoM's fixed schemes, and a learned market's pool scaling and dropout.
 
     python -m experiments.bids_compare                      # the three tables, 5 seeds (~40 min on 2 cores)
-    python -m experiments.bids_compare --seeds 5 --workers 2 --out runs/bids_compare.md
+    python -m experiments.bids_compare --seeds 5 --workers 2 --out runs/bids_compare.md   # or --ray: Ray tasks
     python -m experiments.bids_compare --quick              # toy sizes, seconds (what the test runs)
     python -m experiments.bids_compare --tables recsys      # one table only (compare, recsys, pools)
     python -m experiments.bids_compare --tables pools --seeds 10 --first-seed 10   # a second set of seeds
@@ -43,17 +43,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sys
 import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from experiments import rows as results
+from experiments import harness, rows as results
 from market import PolicyWrapper
 from market.model import gini
 from scenarios import relay
@@ -140,8 +140,7 @@ def episodes_to(success: np.ndarray, target: float, window: int) -> int | None:
     return int(hit[0] + window) if hit.size else None
 
 
-def compare_run(job: tuple) -> dict:
-    scenario, scheme, seed, setup = job
+def compare_run(scenario: str, scheme: str, seed: int, setup: Setup) -> dict:
     _threads()
     start = time.perf_counter()
     exp, model, success = train(config(scenario, scheme, seed, setup))
@@ -161,10 +160,9 @@ def compare_run(job: tuple) -> dict:
     return out
 
 
-def recsys_run(job: tuple) -> dict:
+def recsys_run(scheme: str, seed: int, setup: Setup) -> dict:
     """One whole recsys run through the runner (its skill library lives in the run's database: a temporary
     SQLite file) -> the summary's test metrics."""
-    scheme, seed, setup = job
     _threads()
     from scenarios.run.config import from_dict
     from scenarios.run.runner import run_experiment
@@ -221,8 +219,7 @@ def top_bidders_advance(model, able: np.ndarray, drop: np.ndarray) -> bool:
     return bool(awake.any(axis=1).all() and not (top & ~able).any())
 
 
-def pool_run(job: tuple) -> dict:
-    scheme, pool, seed, setup = job
+def pool_run(scheme: str, pool: int, seed: int, setup: Setup) -> dict:
     _threads()
     exp, model, success = train(config("relay", scheme, seed, setup, pool=pool))
     live = np.flatnonzero(model.population.traders)
@@ -248,19 +245,13 @@ def _threads() -> None:
 
 
 # ------------------------------------------------------------------------------------ tables
-def fmt(values, digits=2) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
+fmt = partial(harness.mean_sd, lone=True)
+"""``fmt(values, digits=2)``: mean ± sd over seeds; one seed's value alone (no spread to claim)."""
 
 
 def compare_table(rows: list[dict]) -> str:
     sizes = sorted({int(n) for r in rows for n in r.get("heldout", {})})
-    header = ["scenario", "bids", "success", "episodes to target (seeds reaching)", "gini"] + [f"held-out n={n}" for n in sizes]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    body = []
     for scenario in ("relay", "blocks"):
         for scheme in SCHEMES:
             runs = [r for r in rows if r["scenario"] == scenario and r["scheme"] == scheme]
@@ -269,88 +260,78 @@ def compare_table(rows: list[dict]) -> str:
             reached = [r["episodes_to_target"] for r in runs if r["episodes_to_target"] is not None]
             to = f"{int(np.median(reached))} ({len(reached)}/{len(runs)})" if reached else f"- (0/{len(runs)})"
             held = [fmt([r["heldout"][str(n)] for r in runs]) if scenario == "blocks" else "" for n in sizes]
-            cells = [f"{scenario} (target {TARGET[scenario]})", scheme, fmt([r["success"] for r in runs]), to,
-                     fmt([r["gini"] for r in runs])] + held
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            body.append([f"{scenario} (target {TARGET[scenario]})", scheme, fmt([r["success"] for r in runs]), to,
+                         fmt([r["gini"] for r in runs]), *held])
+    return harness.markdown(["scenario", "bids", "success", "episodes to target (seeds reaching)", "gini",
+                             *(f"held-out n={n}" for n in sizes)], body)
+
+
+RECSYS_COLUMNS = ("ndcg10_initial", "ndcg10_final", "recall50_initial", "recall50_final", "baseline_ndcg10")
 
 
 def recsys_table(rows: list[dict]) -> str:
-    lines = ["| bids | test NDCG@10 before | test NDCG@10 after | Recall@50 before | Recall@50 after | "
-             "best tuned baseline NDCG@10 |",
-             "|---|---|---|---|---|---|"]
+    body = []
     for scheme in RECSYS_SCHEMES:
         runs = [r for r in rows if r["scheme"] == scheme]
         if runs:
-            cells = [fmt([r[k] for r in runs], 3) for k in ("ndcg10_initial", "ndcg10_final", "recall50_initial",
-                                                              "recall50_final", "baseline_ndcg10")]
-            lines.append(f"| {scheme} | " + " | ".join(cells[:-1]) + f" | {cells[-1]} ({runs[0]['baseline']}) |")
-    return "\n".join(lines)
+            cells = [fmt([r[k] for r in runs], 3) for k in RECSYS_COLUMNS]
+            body.append([scheme, *cells[:-1], f"{cells[-1]} ({runs[0]['baseline']})"])
+    return harness.markdown(["bids", "test NDCG@10 before", "test NDCG@10 after", "Recall@50 before", "Recall@50 after",
+                             "best tuned baseline NDCG@10"], body)
+
+
+POOL_COLUMNS = ("train_success", "eval_full", "eval_dropout", "ceiling", "top_bidders_advance")
 
 
 def pool_table(rows: list[dict]) -> str:
-    lines = ["| bids | pool (max agents) | live at end | specialists per stage | train success | frozen eval | "
-             "eval, 20% removed | ceiling: chain kept | top bidders advance | drop |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    body = []
     for scheme in POOL_SCHEMES:
         for pool in sorted({r["pool"] for r in rows}):
             runs = [r for r in rows if r["scheme"] == scheme and r["pool"] == pool]
-            if not runs:
-                continue
-            drop = [r["eval_full"] - r["eval_dropout"] for r in runs]
-            lines.append(f"| {scheme} | {pool} | {fmt([r['live'] for r in runs], 0)} | "
-                         f"{fmt([np.mean(r['specialists']) for r in runs], 1)} | "
-                         f"{fmt([r['train_success'] for r in runs])} | {fmt([r['eval_full'] for r in runs])} | "
-                         f"{fmt([r['eval_dropout'] for r in runs])} | {fmt([r['ceiling'] for r in runs])} | "
-                         f"{fmt([r['top_bidders_advance'] for r in runs])} | {fmt(drop)} |")
-    return "\n".join(lines)
+            if runs:
+                body.append([scheme, pool, fmt([r["live"] for r in runs], 0),
+                             fmt([np.mean(r["specialists"]) for r in runs], 1),
+                             *(fmt([r[k] for r in runs]) for k in POOL_COLUMNS),
+                             fmt([r["eval_full"] - r["eval_dropout"] for r in runs])])
+    return harness.markdown(["bids", "pool (max agents)", "live at end", "specialists per stage", "train success",
+                             "frozen eval", "eval, 20% removed", "ceiling: chain kept", "top bidders advance", "drop"],
+                            body)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="seeds first-seed .. first-seed + seeds - 1 (a second set checks what the first chose)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("runs/bids_compare.md"))
-    parser.add_argument("--quick", action="store_true", help="toy sizes (seconds): a smoke run")
-    parser.add_argument("--rows", type=Path, help="write each table as JSON Lines rows with their provenance: the "
-                        "first to ROWS, the others to ROWS-STEM_TABLE.jsonl beside it (docs/results pages)")
+    harness.add_flags(parser, seeds=5, workers=2, sets=False, quick="64 episodes, pools of 10, recsys 512 rollouts",
+                      out=Path("runs/bids_compare.md"), out_help="the tables (Markdown), the runs beside it (.json)",
+                      rows_help="write each table as JSON Lines rows with their provenance: the first to ROWS, the "
+                                "others to ROWS-STEM_TABLE.jsonl beside it (docs/results pages)")
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to run")
     parser.add_argument("--scenarios", nargs="+", choices=tuple(TARGET), default=list(TARGET),
                         help="the comparison table's scenarios")
-    args = parser.parse_args(argv)
+    args = harness.parse(parser, argv)
     setup = Setup(seeds=args.seeds)
     if args.quick:
-        setup = Setup(seeds=1, relay_episodes=64, blocks_episodes=64, heldout_sizes=(4,), heldout_count=10, window=16,
-                      pools=(10,), eval_episodes=16, draws=3, recsys_episodes=512)
-    seeds = range(args.first_seed, args.first_seed + setup.seeds)
-    compare_jobs = [(s, scheme, seed, setup) for s in args.scenarios for scheme in SCHEMES for seed in seeds]
-    recsys_jobs = [(scheme, seed, setup) for scheme in RECSYS_SCHEMES for seed in seeds]
-    pool_jobs = [(scheme, pool, seed, setup) for scheme in POOL_SCHEMES for pool in setup.pools for seed in seeds]
-    compare_jobs, recsys_jobs, pool_jobs = (jobs if name in args.tables else []
-                                            for name, jobs in zip(TABLES, (compare_jobs, recsys_jobs, pool_jobs)))
+        setup = Setup(seeds=args.seeds, relay_episodes=64, blocks_episodes=64, heldout_sizes=(4,), heldout_count=10,
+                      window=16, pools=(10,), eval_episodes=16, draws=3, recsys_episodes=512)
+    seeds = harness.seeds(args)
+    jobs = {"compare": (compare_run, [(s, scheme, seed, setup) for s in args.scenarios for scheme in SCHEMES
+                                      for seed in seeds]),
+            "recsys": (recsys_run, [(scheme, seed, setup) for scheme in RECSYS_SCHEMES for seed in seeds]),
+            "pools": (pool_run, [(scheme, pool, seed, setup) for scheme in POOL_SCHEMES for pool in setup.pools
+                                 for seed in seeds])}
     start = time.perf_counter()
-    if args.workers > 1:
-        with multiprocessing.get_context("fork").Pool(args.workers) as workers:
-            compared = workers.map(compare_run, compare_jobs, chunksize=1)
-            recsys = workers.map(recsys_run, recsys_jobs, chunksize=1)
-            pooled = workers.map(pool_run, pool_jobs, chunksize=1)
-    else:
-        compared, recsys = list(map(compare_run, compare_jobs)), list(map(recsys_run, recsys_jobs))
-        pooled = list(map(pool_run, pool_jobs))
-    sections = {"compare": f"## Bids: learned vs fixed schemes ({setup.seeds} seeds, mean ± std)\n\n{compare_table(compared)}",
-                "recsys": f"## recsys market mode ({setup.seeds} seeds)\n\n{recsys_table(recsys)}",
-                "pools": f"## Pool scaling and dropout (relay, {setup.seeds} seeds)\n\n{pool_table(pooled)}"}
-    report = "\n\n".join(sections[name] for name in TABLES if name in args.tables) + "\n"
+    runs = {name: harness.run(*jobs[name], args) if name in args.tables else [] for name in TABLES}
+    made = {"compare": lambda: compare_table(runs["compare"]), "recsys": lambda: recsys_table(runs["recsys"]),
+            "pools": lambda: pool_table(runs["pools"])}
+    heads = {"compare": f"## Bids: learned vs fixed schemes ({setup.seeds} seeds, mean ± std)",
+             "recsys": f"## recsys market mode ({setup.seeds} seeds)",
+             "pools": f"## Pool scaling and dropout (relay, {setup.seeds} seeds)"}
+    report = "\n\n".join(f"{heads[name]}\n\n{made[name]()}" for name in TABLES if name in args.tables) + "\n"
     print(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report)
-    args.out.with_suffix(".json").write_text(json.dumps({"compare": compared, "recsys": recsys, "pools": pooled}, indent=1))
+    args.out.with_suffix(".json").write_text(json.dumps(runs, indent=1))
     print(f"wrote {args.out} and {args.out.with_suffix('.json')} in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     if args.rows:
-        made = {"compare": lambda: compare_table(compared), "recsys": lambda: recsys_table(recsys),
-                "pools": lambda: pool_table(pooled)}
         results.write_tables(args.rows, {name: made[name]() for name in TABLES if name in args.tables},
                              "experiments.bids_compare", argv)
     return 0

@@ -5,8 +5,9 @@ Runs the default ``blocks`` scenario and one ablation per row, each a single
 every final population (frozen) as a Markdown table, a JSON file and a plot
 of success versus size::
 
-    python -m experiments.blocks_ablation --seeds 0 1 2 --workers 2 --out runs/blocks_ablation
-    python -m experiments.blocks_ablation --seeds 0 --set run.episodes=4000   # a quick look
+    python -m experiments.blocks_ablation --seeds 3 --workers 2 --out runs/blocks_ablation
+    python -m experiments.blocks_ablation --seeds 1 --set run.episodes=4000   # a quick look
+    python -m experiments.blocks_ablation --quick                             # toy size: a smoke run
 
 Rows (Baum's claims: property rights and conservation are what make the
 economy work):
@@ -26,12 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from experiments import rows
+from experiments import harness, rows
 
 ABLATIONS = {
     "full": [],
@@ -41,14 +41,14 @@ ABLATIONS = {
     "final_only": ["market.payment=final_only"],
     "one value per agent": ["agents.features=agent", "agents.value.child=0.5"],
 }
+QUICK = ["run.episodes=160", "blocks.heldout_count=5"]
 
 
-def run_one(job: tuple[str, list[str], int]) -> dict:
+def run_one(name: str, overrides: list[str], seed: int) -> dict:
     """One run of the blocks scenario (in a worker process); its summary plus wall time."""
     from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
-    name, overrides, seed = job
     start = time.perf_counter()
     summary = run_experiment(load("blocks", overrides, seed=seed), "sqlite://", progress=False)
     return {"ablation": name, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
@@ -64,10 +64,7 @@ def table(results: list[dict], seeds: list[int]) -> str:
         rows = sorted((r for r in results if r["ablation"] == name), key=lambda r: r["seed"])
         if not rows:
             continue
-        cells = []
-        for n in sizes:
-            v = np.array([r["heldout_success"][n] for r in rows])
-            cells.append(f"{v.mean():.2f} ± {v.std():.2f}")
+        cells = [harness.mean_sd([r["heldout_success"][n] for r in rows], 2, ddof=0) for n in sizes]
         per_seed = " ".join(f"{r['heldout_success'][sizes[0]]:.2f}" for r in rows)
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {per_seed} |")
     return "\n".join(lines) + f"\n\nMean ± standard deviation over seeds {seeds}; held-out success of the final population, frozen.\n"
@@ -97,28 +94,22 @@ def plot(results: list[dict], path: Path) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--workers", type=int, default=2, help="runs in parallel (processes)")
+    harness.add_flags(p, seeds=3, workers=2, quick="160 episodes, 5 held-out instances a size",
+                      out=Path("runs/blocks_ablation"), out_help="the folder of the table, the JSON and the plot")
     p.add_argument("--only", nargs="+", choices=list(ABLATIONS), help="run only these rows")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="applied to every run, e.g. --set run.episodes=4000")
-    p.add_argument("--out", type=Path, default=Path("runs/blocks_ablation"))
-    p.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
-    args = p.parse_args(argv)
+    args = harness.parse(p, argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(name, args.overrides + sets, seed) for name, sets in ABLATIONS.items()
-            if not args.only or name in args.only for seed in args.seeds]
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        results = []
-        for r in pool.map(run_one, jobs):
-            results.append(r)
-            print(json.dumps(r), flush=True)
+    seeds = list(harness.seeds(args))
+    sets = [*(QUICK if args.quick else []), *args.overrides]
+    jobs = [(name, sets + ablation, seed) for name, ablation in ABLATIONS.items()
+            if not args.only or name in args.only for seed in seeds]
+    results = harness.run(run_one, jobs, args, on_result=lambda i, r: print(json.dumps(r), flush=True))
     (args.out / "ablation.json").write_text(json.dumps(results, indent=1))
-    (args.out / "ablation.md").write_text(table(results, args.seeds))
+    (args.out / "ablation.md").write_text(table(results, seeds))
     plot(results, args.out / "success_vs_size.png")
-    print(table(results, args.seeds))
+    print(table(results, seeds))
     if args.rows:
-        rows.write(args.rows, rows.from_markdown(table(results, args.seeds)), "experiments.blocks_ablation", argv)
+        rows.write(args.rows, rows.from_markdown(table(results, seeds)), "experiments.blocks_ablation", argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Compare the credit estimators (agents/credit) by training the same relay population with each.
 
-    python -m experiments.credit_compare [--seeds 5] [--rounds 60] [--credit grpo,draco,...] [--out FILE]
+    python -m experiments.credit_compare [--seeds 5] [--rounds 60] [--credit grpo,draco,...] [--workers 2] [--out FILE]
+    python -m experiments.credit_compare --quick          # 4 rounds of 8 episodes, one seed: a smoke run
 
 The economy is relay's (scenarios/relay.toml: holland bids, bucket brigade, rent, births and
 bankruptcy). On top of its rule (which decides when it wakes and what it bids), every agent has the
@@ -21,14 +22,12 @@ and the variance of the final success over seeds.
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
 
 import numpy as np
 
 from agents import credit as C
 from agents.credit.step_advantages import provides
-from experiments import rows as results
+from experiments import harness, rows as results
 from scenarios import relay
 from scenarios.run.config import load
 from scenarios.run.runner import build_model
@@ -43,9 +42,9 @@ def settings(name: str, group: int, batch: int, lr: float) -> list[str]:
     return sets
 
 
-def run(name: str, seed: int, rounds: int, group: int, batch: int, lr: float) -> np.ndarray:
+def run(name: str, seed: int, rounds: int, group: int, batch: int, lr: float, overrides: list[str]) -> np.ndarray:
     """[rounds] success rates of relay trained with estimator ``name``."""
-    model = build_model(load("relay", settings(name, group, batch, lr), seed=seed))
+    model = build_model(load("relay", [*settings(name, group, batch, lr), *overrides], seed=seed))
     success = np.zeros(rounds)
     for r in range(rounds):
         model.step()
@@ -70,39 +69,39 @@ def summarise(curves: np.ndarray, batch: int, threshold: float) -> dict:
 
 def main(argv=None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=60)
+    harness.add_flags(ap, seeds=5, quick="4 rounds of 8 episodes", out_help="also write the table to this file")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per run (default 60; --quick: 4)")
     ap.add_argument("--group", type=int, default=4, help="G: rollouts of the same task per group")
-    ap.add_argument("--batch", type=int, default=16, help="episodes per round (a multiple of --group)")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="episodes per round, a multiple of --group (default 16; --quick: 8)")
     ap.add_argument("--lr", type=float, default=1.0, help="agents.lr: Adam's step size on the action logits")
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--credit", default="all", help="comma-separated estimator names, or all (those relay supports)")
-    ap.add_argument("--out", default=None, help="also write the table to this file")
-    ap.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
-    args = ap.parse_args(argv)
+    args = harness.parse(ap, argv)
+    rounds = args.rounds or (4 if args.quick else 60)
+    batch = args.batch or (8 if args.quick else 16)
     signals = provides(relay.SPEC.credit_signals)
     names = ["none", *C.supported(signals)] if args.credit == "all" else args.credit.split(",")
     for n in names:
         if n != "none":
             C.require(n, signals, "relay")
-    rows = []
-    for name in names:
-        t0 = time.time()
-        curves = np.stack([run(name, s, args.rounds, args.group, args.batch, args.lr) for s in range(args.seeds)])
-        rows.append((name, summarise(curves, args.batch, args.threshold), time.time() - t0))
-    episodes = args.rounds * args.batch
-    lines = [(f"relay (K=5, p_specialist=0.2), {args.seeds} seeds x {episodes} episodes, G={args.group}, lr={args.lr}; "
-             f"threshold {args.threshold}"),
-             "", "| credit | final success (mean +- std) | episodes to threshold (seeds reaching) | variance across seeds |",
-             "|---|---|---|---|"]
-    for name, s, _ in rows:
+    seeds = harness.seeds(args)
+    jobs = [(name, seed, rounds, args.group, batch, args.lr, args.overrides) for name in names for seed in seeds]
+    curves = harness.run(run, jobs, args)
+    summaries = [summarise(np.stack(curves[i * len(seeds):(i + 1) * len(seeds)]), batch, args.threshold)
+                 for i in range(len(names))]
+    body = []
+    for name, s in zip(names, summaries):
         reach = "-" if np.isnan(s["reach"]) else f"{s['reach']:.0f}"
-        lines.append(f"| {name} | {s['final']:.3f} +- {s['std']:.3f} | {reach} ({s['reached']}/{args.seeds}) | {s['var']:.4f} |")
-    table = "\n".join(lines)
+        body.append([name, harness.pm(s["final"], s["std"], 3, sep=" +- "), f"{reach} ({s['reached']}/{args.seeds})",
+                     f"{s['var']:.4f}"])
+    table = "\n".join([(f"relay (K=5, p_specialist=0.2), {args.seeds} seeds x {rounds * batch} episodes, G={args.group}, "
+                        f"lr={args.lr}; threshold {args.threshold}"), "",
+                       harness.markdown(["credit", "final success (mean +- std)",
+                                         "episodes to threshold (seeds reaching)", "variance across seeds"], body)])
     print(table)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(table + "\n")
+        args.out.write_text(table + "\n")
     if args.rows:
         results.write(args.rows, results.from_markdown(table), "experiments.credit_compare", argv)
     return table

@@ -1,7 +1,7 @@
 """wordmath's market arms against the complete agent, paired by seed: the LLM-learning issue's table.
 
     python -m experiments.llm_compare                          # every arm, seeds 0-4 (40 runs of 8 arms: ~3.5 h on 2 cores)
-    python -m experiments.llm_compare --arms holland learned --seeds 0 1 2 --workers 2
+    python -m experiments.llm_compare --arms holland learned --seeds 3 --workers 2
     python -m experiments.llm_compare --quick                  # toy sizes (what the test runs)
 
 Each run is ``catallax run wordmath --seed S`` with only the arm's keys set (the shipped file
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sqlite3
 import sys
 import tempfile
@@ -34,8 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import rows as results
-from experiments.bids_compare import fmt
+from experiments import harness, rows as results
 
 ARMS = {
     "fixed": ["market.bid_scheme=fixed"],
@@ -57,10 +55,9 @@ SKILL_COUNTS = ("heldout_accuracy_initial", "skill_edits_proposed", "skill_edits
 QUICK = ["run.episodes=8", "market.batch=4", "wordmath.heldout=4", "skills.probe=2"]
 
 
-def run_arm(job: tuple[str, int, list[str], Path | None]) -> dict:
+def run_arm(arm: str, seed: int, extra: list[str], keep: Path | None) -> dict:
     """One wordmath run of one arm and seed -> its summary's comparable numbers (and, with ``keep``, its
     database kept as KEEP/ARM-sSEED.db: the trace of every episode, for reading why a run failed)."""
-    arm, seed, extra, keep = job
     from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
@@ -111,17 +108,17 @@ def table(rows: list[dict]) -> str:
     lines = ["| arm | held-out accuracy (mean ± sd) | per seed | minus complete agent (per seed) | "
              "train success | policy updates |", "|---|---|---|---|---|---|"]
     per_seed = [complete[s] for s in seeds]
-    lines.append(f"| complete agent (every tool, correct skills, summed budget) | {fmt(per_seed, 3)} | "
+    lines.append(f"| complete agent (every tool, correct skills, summed budget) | {harness.mean_sd(per_seed, 3, lone=True)} | "
                  f"{' '.join(f'{v:.3f}' for v in per_seed)} | | | |")
     for arm in arms:
         runs = [by[arm, s] for s in seeds if (arm, s) in by]
         held = [r["heldout_accuracy"] for r in runs]
         gap = " ".join(f"{r['heldout_accuracy'] - complete[r['seed']]:+.3f}" for r in runs)
         updates = " ".join(str(r["policy_updates"]) for r in runs) if any(r["policy_updates"] for r in runs) else ""
-        lines.append(f"| market, {arm} | {fmt(held, 3)} | {' '.join(f'{v:.3f}' for v in held)} | {gap} | "
+        lines.append(f"| market, {arm} | {harness.mean_sd(held, 3, lone=True)} | {' '.join(f'{v:.3f}' for v in held)} | {gap} | "
                      f"{np.mean([r['train_success_rate'] for r in runs]):.2f} | {updates} |")
     single = [max((by[a, s]["single_agent_accuracy"] for a in arms if (a, s) in by)) for s in seeds]
-    lines.append(f"| best single agent (best of any arm's population) | {fmt(single, 3)} | "
+    lines.append(f"| best single agent (best of any arm's population) | {harness.mean_sd(single, 3, lone=True)} | "
                  f"{' '.join(f'{v:.3f}' for v in single)} | | | |")
     return "\n".join(lines)
 
@@ -170,32 +167,26 @@ def best_arm(rows: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_flags(parser, seeds=5, workers=2, quick="8 episodes, 4 held-out problems, probes of 2",
+                      out=Path("runs/llm_compare.md"),
+                      out_help="the table; each finished run is appended to OUT with suffix .jsonl as it lands",
+                      rows_help="write the tables as JSON Lines rows with their provenance: the arms' to ROWS, the "
+                                "trace and edit tables to ROWS-STEM_trace/_edits.jsonl (docs/results pages)")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("runs/llm_compare.md"),
-                        help="the table; each finished run is appended to OUT with suffix .jsonl as it lands")
     parser.add_argument("--keep", type=Path, help="keep each run's database in this folder")
     parser.add_argument("--report", action="store_true", help="run nothing: the table of every run in the .jsonl")
-    parser.add_argument("--quick", action="store_true", help="toy sizes: 8 episodes, 4 held-out problems, probes of 2")
-    parser.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
-                        "arms' to ROWS, the trace and edit tables to ROWS-STEM_trace/_edits.jsonl (docs/results pages)")
-    args = parser.parse_args(argv)
+    args = harness.parse(parser, argv)
     log = args.out.with_suffix(".jsonl")
-    log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    landed = harness.logged(log, lambda r: f"{r['arm']} seed {r['seed']}: held-out {r['heldout_accuracy']:.3f} "
+                                           f"({r['seconds']:.0f} s)")
     if not args.report:
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-        jobs = [(arm, seed, QUICK if args.quick else [], args.keep) for seed in args.seeds for arm in args.arms]
-        with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as workers:
-            for row in workers.imap_unordered(run_arm, jobs):
-                with log.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-                print(f"{row['arm']} seed {row['seed']}: held-out {row['heldout_accuracy']:.3f} "
-                      f"({row['seconds']:.0f} s)", file=sys.stderr)
-    runs = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
-    rows = list({(r["arm"], r["seed"]): r for r in runs}.values())  # a re-run replaces the earlier row
+        extra = [*(QUICK if args.quick else []), *args.overrides]
+        harness.run(run_arm, [(arm, seed, extra, args.keep) for seed in harness.seeds(args) for arm in args.arms],
+                    args, on_result=landed)
+    rows = harness.read_log(log)
     for r in rows:
         db = args.keep and args.keep / f"{r['arm']}-s{r['seed']}.db"
         if db and db.exists():

@@ -7,16 +7,16 @@
     python -m experiments.objectives_compare --economy procurement --objectives grpo,agentopsd,trial,cepo --listed
     python -m experiments.objectives_compare --economy multihop --objectives batch_c --listed   # every batch C method
 
-The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action
-fees, births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own
-action logits (its rule's move ``rule_logit`` above the others), and after each round the configured
-objective (agents/objectives) moves the logits on the round's sampled moves. Between objective rows only
-``agents.objective`` changes; the seeds (0 .. seeds-1), the budget and the initial populations are the same
-for every row. The rows ``tasks=NAME`` (one per agents.tasks sampler: uniform, rods, scrl) train with grpo and let the
-sampler draw the training instances (agents/tasks; scenarios/blocks: each size's sampler over
-``task_pool`` instances, the curriculum still choosing sizes), 2 tasks a round with G = 4 rollouts each
-(``agents.group = 4``: scrl normalises a reward among its sub-problem's rollouts, so it needs groups;
-all three share G so they compare with each other; ``tasks=uniform`` is their baseline). Held-out
+The economy is ``blocks`` as shipped (scenarios/blocks.toml: value bids, bucket brigade, rent, action fees,
+births, curriculum) with ``agents.actions = "grpo"``: every winner samples its move from its own action logits
+(its rule's move ``rule_logit`` above the others), and after each round the configured objective
+(agents/objectives) moves the logits on the round's sampled moves. Between objective rows only
+``agents.objective`` changes; the seeds (0 .. seeds-1 unless ``--first-seed``), the budget and the initial
+populations are the same for every row. The rows ``tasks=NAME`` (one per agents.tasks sampler: uniform, rods,
+scrl) train with grpo and let the sampler draw the training instances (agents/tasks; scenarios/blocks: each
+size's sampler over ``task_pool`` instances, the curriculum still choosing sizes), 2 tasks a round with G = 4
+rollouts each (``agents.group = 4``: scrl normalises a reward among its sub-problem's rollouts, so it needs
+groups; all three share G so they compare with each other; ``tasks=uniform`` is their baseline). Held-out
 instances are the same for every row.
 
 The rows ``NAME+branches`` train objective NAME on trees of rollouts (``agents.branches`` = 2 at
@@ -58,7 +58,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import multiprocessing
 import sys
 import time
 from dataclasses import dataclass, field
@@ -68,7 +67,7 @@ import numpy as np
 
 from agents import credit, tasks
 from agents.objectives import NAMES
-from experiments import rows as results
+from experiments import harness, rows as results
 
 SAMPLERS = tuple(f"tasks={name}" for name in tasks.NAMES)
 BRANCHED = ("grpo+branches", "tree_opsd+branches", "focus+branches", "process_branching+branches", "contextpilot+branches")
@@ -108,6 +107,8 @@ class Setup:
     """``market.batch``, episodes per round (None: the scenario's)."""
     listed: bool = False
     """Only the rows asked for (``objectives``), not a row per name."""
+    first_seed: int = 0
+    """Seeds ``first_seed`` .. ``first_seed + seeds - 1``."""
 
 
 WORDMATH = dict(seeds=3, episodes=32, batch=8, heldout_sizes=(), heldout_count=64)
@@ -226,30 +227,28 @@ def summary(name: str, runs: list[dict], setup: Setup) -> dict:
                if setup.economy in LM else {})}
 
 
-def one_thread_train(job: tuple[str, int, Setup]) -> dict:
+def one_thread_train(name: str, seed: int, setup: Setup) -> dict:
     """``train`` on one torch thread: the learner's ops are tiny, and equal threads keep the rates comparable."""
     import torch
 
     torch.set_num_threads(1)
-    return train(*job)
+    return train(name, seed, setup)
 
 
-def compare(setup: Setup, workers: int = 1) -> list[dict]:
-    """Every row: each runnable name's runs over the seeds, ``workers`` runs at a time (spawned processes)."""
+def compare(setup: Setup, args: argparse.Namespace | None = None) -> list[dict]:
+    """Every row: each runnable name's runs over the seeds, as the flags say (``--workers``: spawned processes,
+    ``--ray``; none: one after another here, and this process's torch threads put back after)."""
     import torch
 
     names = ROWS + tuple(name for name in EXTRA if name in setup.objectives)
     unrun_rows = {name: unrun(name, setup) for name in names}
-    jobs = [(name, seed, setup) for name in names if unrun_rows[name] is None for seed in range(setup.seeds)]
-    if workers > 1:
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            runs = pool.map(one_thread_train, jobs, chunksize=1)
-    else:
-        threads = torch.get_num_threads()
-        try:
-            runs = [one_thread_train(job) for job in jobs]
-        finally:
-            torch.set_num_threads(threads)
+    seeds = range(setup.first_seed, setup.first_seed + setup.seeds)
+    jobs = [(name, seed, setup) for name in names if unrun_rows[name] is None for seed in seeds]
+    threads = torch.get_num_threads()
+    try:
+        runs = harness.run(one_thread_train, jobs, args)
+    finally:
+        torch.set_num_threads(threads)
     by_name = {name: [run for (n, _, _), run in zip(jobs, runs) if n == name] for name in names}
     shown = [name for name in setup.objectives if name in names] if setup.listed else names  # listed: as asked
     return [unrun_rows[name] or summary(name, by_name[name], setup) for name in shown]
@@ -285,7 +284,7 @@ def table(rows: list[dict], setup: Setup) -> str:
              "|---|---|---|" + "---|" * len(sizes) + "---|---|" + ("---|" if lm else "")]
     for r in rows:
         if r["status"] == "ran":
-            cells = [f"{r['heldout']:.3f} ± {r['sd']:.3f}", " ".join(f"{h:.2f}" for h in r["per_seed"])]
+            cells = [harness.pm(r["heldout"], r["sd"], 3), " ".join(f"{h:.2f}" for h in r["per_seed"])]
             cells += [f"{r['per_size'][n]:.2f}" for n in sizes]
             updates = r["updates"] if isinstance(r["updates"], int) else f"{r['updates']:.1f}"  # a mean over seeds
             cells += [f"{updates} / {r['rounds']}", f"{r[rate]:.0f}"] + ([f"{r['privileged_per_round']:.0f}"] if lm else [])
@@ -297,27 +296,21 @@ def table(rows: list[dict], setup: Setup) -> str:
 
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=None, help=f"default: {Setup.seeds} (wordmath: {WORDMATH['seeds']})")
+    harness.add_flags(ap, seeds=None, quick="160 episodes, grpo, eapo, rods, scrl, focus+branches",
+                      out_help="also write the markdown table to this file")
     ap.add_argument("--episodes", type=int, default=None,
                     help=f"training episodes per run; default: {Setup.episodes} (wordmath: {WORDMATH['episodes']})")
     ap.add_argument("--heldout", type=int, default=None, help="held-out problems (the LLM worlds; default: the preset's)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="runs at a time, each a spawned process on one torch thread (2 halves the wall time on 2 cores)")
     ap.add_argument("--objectives", default=None,
                     help="comma-separated rows to run: objectives, tasks=SAMPLER, NAME+branches, credit=ESTIMATOR, "
                          "skills=memory_shapley, or batch_c (default: all objectives and samplers; --quick: "
                          "grpo,eapo,tasks=rods,tasks=scrl,focus+branches); every objective and sampler still gets a row")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="an extra config override for every run (as catallax run --set)")
-    ap.add_argument("--quick", action="store_true", help="toy size: 1 seed, 160 episodes, grpo, eapo, rods, scrl, focus+branches")
     ap.add_argument("--economy", choices=("blocks", *LM), default="blocks",
                     help="blocks: rule logits (default); the LLM worlds: LoRA on SmolLM2, small (WORDMATH, PROCUREMENT, TEXT)")
     ap.add_argument("--listed", action="store_true", help="rows only for the names asked for (--objectives)")
     ap.add_argument("--json", action="store_true", help='last stdout line: {"rows": [...]}')
     ap.add_argument("--readme", action="store_true", help="print the markdown table (the README's)")
-    ap.add_argument("--out", default=None, help="also write the markdown table to this file")
-    ap.add_argument("--rows", type=Path, help="write the table as JSON Lines rows with their provenance (docs/results pages)")
-    args = ap.parse_args(argv)
+    args = harness.parse(ap, argv)
     chosen = tuple(args.objectives.split(",")) if args.objectives else (QUICK if args.quick else Setup).objectives
     chosen = tuple(dict.fromkeys(n for name in chosen for n in (BATCH_C if name == "batch_c" else (name,))))
     unknown = sorted(set(chosen) - set(ROWS + EXTRA))
@@ -331,14 +324,13 @@ def main(argv=None) -> list[dict]:
         setup = Setup(objectives=chosen, overrides=args.overrides)
     sized = {k: v for k, v in (("seeds", args.seeds), ("episodes", args.episodes), ("heldout_count", args.heldout))
              if v is not None}
-    setup = dataclasses.replace(setup, **sized, listed=args.listed)
+    setup = dataclasses.replace(setup, **sized, listed=args.listed, first_seed=args.first_seed)
     start = time.perf_counter()
-    rows = compare(setup, args.workers)
+    rows = compare(setup, args)
     seconds = time.perf_counter() - start
     text = table(rows, setup)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+        args.out.write_text(text + "\n")
     if args.readme or not args.json:
         print(text)
     print(f"objectives_compare: {seconds:.0f} s wall", file=sys.stderr)

@@ -1,7 +1,8 @@
 """procurement's market arms against its complete agent, paired by seed: the text-world issue's table.
 
     python -m experiments.procurement_compare                     # 3 arms x seeds 0-4 at the sizes below
-    python -m experiments.procurement_compare --arms holland --seeds 0 1 --workers 1
+    python -m experiments.procurement_compare --arms holland --seeds 2 --workers 1
+    python -m experiments.procurement_compare --quick --rows /tmp/procurement.jsonl   # toy size: a smoke run
     python -m experiments.procurement_compare --report            # the table of the runs already logged
 
 Each run is ``catallax run procurement --seed S`` with the arm's keys and ``SIZE`` (a small size: 2
@@ -14,19 +15,14 @@ splitter tool alone (no model), computed here: what a market that routes every t
 
 The arms: the market under ``fixed`` bids (every awake agent bids the same: routing by chance),
 ``holland`` bids (wealth routes) and ``learned`` value bids (first-price clearing, as wordmath's table).
-Each finished run lands in ``--log`` (one JSON object a run); the table's rows go to
-benchmarks/results/procurement_compare.jsonl (one object per row, with the command, date, commit and
-machine), which docs/tutorials/llm_world.md shows between table markers.
+Each finished run lands in ``--log`` (one JSON object a run); the table's rows go to ``--rows``, by default
+benchmarks/results/procurement_compare.jsonl (one object per row, with the command, date, the runs' commit, the
+machine and the size), which docs/tutorials/llm_world.md shows between table markers.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import multiprocessing
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,20 +30,23 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments import harness, rows as results
+
 ARMS = {
     "fixed": ["market.bid_scheme=fixed"],
     "holland": ["market.bid_scheme=holland"],
     "learned": ["market.bid_scheme=learned", "market.clearing=first_price"],
 }
 SIZE = ["run.episodes=24", "procurement.heldout=8", "procurement.llm.threads=1"]
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "procurement_compare.jsonl"
+QUICK = ["run.episodes=8", "procurement.heldout=2", "procurement.llm.threads=1"]
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "procurement_compare.jsonl"
 KEEP = ("heldout_reward", "heldout_success", "complete_agent_reward", "curated_agent_reward", "train_success_rate",
         "ledger_hash", "invalid_actions", "actions", "roles", "llm_tokens", "conservation_ok")
 
 
-def run_arm(job: tuple[str, int, list[str], str]) -> dict:
+def run_arm(arm: str, seed: int, size: list[str], commit: str) -> dict:
     """One procurement run of one arm and seed -> its summary's comparable numbers (and the commit it ran at)."""
-    arm, seed, size, commit = job
     from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
@@ -69,7 +68,7 @@ def rows_of(runs: list[dict]) -> list[dict]:
     for name, key in (("complete agent (whole pool, every tool, summed budget)", "complete_agent_reward"),
                       ("curated complete agent (no planted wrong lines)", "curated_agent_reward")):
         values = [first[s][key] for s in seeds]
-        out.append({"agent": name, "reward": _mean_sd(values), "per_seed": _joined(values), "minus_complete": "",
+        out.append({"agent": name, "reward": harness.mean_sd(values, 3), "per_seed": _joined(values), "minus_complete": "",
                     "success": "", "seeds": len(seeds)})
     alone = splitter_alone()
     out.append({"agent": "splitter tool alone (no LLM)", "reward": f"{alone:.3f}", "per_seed": "", "minus_complete": "",
@@ -78,7 +77,7 @@ def rows_of(runs: list[dict]) -> list[dict]:
         mine = [by[arm, s] for s in seeds if (arm, s) in by]
         values = [r["heldout_reward"] for r in mine]
         gaps = [r["heldout_reward"] - r["complete_agent_reward"] for r in mine]
-        out.append({"agent": f"market, {arm} bids", "reward": _mean_sd(values), "per_seed": _joined(values),
+        out.append({"agent": f"market, {arm} bids", "reward": harness.mean_sd(values, 3), "per_seed": _joined(values),
                     "minus_complete": " ".join(f"{g:+.3f}" for g in gaps),
                     "success": f"{np.mean([r['heldout_success'] for r in mine]):.2f}", "seeds": len(mine)})
     return out
@@ -101,12 +100,7 @@ def splitter_alone(heldout: int = 8, seed: int = 10_000) -> float:
 
 def markdown(rows: list[dict]) -> str:
     cols = ("agent", "reward", "per_seed", "minus_complete", "success")
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    return "\n".join([*lines, *("| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows)])
-
-
-def _mean_sd(values: list[float]) -> str:
-    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1) if len(values) > 1 else 0.0:.3f}"
+    return harness.markdown(list(cols), [[r[c] for c in cols] for r in rows])
 
 
 def _joined(values: list[float]) -> str:
@@ -115,33 +109,24 @@ def _joined(values: list[float]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_flags(parser, seeds=5, workers=2, quick="8 episodes, 2 held-out problems", rows=RESULTS,
+                      rows_help=f"the table's rows with their provenance (default {RESULTS.relative_to(ROOT)})")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--log", type=Path, default=Path("runs/procurement_compare.runs.jsonl"))
-    parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--report", action="store_true", help="run nothing: the table of the runs in --log")
-    args = parser.parse_args(argv)
-    args.log.parent.mkdir(parents=True, exist_ok=True)
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    args = harness.parse(parser, argv)
+    head = results.commit()
+    size = [*(QUICK if args.quick else SIZE), *args.overrides]
     if not args.report:
-        jobs = [(arm, seed, SIZE, head) for seed in args.seeds for arm in args.arms]
-        with multiprocessing.get_context("spawn").Pool(max(1, args.workers)) as workers:
-            for row in workers.imap_unordered(run_arm, jobs):
-                with args.log.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-                print(f"{row['arm']} seed {row['seed']}: reward {row['heldout_reward']:.3f} ({row['seconds']:.0f} s)",
-                      file=sys.stderr)
-    runs = list({(r["arm"], r["seed"]): r for r in map(json.loads, args.log.read_text().splitlines())}.values())
+        jobs = [(arm, seed, size, head) for seed in harness.seeds(args) for arm in args.arms]
+        harness.run(run_arm, jobs, args, on_result=harness.logged(
+            args.log, lambda r: f"{r['arm']} seed {r['seed']}: reward {r['heldout_reward']:.3f} ({r['seconds']:.0f} s)"))
+    runs = harness.read_log(args.log)
     rows = rows_of(runs)
     commit = " ".join(sorted({r.get("commit", head) for r in runs}))  # the runs' (the table's code is the same)
     given = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--report"]  # the runs' command
-    stamp = {"command": " ".join(["python -m experiments.procurement_compare", *given]),
-             "date": datetime.date.today().isoformat(), "commit": commit,
-             "machine": f"{platform.machine()}, {multiprocessing.cpu_count()} CPU cores, hf backend (SmolLM2-135M)",
-             "size": " ".join(SIZE)}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text("".join(json.dumps({**r, **stamp}) + "\n" for r in rows))
+    if args.rows:
+        results.write(args.rows, rows, "experiments.procurement_compare", given, commit=commit, size=" ".join(size))
     print(markdown(rows))
     return 0
 

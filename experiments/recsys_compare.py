@@ -2,6 +2,7 @@
 
     python -m experiments.recsys_compare [--worlds default,sparse,ml-100k,movielens:PATH] [--seeds 5] [--quick]
                                          [--zoo N] [--harm any_data] [--set KEY=VALUE ...] [--out tables.md] [--db URL]
+                                         [--workers 2 | --ray]
 
 Why several worlds: a gain measured in the world the pipeline was built in says little. The worlds
 are the synthetic generator's named shapes (scenarios/recsys/synthetic.py ``SHAPES``: sparse/dense, strong/weak
@@ -18,8 +19,9 @@ and coverage; the paired difference per seed of GRSE minus the strongest tuned b
 in that seed; and how often each credit pruned all planted harmful skills. ``--zoo N`` also runs the first N
 evaluation worlds of the zoo (scenarios/recsys/zoo.py, seeds fixed before measuring; ``--zoo-dev`` the development
 ones instead), one run each, and gives their distribution (experiments/recsys_zoo.py); ``--worlds ''`` runs the
-zoo alone. ``--quick`` runs the suite at test
-size (the tests' world, 3 iterations) to check that it works, not to measure.
+zoo alone. ``--quick`` runs the suite at test size (the tests' world, 3 iterations, one seed) to check that it
+works, not to measure. Each run goes into a private SQLite file in its worker, and its rows into the results
+database (``--db``) once it has finished, as a sweep's do (scenarios/run/sweep.py).
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments import recsys_gain, recsys_zoo, rows as results
+from experiments import harness, recsys_gain, recsys_zoo, rows as results
+from market.store import import_run, make_engine
 from scenarios.recsys import zoo
 from scenarios.recsys.synthetic import SHAPES
 from scenarios.run.config import load
-from scenarios.run.runner import run_experiment
+from scenarios.run.sweep import Task, run_task
 
 FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "movielens" / "ml-100k"
 SIZE = ("recsys.world.users=1500", "recsys.world.items=400")
@@ -76,10 +79,16 @@ def world_overrides(name: str, scratch: Path, quick: bool) -> list[str]:
     raise SystemExit(f"--worlds: unknown world {name!r}; expected one of {', '.join(WORLDS)} or movielens:PATH")
 
 
-def run(seed: int, overrides: list[str], harm: str, db: str) -> dict:
+def run(seed: int, overrides: list[str], harm: str, zoo_folder: Path | None = None) -> tuple[dict, dict, float]:
+    """One run (in a worker) into a private SQLite file -> its summary, its rows (for the results database) and
+    its seconds; ``zoo_folder``: the run is zoo world ``seed``, written there first."""
+    start = time.time()
+    if zoo_folder is not None:
+        overrides = ["recsys.data=movielens", f"recsys.path={zoo.write(seed, zoo_folder / f'zoo-{seed}')}", *overrides]
     exp = load("recsys", [*overrides, f"recsys.harm={harm}", "recsys.plant_harmful=3", "recsys.compare=true"],
                seed=seed)
-    return run_experiment(exp, db, progress=False)
+    summary, rows = run_task(Task({}, seed, exp.to_dict()), "experiments.recsys_compare", None)
+    return summary, rows, time.time() - start
 
 
 def columns(s: dict) -> dict[str, tuple[float, float, float]]:
@@ -95,7 +104,12 @@ def columns(s: dict) -> dict[str, tuple[float, float, float]]:
 
 
 def _ms(x: np.ndarray) -> str:
-    return f"{x.mean():.4f} ± {x.std(ddof=1) if x.size > 1 else 0.0:.4f}"
+    return harness.mean_sd(x, 4)
+
+
+def _spread(values: np.ndarray) -> list[str]:
+    """Each metric's (column's) mean ± sd over seeds (rows)."""
+    return [_ms(values[:, j]) for j in range(len(METRICS))]
 
 
 def _yes(flag: bool) -> str:
@@ -119,27 +133,21 @@ def table(name: str, results: dict[int, dict]) -> str:
     cols = {seed: columns(s) for seed, s in sorted(results.items())}
     rows = [("initial library", "initial"), *((n, a) for a, n in ARMS), *((n, b) for b, n in BASELINES),
             ("strongest tuned (on validation)", "best"), ("tuned blend (validated; the start holds it)", "blend")]
-    head = ["arm", *(n for _, n in METRICS)]
-    lines = [f"### {name} ({len(results)} seeds)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for label, key in rows:
-        values = np.array([c[key] for c in cols.values()])
-        lines.append(f"| {label} | " + " | ".join(_ms(values[:, j]) for j in range(len(METRICS))) + " |")
-    paired = np.array([np.subtract(c["grse"], c["best"]) for c in cols.values()])
-    lines.append("| **GRSE − strongest tuned (paired)** | "
-                 + " | ".join(_ms(paired[:, j]) for j in range(len(METRICS))) + " |")
-    over_blend = np.array([np.subtract(c["grse"], c["blend"]) for c in cols.values()])
-    lines.append("| GRSE − tuned blend (paired) | " + " | ".join(_ms(over_blend[:, j]) for j in range(len(METRICS)))
-                 + " |")
-
-    head = ["seed", "strongest tuned", "GRSE NDCG@10", "its NDCG@10", "difference", "pruned GRSE / presence / random",
-            "edits GRSE (accepted / gated)"]
-    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    arms = [[label, *_spread(np.array([c[key] for c in cols.values()]))] for label, key in rows]
+    arms.append(["**GRSE − strongest tuned (paired)**",
+                 *_spread(np.array([np.subtract(c["grse"], c["best"]) for c in cols.values()]))])
+    arms.append(["GRSE − tuned blend (paired)", *_spread(np.array([np.subtract(c["grse"], c["blend"])
+                                                                   for c in cols.values()]))])
+    per_seed = []
     for seed, s in sorted(results.items()):
         c, g = cols[seed], s["arms"]["grse"]
-        lines.append(f"| {seed} | {s['baseline_best']} | {c['grse'][0]:.4f} | {c['best'][0]:.4f} | "
-                     f"{c['grse'][0] - c['best'][0]:+.4f} | {s['harmful_pruned_grse']} / {s['harmful_pruned_presence']}"
-                     f" / {s['harmful_pruned_random']} of {s['harmful_planted']} | "
-                     f"{g['edits_accepted']} / {g['edits_accepted'] + g['edits_rejected']} |")
+        per_seed.append([seed, s["baseline_best"], f"{c['grse'][0]:.4f}", f"{c['best'][0]:.4f}",
+                         f"{c['grse'][0] - c['best'][0]:+.4f}", f"{s['harmful_pruned_grse']} / "
+                         f"{s['harmful_pruned_presence']} / {s['harmful_pruned_random']} of {s['harmful_planted']}",
+                         f"{g['edits_accepted']} / {g['edits_accepted'] + g['edits_rejected']}"])
+    lines = [f"### {name} ({len(results)} seeds)", "", harness.markdown(["arm", *(n for _, n in METRICS)], arms), "",
+             harness.markdown(["seed", "strongest tuned", "GRSE NDCG@10", "its NDCG@10", "difference",
+                               "pruned GRSE / presence / random", "edits GRSE (accepted / gated)"], per_seed)]
     v, n = verdict(results), len(results)
     lines += ["", f"GRSE beats the strongest tuned baseline on mean NDCG@10: **{_yes(v['beats'])}** "
                   f"({v['diff'].mean():+.4f}, ahead in {v['wins']} of {n} seeds). All planted harmful skills "
@@ -150,59 +158,74 @@ def table(name: str, results: dict[int, dict]) -> str:
 
 def overview(worlds: dict[str, dict[int, dict]]) -> str:
     """One line per world: the paired NDCG@10 difference and the two verdicts."""
-    lines = ["### all worlds", "", "| world | GRSE − strongest tuned NDCG@10 | seeds ahead | GRSE − tuned blend | "
-             "all pruned GRSE / presence | beats | prunes |", "|---|---|---|---|---|---|---|"]
+    body = []
     for name, results in worlds.items():
         v = verdict(results)
         blend = np.array([columns(s)["grse"][0] - columns(s)["blend"][0] for s in results.values()])
-        lines.append(f"| {name} | {_ms(v['diff'])} | {v['wins']} of {len(results)} | {_ms(blend)} | "
-                     f"{v['pruned']['grse']} / {v['pruned']['presence']} | {_yes(v['beats'])} | {_yes(v['prunes'])} |")
-    return "\n".join(lines)
+        body.append([name, _ms(v["diff"]), f"{v['wins']} of {len(results)}", _ms(blend),
+                     f"{v['pruned']['grse']} / {v['pruned']['presence']}", _yes(v["beats"]), _yes(v["prunes"])])
+    return "### all worlds\n\n" + harness.markdown(["world", "GRSE − strongest tuned NDCG@10", "seeds ahead",
+                                                     "GRSE − tuned blend", "all pruned GRSE / presence", "beats",
+                                                     "prunes"], body)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_flags(p, seeds=5, quick="test-sized worlds and 3 iterations: checks the suite runs",
+                      out_help="also write the tables here, and the run summaries beside it (.json)",
+                      rows_help="write the tables as JSON Lines rows with their provenance: the overview to ROWS, "
+                                "each world's to ROWS-STEM_WORLD.jsonl beside it (docs/results pages)")
     p.add_argument("--worlds", default=",".join(WORLDS), help=f"comma-separated: {', '.join(WORLDS)}, movielens:PATH")
-    p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="test-sized worlds and 3 iterations: checks the suite runs")
     p.add_argument("--harm", default="any_data", choices=("any_data", "business"),
                    help="the planted harmful skills (recsys.harm): any_data hurts on every world")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="applied to every world, after the world's own keys")
     p.add_argument("--zoo", type=int, default=0, metavar="N", help="also run the first N zoo evaluation worlds")
     p.add_argument("--zoo-dev", action="store_true", help="--zoo runs the development worlds instead")
     p.add_argument("--zoo-part", default="0/1", metavar="I/N", help="run only the I-th of every N of those worlds "
                    "(N processes side by side; experiments.recsys_zoo tabulates their rows together)")
     p.add_argument("--db", help="results database (default: a temporary SQLite file)")
-    p.add_argument("--out", type=Path, help="also write the tables here, and the run summaries beside it (.json)")
-    p.add_argument("--rows", type=Path, help="write the tables as JSON Lines rows with their provenance: the "
-                   "overview to ROWS, each world's to ROWS-STEM_WORLD.jsonl beside it (docs/results pages)")
-    args = p.parse_args(argv)
+    args = harness.parse(p, argv)
     scratch = Path(tempfile.mkdtemp())
-    db = args.db or f"sqlite:///{scratch / 'compare.db'}"
+    engine = make_engine(args.db or f"sqlite:///{scratch / 'compare.db'}")
     names = [w for w in args.worlds.split(",") if w]
     overrides = {name: world_overrides(name, scratch, args.quick) for name in names}  # unknown names fail first
-    worlds, shipped = {}, []
-    for name in names:
-        worlds[name] = {}
-        for seed in range(args.first_seed, args.first_seed + args.seeds):
-            start = time.time()
-            worlds[name][seed] = run(seed, overrides[name] + args.overrides, args.harm, db)
-            shipped.append(recsys_gain.run_row(name if args.seeds == 1 else f"{name} {seed}", worlds[name][seed],
-                                               time.time() - start))
-            if args.rows:  # a run cut short keeps what it measured (experiments.recsys_gain tabulates it)
-                args.rows.with_name(f"{args.rows.stem}_worlds_partial.jsonl").write_text(
-                    "".join(json.dumps(x) + "\n" for x in shipped))
-            print(f"{name} seed {seed}: {time.time() - start:.0f} s, run {worlds[name][seed]['run_id']}",
-                  file=sys.stderr)
     pool = zoo.DEV_SEEDS if args.zoo_dev else zoo.EVAL_SEEDS
     if args.zoo > len(pool):
         raise SystemExit(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
-    partial = args.rows.with_name(f"{args.rows.stem}_zoo_partial.jsonl") if args.rows else None
+    partial = {kind: args.rows.with_name(f"{args.rows.stem}_{kind}_partial.jsonl") if args.rows else None
+               for kind in ("worlds", "zoo")}
+    kept = {"worlds": [], "zoo": []}  # the rows so far, rewritten after every run: a run cut short keeps them
+
+    def landed(index, result):
+        summary, rows, seconds = result
+        import_run(engine, rows)
+        name, seed = labels[index]
+        kind = "zoo" if name is None else "worlds"
+        if kind == "worlds":
+            kept[kind].append(recsys_gain.run_row(name if args.seeds == 1 else f"{name} {seed}", summary, seconds))
+            print(f"{name} seed {seed}: {seconds:.0f} s, run {summary['run_id']}", file=sys.stderr)
+        else:
+            kept[kind].append(row := recsys_zoo.row(seed, summary, seconds))
+            print(f"zoo {seed}: {row['seconds']} s, GRSE {row['grse']} vs {row['best tuned']} "
+                  f"{row['best tuned NDCG@10']}, pruned {row['pruned grse']}/{row['pruned presence']}", file=sys.stderr)
+        if partial[kind] is not None:
+            partial[kind].write_text("".join(json.dumps(x) + "\n" for x in kept[kind]))
+
     quick = [o for o in QUICK if not o.startswith("recsys.world.")] if args.quick else []
     part, parts = (int(x) for x in args.zoo_part.split("/"))
-    zoo_rows = recsys_zoo.run_worlds(pool[:args.zoo][part::parts], scratch, run, args.harm, db, quick + args.overrides, partial)
+    labels = [(name, seed) for name in names for seed in harness.seeds(args)]
+    jobs = [(seed, overrides[name] + args.overrides, args.harm, None) for name, seed in labels]
+    labels += [(None, seed) for seed in pool[:args.zoo][part::parts]]  # None: a zoo world
+    jobs += [(seed, quick + args.overrides, args.harm, scratch) for _, seed in labels[len(jobs):]]
+    done = harness.run(run, jobs, args, on_result=landed)
+    worlds = {name: {} for name in names}
+    shipped, zoo_rows = [], []
+    for (name, seed), (summary, _, seconds) in zip(labels, done):
+        if name is not None:
+            worlds[name][seed] = summary
+            shipped.append(recsys_gain.run_row(name if args.seeds == 1 else f"{name} {seed}", summary, seconds))
+        else:
+            zoo_rows.append(recsys_zoo.row(seed, summary, seconds))
+    engine.dispose()
     tables = {"overview": overview(worlds), **{name: table(name, r) for name, r in worlds.items()}} if worlds else {}
     tables |= recsys_gain.tables("worlds", shipped)
     if zoo_rows:
@@ -217,9 +240,8 @@ def main(argv=None) -> int:
             args.out.with_name(f"{args.out.stem}-zoo.json").write_text(json.dumps(zoo_rows, indent=1) + "\n")
     if args.rows:
         results.write_tables(args.rows, tables, "experiments.recsys_compare", argv)
-        if partial is not None:
-            partial.unlink(missing_ok=True)
-        args.rows.with_name(f"{args.rows.stem}_worlds_partial.jsonl").unlink(missing_ok=True)
+        for path in partial.values():
+            path.unlink(missing_ok=True)
     return 0
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments import harness
+
 
 def measured(summary: dict) -> dict:
     """One run's columns: GRSE against the tuned blend alone, presence and random (paired by test user: mean and
@@ -45,7 +47,8 @@ def run_row(world: str, summary: dict, seconds: float) -> dict:
 
 
 def _ci(mean: float, se: float) -> str:
-    return f"{mean:+.4f} ± {1.96 * se:.4f}"
+    """The mean and its 95% interval's half-width."""
+    return harness.pm(mean, 1.96 * se, 4, sign=True)
 
 
 def targets(rows: list[dict]) -> str:
@@ -89,14 +92,12 @@ COLUMNS = ("world", "grse", "GRSE − tuned blend", "GRSE − best tuned (SE)", 
 
 def worlds(rows: list[dict]) -> str:
     """Every world's paired differences (95% intervals), the born skills it kept and the planted skills' harm."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for r in rows:
-        lines.append(f"| {r['world']} | {r['grse']} | {_ci(r['blend gain'], r['blend se'])} | "
-                     f"{r['gap']:+.4f} ({r['se']:.4f}) | {_ci(r['over presence'], r['over presence se'])} | "
-                     f"{_ci(r['over random'], r['over random se'])} | {r['births carried']} | {r['harm']} | "
-                     f"{r['power']} | {r['pruned detectable grse']} / {r['pruned detectable presence']} of "
-                     f"{r['detectable']} |")
-    return "\n".join(lines)
+    return harness.markdown(list(COLUMNS), [
+        [r["world"], r["grse"], _ci(r["blend gain"], r["blend se"]), f"{r['gap']:+.4f} ({r['se']:.4f})",
+         _ci(r["over presence"], r["over presence se"]), _ci(r["over random"], r["over random se"]),
+         r["births carried"], r["harm"], r["power"],
+         f"{r['pruned detectable grse']} / {r['pruned detectable presence']} of {r['detectable']}"]
+        for r in rows])
 
 
 def tables(name: str, rows: list[dict]) -> dict[str, str]:
@@ -116,8 +117,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("partial", type=Path, nargs="+", help="the rows files the runs rewrote after every world")
     p.add_argument("--name", default="worlds", help="the tables' prefix: worlds (the shipped ones) or zoo")
-    p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
-    args = p.parse_args(argv)
+    harness.add_flags(p, grid=False, rows_required=True,
+                      rows_help="write the tables here (as recsys_compare --rows does)")
+    args = harness.parse(p, argv)
     rows = [json.loads(line) for f in args.partial for line in f.read_text().splitlines() if line.strip()]
     out = tables(args.name, rows)
     print("\n\n".join(out.values()))

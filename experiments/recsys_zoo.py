@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-from experiments import recsys_gain
+from experiments import harness, recsys_gain
 from scenarios.recsys import zoo
 
 
@@ -41,24 +40,6 @@ def row(seed: int, summary: dict, seconds: float) -> dict:
             "planted": summary["harmful_planted"], "seconds": round(seconds), **recsys_gain.measured(summary)}
 
 
-
-def run_worlds(seeds, scratch: Path, run, harm: str, db: str, extra: list[str], out: Path | None) -> list[dict]:
-    """Run each world in order; with ``out``, the rows so far are rewritten there after every world (a run
-    cut short keeps what it measured)."""
-    rows = []
-    for seed in seeds:
-        start = time.time()
-        path = zoo.write(seed, scratch / f"zoo-{seed}")
-        summary = run(seed, ["recsys.data=movielens", f"recsys.path={path}", *extra], harm, db)
-        rows.append(row(seed, summary, time.time() - start))
-        print(f"zoo {seed}: {rows[-1]['seconds']} s, GRSE {rows[-1]['grse']} vs {rows[-1]['best tuned']} "
-              f"{rows[-1]['best tuned NDCG@10']}, pruned {rows[-1]['pruned grse']}/{rows[-1]['pruned presence']}",
-              file=sys.stderr)
-        if out is not None:
-            out.write_text("".join(json.dumps(x) + "\n" for x in rows))
-    return rows
-
-
 def distribution(rows: list[dict]) -> str:
     """The shares and quantiles over worlds, as a Markdown table (one row per statistic)."""
     n = len(rows)
@@ -74,7 +55,7 @@ def distribution(rows: list[dict]) -> str:
              f"| GRSE > best tuned | {share(gap > 0)} |",
              f"| GRSE − best tuned NDCG@10: min / 10% / 25% / median / 75% / 90% / max | "
              + " / ".join(f"{x:+.4f}" for x in q) + " |",
-             f"| GRSE − best tuned, mean ± sd | {gap.mean():+.4f} ± {gap.std(ddof=1) if n > 1 else 0.0:.4f} |",
+             f"| GRSE − best tuned, mean ± sd | {harness.mean_sd(gap, 4, sign=True)} |",
              *(f"| all planted pruned: {arm} | {share(every[arm])} |" for arm in ("grse", "presence", "random")),
              f"| GRSE ≥ presence | {share([r['grse'] >= r['presence'] for r in rows])} |",
              f"| GRSE ≥ random (matched) | {share([r['grse'] >= r['random'] for r in rows])} |",
@@ -93,9 +74,7 @@ WORLD_COLUMNS = ("world", "layout", "feedback", "genres", "mean history", "seque
 
 def worlds_table(rows: list[dict]) -> str:
     """Every world's row (the distribution's material), as a Markdown table."""
-    lines = ["| " + " | ".join(WORLD_COLUMNS) + " |", "|" + "---|" * len(WORLD_COLUMNS)]
-    lines += ["| " + " | ".join(str(r[c]) for c in WORLD_COLUMNS) + " |" for r in rows]
-    return "\n".join(lines)
+    return harness.markdown(list(WORLD_COLUMNS), [[r[c] for c in WORLD_COLUMNS] for r in rows])
 
 
 def main(argv=None) -> int:
@@ -106,8 +85,9 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("partial", type=Path, help="the rows file a --zoo run rewrites after every world")
-    p.add_argument("--rows", type=Path, required=True, help="write the tables here (as recsys_compare --rows does)")
-    args = p.parse_args(argv)
+    harness.add_flags(p, grid=False, rows_required=True,
+                      rows_help="write the tables here (as recsys_compare --rows does)")
+    args = harness.parse(p, argv)
     rows = [json.loads(line) for line in args.partial.read_text().splitlines() if line.strip()]
     tables = {"zoo": distribution(rows), "zoo_worlds": worlds_table(rows), **recsys_gain.tables("zoo", rows)}
     print("\n\n".join(tables.values()))

@@ -4,18 +4,21 @@ Runs ``catallax run relay`` (its scenario file's defaults: 1000 episodes, K = 5 
 seed, and prints one row per run: the success rate over the last 20% of episodes and, per stage, whether a
 live specialist of that stage has positive wealth::
 
-    python -m experiments.relay_payment --seeds 0 1 2 3 4 --rows benchmarks/results/relay_payment.jsonl
+    python -m experiments.relay_payment --seeds 5 --rows benchmarks/results/relay_payment.jsonl
+    python -m experiments.relay_payment --quick           # 100 episodes, one seed: a smoke run
+
+The shared flags (``--seeds``, ``--workers``, ``--ray``, ``--set``...) are experiments/harness.py's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from experiments import rows as results
+from experiments import harness, rows as results
 
 PAYMENTS = ("bucket_brigade", "final_only")
+QUICK = ["run.episodes=100"]
 
 
 def run_one(payment: str, seed: int, overrides: list[str]) -> dict:
@@ -31,12 +34,10 @@ def run_one(payment: str, seed: int, overrides: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="applied to every run, e.g. --set run.episodes=200")
-    parser.add_argument("--rows", type=Path, help="write the rows here (JSON Lines, for the docs' results pages)")
-    args = parser.parse_args(argv)
-    out = [run_one(payment, seed, args.overrides) for payment in PAYMENTS for seed in args.seeds]
+    harness.add_flags(parser, seeds=5, quick="100 episodes")
+    args = harness.parse(parser, argv)
+    sets = [*(QUICK if args.quick else []), *args.overrides]
+    out = harness.run(run_one, [(payment, seed, sets) for payment in PAYMENTS for seed in harness.seeds(args)], args)
     for row in out:
         print(json.dumps(row))
     if args.rows:

@@ -79,12 +79,16 @@ def _columns(cells: list[str]) -> list[str]:
     return names
 
 
-def write(path: Path, rows: list[dict], module: str, argv: list[str] | None = None) -> None:
-    """Write ``rows`` to ``path`` (replacing it), each with its provenance."""
-    meta = provenance(module, argv)
+def write(path: Path, rows: list[dict], module: str, argv: list[str] | None = None, append: bool = False,
+          **extra) -> None:
+    """Write ``rows`` to ``path`` (replacing it, or after what it holds with ``append``), each with its provenance
+    and the ``extra`` fields (the size a script ran at; ``commit=`` the runs' own, when a table is made later)."""
+    meta = {**provenance(module, argv), **extra}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({**row, **meta}) + "\n" for row in rows), encoding="utf-8")
-    print(f"wrote {len(rows)} rows to {path}", file=sys.stderr)
+    with path.open("a" if append else "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps({**row, **meta}) + "\n" for row in rows))
+    if not append:
+        print(f"wrote {len(rows)} rows to {path}", file=sys.stderr)
 
 
 def write_tables(path: Path, tables: dict[str, str], module: str, argv: list[str] | None = None) -> list[Path]:

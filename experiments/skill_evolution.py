@@ -2,6 +2,7 @@
 holland + GRSE on wordmath, paired seeds; rows to benchmarks/results/skill_evolution.jsonl.
 
     python -m experiments.skill_evolution [--seeds 3] [--first-seed 0] [--what verdicts,grse,probe,planted] [--set KEY=VALUE ...]
+    python -m experiments.skill_evolution --quick --what grse --rows /tmp/grse.jsonl   # toy size: a smoke run
     python -m experiments.skill_evolution --recsys SUMMARIES.json --recsys-command "..."
 
 ``--recsys`` reads the run summaries experiments/recsys_compare.py wrote beside its ``--out`` tables and writes one
@@ -29,14 +30,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
-import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
+from experiments import harness, rows as results
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
 
@@ -46,6 +44,10 @@ SIZES = {"wordmath": ("run.episodes=32", "market.batch=8", "wordmath.heldout=16"
          "procurement": ("run.episodes=24", "procurement.heldout=16", "procurement.validation=16",
                          "skills.min_support=1")}
 """Each scenario's size (``--scenario``): small ones that fit the shared two-core machine."""
+QUICK = {"wordmath": ("run.episodes=8", "market.batch=4", "wordmath.heldout=4", "wordmath.validation=4",
+                      "population.initial_agents=6", "skills.min_support=1"),
+         "procurement": ("run.episodes=8", "procurement.heldout=4", "procurement.validation=4", "skills.min_support=1")}
+"""``--quick``: each scenario's toy size (a smoke run)."""
 KEEP = ("heldout_accuracy_initial", "heldout_accuracy", "skill_edits_proposed", "skill_edits_accepted",
         "skill_edits_rejected", "edit_passes", "skill_pass_seconds", "diagnoses_llm", "diagnoses_fallback",
         "diagnoses_malformed", "diagnoses_rule", "validation_gain_accepted", "heldout_gain_accepted",
@@ -125,7 +127,8 @@ def verdict_rows(n: int, seed: int, meta: dict, backend: str = "hf", base_url: s
 
 
 FILES = {"verdicts": "runs", "grse": "wordmath", "probe": "wordmath_probe", "planted": "planted"}
-"""Each run experiment's rows beside OUT (OUT itself holds the verdict cases' rows, ``--cases``)."""
+"""Each run experiment's rows beside OUT (OUT itself holds the verdict cases' rows, ``--cases``), unless ``--rows``
+names the file."""
 PLANTED = "tests/skills/planted_world.toml"
 """The planted-line world: a reader pool of two correct worked examples and one wrong (tests/skills/planted_world.py)."""
 
@@ -186,65 +189,65 @@ def recsys_rows(path: Path, command: str, meta: dict) -> list[dict]:
     return rows
 
 
+def arm_row(what: str, scenario: str, arm: str, sized: list[str], seed: int) -> dict:
+    """One run of one arm (in a worker, into a database of its own) -> its row: the summary fields the docs read."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = run_experiment(load(scenario, sized, seed=seed), f"sqlite:///{Path(tmp) / 'run.db'}", progress=False)
+    row = {"experiment": what, "scenario": scenario, "arm": arm, "seed": seed,
+           **{k: summary[k] for k in KEEP if k in summary},
+           "seconds": round(time.perf_counter() - start, 1)}
+    if "diagnoses_llm" in row:
+        given = row["diagnoses_llm"] + row["diagnoses_fallback"]
+        row["parse_rate"] = round(row["diagnoses_llm"] / given, 4) if given else None
+    return row
+
+
+def planted_job(seed: int, overrides: list[str]) -> dict:
+    """:func:`planted_row` in a worker, into a database of its own."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return planted_row(seed, overrides, f"sqlite:///{Path(tmp) / 'run.db'}", {})
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--first-seed", type=int, default=0)
+    harness.add_flags(p, seeds=3, quick="grse, probe: 8 training episodes, 4 held-out and 4 validation "
+                      "problems; planted: its world's own size", rows=OUT,
+                      rows_help=f"append the rows here (default: {OUT}, each experiment's beside it: "
+                                "skill_evolution_EXPERIMENT.jsonl)")
     p.add_argument("--what", default="verdicts,grse")
     p.add_argument("--scenario", default="wordmath", choices=sorted(SIZES), help="the world of grse and probe")
-    p.add_argument("--set", dest="overrides", action="append", default=[])
-    p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--cases", type=int, default=0, help="verdicts on this many wordmath-shaped cases (no runs)")
     p.add_argument("--backend", choices=("hf", "vllm", "openai"), default="hf", help="the verdicts' engine (--cases)")
     p.add_argument("--base-url", default="", help="--backend openai: the server's OpenAI-compatible root")
     p.add_argument("--recsys", type=Path, help="run summaries of experiments/recsys_compare.py (its --out, .json)")
     p.add_argument("--recsys-command", default="python -m experiments.recsys_compare")
-    args = p.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = {"command": " ".join(["python -m experiments.skill_evolution", *(sys.argv[1:] if argv is None else argv)]),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
-            "machine": f"{platform.machine()} CPU, 2 cores shared by ~6 sessions", "size": " ".join(SIZES[args.scenario])}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args = harness.parse(p, argv)
+    size = QUICK[args.scenario] if args.quick else SIZES[args.scenario]
+
+    def written(path: Path, rows: list[dict], **extra) -> None:
+        results.write(path, rows, "experiments.skill_evolution", argv, append=True, **extra)
+        for row in rows:
+            print(json.dumps(row), flush=True)
+
     if args.cases:
-        for seed in range(args.first_seed, args.first_seed + args.seeds):
-            for row in verdict_rows(args.cases, seed, {k: v for k, v in meta.items() if k != "size"},
-                                    args.backend, args.base_url):
-                print(json.dumps(row), flush=True)
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+        jobs = [(args.cases, seed, {}, args.backend, args.base_url) for seed in harness.seeds(args)]
+        harness.run(verdict_rows, jobs, args, on_result=lambda i, rows: written(args.rows, rows))
         return
     if args.recsys:
-        out = args.out if args.out != OUT else OUT.with_name("skill_evolution_recsys.jsonl")
-        with open(out, "a") as f:
-            for row in recsys_rows(args.recsys, args.recsys_command, {k: v for k, v in meta.items() if k != "size"}):
-                f.write(json.dumps(row) + "\n")
-                print(json.dumps(row))
+        out = args.rows if args.rows != OUT else OUT.with_name("skill_evolution_recsys.jsonl")
+        written(out, recsys_rows(args.recsys, args.recsys_command, {}), command=args.recsys_command)
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        db = f"sqlite:///{Path(tmp) / 'runs.db'}"
-        for what in args.what.split(","):
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                name = FILES[what] if args.scenario == "wordmath" else f"{args.scenario}_{what}"
-                out = args.out if args.out != OUT else OUT.with_name(f"skill_evolution_{name}.jsonl")
-                if what == "planted":
-                    row = planted_row(seed, args.overrides, db, {**meta, "size": PLANTED})
-                    print(json.dumps(row), flush=True)
-                    with open(out, "a") as f:
-                        f.write(json.dumps(row) + "\n")
-                    continue
-                for arm, sets in ARMS[what]:
-                    start = time.perf_counter()
-                    sized = [*SIZES[args.scenario], *sets, *args.overrides]
-                    summary = run_experiment(load(args.scenario, sized, seed=seed), db,
-                                             progress=False)
-                    row = {"experiment": what, "scenario": args.scenario, "arm": arm, "seed": seed, **{k: summary[k] for k in KEEP if k in summary},
-                           "seconds": round(time.perf_counter() - start, 1), **meta}
-                    if "diagnoses_llm" in row:
-                        given = row["diagnoses_llm"] + row["diagnoses_fallback"]
-                        row["parse_rate"] = round(row["diagnoses_llm"] / given, 4) if given else None
-                    print(json.dumps(row), flush=True)
-                    with open(out, "a") as f:
-                        f.write(json.dumps(row) + "\n")
+    for what in args.what.split(","):  # one experiment's grid after another, each its rows' file
+        name = FILES[what] if args.scenario == "wordmath" else f"{args.scenario}_{what}"
+        out = args.rows if args.rows != OUT else OUT.with_name(f"skill_evolution_{name}.jsonl")
+        if what == "planted":
+            harness.run(planted_job, [(seed, args.overrides) for seed in harness.seeds(args)], args,
+                        on_result=lambda i, row: written(out, [row], size=PLANTED))
+            continue
+        jobs = [(what, args.scenario, arm, [*size, *sets, *args.overrides], seed)
+                for seed in harness.seeds(args) for arm, sets in ARMS[what]]
+        harness.run(arm_row, jobs, args, on_result=lambda i, row: written(out, [row], size=" ".join(size)))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """How large the gate's validation set must be: the planted harmful skills' effect, and the size at which a prune
 that costly is refused by the one-standard-error rule with probability 0.9.
 
-    python -m experiments.skill_gate_power [--seeds 5] [--worlds default,sparse] [--harm business] [--out FILE]
+    python -m experiments.skill_gate_power [--seeds 5] [--worlds default,sparse] [--harm business] [--rows FILE]
+    python -m experiments.skill_gate_power --quick --rows /tmp/power.jsonl   # a test-sized world, one seed
 
 Per recsys world and seed: the start library with the three planted harmful skills; for each planted skill,
 the paired per-user differences d = NDCG@k(library) - NDCG@k(library without it) on the validation users.
@@ -15,7 +16,7 @@ probability >= 0.9 (skills/gate.py):
 
 ``min_harm`` for ``scenarios/recsys.toml`` is the smallest planted cost over seeds and skills (rounded down),
 so every planted skill's prune is at least that costly. One JSON row per (world, seed, skill) and a summary row
-per world go to ``--out`` (default benchmarks/results/skill_gate_power.jsonl), the per-world summaries beside
+per world go to ``--rows`` (default benchmarks/results/skill_gate_power.jsonl), the per-world summaries beside
 it (``*_summary.jsonl``).
 """
 
@@ -23,15 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
-import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from experiments import harness, rows as results
+from experiments.recsys_compare import QUICK as RECSYS_QUICK
 from market.store import make_engine
 from scenarios.recsys import seeds
 from scenarios.recsys.data import VALIDATION
@@ -43,11 +42,14 @@ from skills import SkillLibrary
 from skills.gate import POWER, required_size
 
 OUT = Path("benchmarks/results/skill_gate_power.jsonl")
+QUICK = [o for o in RECSYS_QUICK if o.startswith("recsys.")]
+"""``--quick``: the recsys comparison's test-sized world."""
 
 
-def measure(world_name: str, seed: int, harm: str, prune_se: float, draws: int = 2000) -> list[dict]:
+def measure(world_name: str, seed: int, harm: str, prune_se: float, overrides: list[str] = (),
+            draws: int = 2000) -> list[dict]:
     sets = [f"recsys.harm={harm}", "recsys.plant_harmful=3",
-            *(f"recsys.world.{k}={str(v).lower()}" for k, v in SHAPES[world_name].items())]
+            *(f"recsys.world.{k}={str(v).lower()}" for k, v in SHAPES[world_name].items()), *overrides]
     exp = load("recsys", sets, seed=seed)
     world = load_world(exp.scenario, seed)
     library = SkillLibrary(make_engine("sqlite://"), "power")
@@ -71,19 +73,20 @@ def measure(world_name: str, seed: int, harm: str, prune_se: float, draws: int =
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_flags(p, seeds=5, quick="the recsys comparison's test-sized world", rows=OUT,
+                      rows_help=f"the rows (default {OUT}), the per-world summaries beside it (*_summary.jsonl)")
     p.add_argument("--worlds", default="default")
-    p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--harm", default="business", help="business, any_data or both, comma-separated")
     p.add_argument("--prune-se", type=float, default=1.0)
-    p.add_argument("--out", type=Path, default=OUT)
-    args = p.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = {"command": " ".join(["python -m experiments.skill_gate_power", *(sys.argv[1:] if argv is None else argv)]),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "commit": commit,
-            "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, shared 2 cores"}
-    rows, start = [], time.perf_counter()
-    for world, harm in ((w, h) for w in args.worlds.split(",") for h in args.harm.split(",")):
-        per = [r for seed in range(args.seeds) for r in measure(world, seed, harm, args.prune_se)]
+    args = harness.parse(p, argv)
+    sets = [*(QUICK if args.quick else []), *args.overrides]
+    cells = [(w, h) for w in args.worlds.split(",") for h in args.harm.split(",")]
+    start = time.perf_counter()
+    measured = harness.run(measure, [(world, seed, harm, args.prune_se, sets) for world, harm in cells
+                                     for seed in harness.seeds(args)], args)
+    rows = []
+    for i, (world, harm) in enumerate(cells):
+        per = [r for m in measured[i * args.seeds:(i + 1) * args.seeds] for r in m]
         rows += per
         worst = max(per, key=lambda r: r["required_users"] or 0)
         costs = sorted(r["harm_ndcg"] for r in per)
@@ -93,12 +96,10 @@ def main(argv=None) -> None:
                      "min_harm_ndcg": round(min(r["harm_ndcg"] for r in per), 6),
                      "required_users_max": worst["required_users"], "validation_users": worst["validation_users"],
                      "refused_simulated_min": min(r["refused_simulated"] for r in per), "power": POWER})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    summary = args.out.with_name(args.out.stem + "_summary.jsonl")  # one row per (world, harm): the docs' table
-    for path, kept in ((args.out, [r for r in rows if not r.get("summary")]), (summary, [r for r in rows if r.get("summary")])):
-        with open(path, "w") as f:
-            for r in kept:
-                f.write(json.dumps({**r, **meta}) + "\n")
+    summary = args.rows.with_name(args.rows.stem + "_summary.jsonl")  # one row per (world, harm): the docs' table
+    for path, kept in ((args.rows, [r for r in rows if not r.get("summary")]),
+                       (summary, [r for r in rows if r.get("summary")])):
+        results.write(path, kept, "experiments.skill_gate_power", argv)
     for r in rows:
         print(json.dumps(r))
     print(f"{time.perf_counter() - start:.0f} s")

@@ -3,6 +3,10 @@
 Ray because a sweep is many independent runs: ``ray.init()`` fills the cores
 of one machine, and the same code joins a cluster (``--address``).
 
+The pool (:func:`completed`) is not tied to runs: it maps any function, picklable by name, over a list of jobs on
+Ray, in spawned processes or in this process, so the comparison scripts (experiments/harness.py) run their grids
+through it as well, and write their spreads with the sweep table's ``±`` formatter (:func:`pm`, :func:`mean_sd`).
+
 Where the rows are written. SQLite is one file with one writer at a time, on
 one machine, while Ray workers may sit on other machines: each worker runs
 into a private SQLite file in its own temp folder and ships the finished run's
@@ -29,11 +33,13 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import multiprocessing
 import os
 import secrets
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,28 +160,70 @@ def sweep(tasks: list[Task], sweep_id: str, db_url: str, address: str | None = N
     engine = make_engine(db_url)  # a bad database fails here, before Ray starts
     ship = make_url(db_url).get_backend_name() == "sqlite"
     try:
-        with _ray(address) as ray:
-            remote = ray.remote(num_cpus=1)(run_task)
-            pending = {remote.remote(t, sweep_id, None if ship else db_url): t for t in tasks}
-            outcomes = []
-            with tqdm(total=len(tasks), desc=f"sweep {sweep_id}", unit="run", disable=not progress, file=sys.stderr) as bar:
-                while pending:
-                    [ref], _ = ray.wait(list(pending), num_returns=1)
-                    task = pending.pop(ref)
-                    try:
-                        summary, rows = ray.get(ref)
-                        if rows is not None:
-                            import_run(engine, rows)
-                        outcomes.append(Outcome(task, summary=summary))
-                    except Exception as err:  # noqa: BLE001 (the run raised in its worker, the worker died, the import failed)
-                        cause = getattr(err, "cause", None) or err
-                        outcomes.append(Outcome(task, error=f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}"))
-                        if on_failure:
-                            on_failure(outcomes[-1])
-                    bar.update()
-            return outcomes
+        jobs = [(t, sweep_id, None if ship else db_url) for t in tasks]
+        outcomes = []
+        with tqdm(total=len(tasks), desc=f"sweep {sweep_id}", unit="run", disable=not progress, file=sys.stderr) as bar:
+            for i, result, error in completed(run_task, jobs, ray=True, address=address):
+                try:
+                    if error is not None:
+                        raise error
+                    summary, rows = result
+                    if rows is not None:
+                        import_run(engine, rows)
+                    outcomes.append(Outcome(tasks[i], summary=summary))
+                except Exception as err:  # noqa: BLE001 (the run raised, its worker died, the import failed)
+                    said = str(err).strip().splitlines()[0]
+                    outcomes.append(Outcome(tasks[i], error=f"{type(err).__name__}: {said}"))
+                    if on_failure:
+                        on_failure(outcomes[-1])
+                bar.update()
+        return outcomes
     finally:
         engine.dispose()
+
+
+def completed(fn, jobs: list[tuple], workers: int = 1, ray: bool = False, address: str | None = None):
+    """``fn(*job)`` for every job, yielded as ``(index, result, error)`` in the order they finish: on Ray (``ray``,
+    or the cluster at ``address``: one core a job), in ``workers`` spawned processes, or one by one in this process.
+
+    The one pool of the project: sweeps run their tasks through it, and so do the comparison scripts of
+    ``experiments/`` (their jobs are plain functions, picklable by name). Spawned, not forked: a worker starts
+    without the parent's threads (torch's, a tokenizer's), which a fork would copy mid-flight. A job that raises
+    is yielded with its exception (a Ray task's own, not Ray's wrapper), and the others go on; a caller that
+    stops early (closes the generator) cancels the jobs not yet started."""
+    if ray or address:
+        with _ray(address) as r:
+            remote = r.remote(num_cpus=1)(fn)
+            pending = {remote.remote(*job): i for i, job in enumerate(jobs)}
+            try:
+                while pending:
+                    [ref], _ = r.wait(list(pending), num_returns=1)
+                    index = pending.pop(ref)
+                    try:
+                        result, error = r.get(ref), None
+                    except Exception as err:  # noqa: BLE001 (the job raised in its worker, or the worker died)
+                        result, error = None, getattr(err, "cause", None) or err
+                    yield index, result, error
+            finally:  # the caller stopped early: the jobs not done are cancelled
+                for ref in pending:
+                    r.cancel(ref)
+    elif workers > 1:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                error = future.exception()
+                yield futures[future], None if error else future.result(), error
+        finally:  # the caller stopped early: the jobs not started are cancelled, the running ones finish
+            pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        for index, job in enumerate(jobs):
+            try:
+                result = fn(*job)
+            except Exception as err:  # noqa: BLE001 (reported as a worker's would be)
+                yield index, None, err
+                continue
+            yield index, result, None
 
 
 @contextmanager
@@ -273,15 +321,30 @@ def format_table(rows: list[dict]) -> str:
     metrics = [k[:-5] for k in rows[0] if k.endswith("_mean")]
     cells = [heads + metrics]
     for r in rows:
-        cells.append([str(r[k]) for k in heads] + [_pm(r.get(f"{m}_mean"), r.get(f"{m}_std")) for m in metrics])
+        cells.append([str(r[k]) for k in heads] + [pm(r.get(f"{m}_mean"), r.get(f"{m}_std")) for m in metrics])
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
 
 
-def _pm(mean, std) -> str:
+def pm(mean, spread=None, digits: int | None = None, sign: bool = False, sep: str = " ± ") -> str:
+    """``mean ± spread`` (a standard deviation, or a 95% interval's half-width): both to ``digits`` decimals, the
+    mean with its sign where ``sign``; ``digits`` None: 4 and 2 significant digits (the sweep's table). No mean:
+    ``-``; no spread (None or NaN): the mean alone. The one ``±`` formatter of the sweeps and experiments' tables."""
     if mean is None or math.isnan(mean):
         return "-"
-    return f"{mean:.4g}" + ("" if std is None or math.isnan(std) else f" ± {std:.2g}")
+    head, tail = (f"{'+' if sign else ''}.{digits}f", f".{digits}f") if digits is not None else (".4g", ".2g")
+    return f"{mean:{head}}" + ("" if spread is None or math.isnan(spread) else f"{sep}{spread:{tail}}")
+
+
+def mean_sd(values, digits: int = 2, ddof: int = 1, sign: bool = False, sep: str = " ± ", lone: bool = False) -> str:
+    """The mean ± standard deviation (``ddof``) of ``values`` (None left out; none: ``-``), as :func:`pm` writes it.
+    A spread of one value is 0, or with ``lone`` the value stands alone (no spread to claim)."""
+    xs = np.asarray([v for v in values if v is not None], dtype=float)
+    if not xs.size:
+        return "-"
+    if xs.size == 1 and lone:
+        return pm(xs[0], None, digits, sign)
+    return pm(xs.mean(), xs.std(ddof=ddof) if xs.size > ddof else 0.0, digits, sign, sep)
 
 
 def _label(point: dict[str, str]) -> str:

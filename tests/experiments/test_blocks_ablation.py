@@ -9,8 +9,7 @@ from experiments import blocks_ablation
 
 def test_every_ablation_runs_into_the_table_json_and_plot(tmp_path, capsys):
     out = tmp_path / "ablation"
-    blocks_ablation.main(["--seeds", "0", "--workers", "1", "--set", "run.episodes=160",
-                          "--set", "blocks.heldout_count=5", "--out", str(out), "--rows", str(tmp_path / "rows.jsonl")])
+    blocks_ablation.main(["--quick", "--workers", "1", "--out", str(out), "--rows", str(tmp_path / "rows.jsonl")])
     results = json.loads((out / "ablation.json").read_text())
     assert [r["ablation"] for r in results] == list(blocks_ablation.ABLATIONS)
     for r in results:

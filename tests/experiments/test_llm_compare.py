@@ -79,7 +79,7 @@ def test_edits_table_has_a_row_per_arm_with_edit_passes_and_a_cell_per_seed():
 def test_llm_compare_quick_runs_arms_and_reports_from_its_log(tmp_path, capsys):
     """holland alone and the flagship (every mechanism on), at toy size: two real runs of SmolLM2."""
     out = tmp_path / "llm.md"
-    sets = ["--quick", "--arms", "holland", "flagship", "--seeds", "0", "--workers", "2", "--out", str(out),
+    sets = ["--quick", "--arms", "holland", "flagship", "--seeds", "1", "--workers", "2", "--out", str(out),
             "--keep", str(tmp_path / "db")]
     assert llm_compare.main(sets) == 0
     runs = {r["arm"]: r for r in map(json.loads, out.with_suffix(".jsonl").read_text().splitlines())}
