@@ -37,6 +37,12 @@ from agents.objectives import PolicyBatch, focus, process_branching, tree_opsd
 
 
 class ActionLogits(RoundLearner):
+    PROVIDES = ("ref_logp", "token_logits", "value_logits", "state")
+    """The rule's own probability of each sampled action (the reference policy), a critic's logits
+    (agents/learners/critic.py) and state ids (equal observations)."""
+    PROVIDES_WHERE = {"oracle": ("oracle_logp", "oracle_mask", "oracle_weight")}
+    """The oracle's action at each step, scored (its world's solver)."""
+
     def __init__(self, cfg: AgentsConfig, actions: int, objective, features, device: torch.device, seed: int = 0):
         """``actions``: the world's action count; ``features``: phi(obs), read by the critic where the objective
         reads one and by the logits under ``per_state``."""

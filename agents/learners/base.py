@@ -152,6 +152,17 @@ class RoundLearner:
     """Those of ``params`` whose first axis is the population's rows (resized and inherited at births)."""
     moves_features = False
     """Whether its update changes what the bid features read (an LM that is also the encoder)."""
+    PROVIDES: tuple[str, ...] = ()
+    """What its round gives an objective (agents/objectives ``NEEDS``) beyond every batch's fields, on any world."""
+    PROVIDES_WHERE: dict[str, tuple[str, ...]] = {}
+    """What it adds where the scenario's SPEC sets the flag named (scenarios/spec.py: ``oracle``, ``subgoals``,
+    ``rubric``): the world then gives what those signals are computed from."""
+
+    @classmethod
+    def provides(cls, spec) -> tuple[str, ...]:
+        """The signals it gives an objective on a world of ``spec`` (scenarios/run/rules.py checks them at load)."""
+        return cls.PROVIDES + tuple(s for flag, signals in cls.PROVIDES_WHERE.items() if getattr(spec, flag)
+                                    for s in signals)
 
     def resize(self, capacity: int) -> bool:
         """Make room for ``capacity`` population rows.
