@@ -20,11 +20,10 @@ from typing import Protocol
 
 import numpy as np
 
-from agents.named import Registry
+from agents.named import TASKS as REGISTRY
 from agents.tasks import rods
 from agents.tasks.uniform import Uniform
 
-REGISTRY = Registry("agents.tasks", "task sampler", first="uniform")
 NAMES = REGISTRY.names
 NEEDS = {name: REGISTRY.needs(name) for name in NAMES}
 """What each sampler needs of a world (its module's ``NEEDS``): its ``tasks``; rods an isomorphic ``variant`` of

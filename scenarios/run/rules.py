@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import LEARNER_TABLES, AgentsConfig
+from agents.config import LEARNER_TABLES, PLUGIN_TABLES, AgentsConfig
 from market.money import MAX_MICRO, MICRO
 from scenarios.run.experiment import Experiment
 from skills.config import SkillsConfig
@@ -283,22 +283,16 @@ def _world_offers_the_tasks(exp: Experiment) -> str | None:
                 f"sub-problem; set agents.group >= 2 (G rollouts of each task drawn; now {agents.group})")
 
 
-SETTINGS_TABLES = (("credit_settings", "credit", "grpo"), ("task_settings", "tasks", "world"))
-"""Each plugin settings table of [agents] (a sub-table per registered name), the key choosing the one read, and the
-choice that reads none (grpo's advantage is the learner's own, agents/learners/base.py; world draws its own tasks)."""
-
-
 def _plugin_settings_are_read(exp: Experiment) -> str | None:
-    """A run reads the settings of the credit estimator and task sampler it chose, and no others: a changed
-    sub-table it does not read would do nothing. (agents.objective_settings is checked on its dataclass.)"""
+    """A run reads the settings of the credit estimator, objective and task sampler it chose (agents/config.py
+    PLUGIN_TABLES), and no others: a changed sub-table it does not read would do nothing."""
     agents = exp.agents
-    for table, key, own in SETTINGS_TABLES:
+    for table, (key, none) in PLUGIN_TABLES.items():
         chosen, tables = getattr(agents, key), getattr(agents, table)
-        for f in dataclasses.fields(tables):
-            settings = getattr(tables, f.name)
-            if (f.name != chosen or f.name == own) and settings != type(settings)():
-                return (f"agents.{table}.{f.name} = {dataclasses.asdict(settings)}: not read: the run reads only the "
-                        f"settings of agents.{key} (now {chosen!r}), and none for {own}")
+        for name in tables.changed():
+            if name != chosen or name == none:
+                return (f"agents.{table}.{name} = {tables[name]}: not read: the run reads only the settings of "
+                        f"agents.{key} (now {chosen!r}), and none for {none}")
 
 
 def _groups_hold_two_rollouts(exp: Experiment) -> str | None:
