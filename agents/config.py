@@ -192,7 +192,7 @@ class AgentsConfig:
     under focus the states its gain ranks highest (the critic's expected error reduction), under contextpilot the
     states right after the rollout's context edits, under every other objective a uniform prefix of the rollout
     (tree_opsd's layout). Each step is then credited with the mean
-    outcome of the rollouts below the state it led to, relative to its group (agents/learners/advantages.py
+    outcome of the rollouts below the state it led to, relative to its group (agents/credit/advantages.py
     tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
@@ -248,7 +248,7 @@ class AgentsConfig:
 
     def tables_read(self, bid_scheme: str, learned_actions: str) -> set[str]:
         """The learner tables (:data:`LEARNER_TABLES`) this run reads, its world's actions being ``learned_actions``
-        (``logits``, ``lm`` or ``none``: scenarios/spec.py): the bid objective's under learned bids, the learner
+        (``logits``, ``lm`` or ``none``: scenarios/spec/): the bid objective's under learned bids, the learner
         of actions' under ``actions = "grpo"``."""
         read = {self.bid_objective} if bid_scheme == "learned" else set()
         return read | ({learned_actions} & {"logits", "lm"} if self.actions == "grpo" else set())

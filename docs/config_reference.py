@@ -3,7 +3,7 @@
 The sections are those a scenario file may hold (scenarios/run/experiment.py: ``[run]``, ``[market]``,
 ``[population]``, ``[agents]``, ``[skills]``) and each built-in scenario's own (``scenarios.registry.SCENARIOS``);
 a field holding a config dataclass is a nested table (``agents.value.margin``), and a plugin settings table
-(agents/named.py) a table per registered plugin, its module's ``Config`` (``agents.credit_settings.delta_ttg.rho``,
+(agents/named/) a table per registered plugin, its module's ``Config`` (``agents.credit_settings.delta_ttg.rho``,
 ``agents.objective_settings.tree_opsd.tau``, ``agents.task_settings.rods.capacity``). For each key:
 its type (a ``Literal`` as its choices), its default, its bounds (pydantic's ``Field(ge=..., le=...)``) and the
 docstring written under it in the class body. Nothing is listed by hand, so a key added to a dataclass
@@ -108,7 +108,7 @@ def type_name(annotation) -> str:
 
 
 def plugins(cls: type, name: str):
-    """The plugin settings table a field holds (agents/named.py ``PluginSettings``), else None."""
+    """The plugin settings table a field holds (agents/named/ ``PluginSettings``), else None."""
     from agents.named import PluginSettings
 
     info = getattr(cls, "__pydantic_fields__", {}).get(name)

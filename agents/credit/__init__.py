@@ -8,8 +8,8 @@ them, when a world does not provide them. A MarketModel round becomes trajectori
 ``agents/credit/market.py`` (its RoundTrace and ledger), with the world's own signals
 (each world's own: scenarios/relay.py, scenarios/blocks/signals.py); the learner calls
 ``agents/credit/step_advantages.py``. Each estimator's settings are its module's ``Config``, set from a
-scenario file as ``[agents.credit_settings.<name>]`` (agents/named.py ``PluginSettings``). The names are the
-package's modules (agents/named.py): a new estimator is one new file.
+scenario file as ``[agents.credit_settings.<name>]`` (agents/named/ ``PluginSettings``). The names are the
+package's modules (agents/named/): a new estimator is one new file.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ the shared SmolLM2::
 with rho the completion's length-normalised ratio. A round that branches (``agents.branches`` = N,
 market/branching.py: M = B / (1 + N) full rollouts, then N restarts of each from a state it reached, tree_opsd's
 uniform prefixes or contextpilot's states after a context edit) credits each completion by the rollouts below the
-state it led to (agents/learners/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
+state it led to (agents/credit/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
 branch in its source's group; the steps a branch took over from its source were never its completions, so they
 train once. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
@@ -61,7 +61,7 @@ import torch
 from agents.learners import critic
 from agents.backends.factory import make_backend
 from agents.config import AgentsConfig
-from agents.learners.advantages import outcome_advantage, tree_advantage
+from agents.credit.advantages import outcome_advantage, tree_advantage
 from agents.credit.step_advantages import step_advantages
 from agents.learners.hf_grpo import HFGRPO
 from agents.learners.base import RoundLearner, to_cpu

@@ -9,7 +9,7 @@ signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals`, naming the
 not provide them, so a run is refused before it starts. Each module's settings are its ``Config``, set
 from a scenario file as ``[agents.objective_settings.<name>]`` (:func:`for_agents`; its clip range is
 ``agents.clip`` and its KL weight ``agents.kl``, never its own). The names are the
-package's modules (agents/named.py): a new objective is one new file.
+package's modules (agents/named/): a new objective is one new file.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def for_agents(cfg) -> Objective:
     """The run's objective from its ``[agents]`` section: ``agents.objective`` with its sub-table of
     ``agents.objective_settings``, and ``agents.clip`` as its clip range (its own, or its inner grpo's: the
     one clip key of every learner of actions)."""
-    settings = dict(cfg.objective_settings.get(cfg.objective, {}))  # the values given (agents/named.py)
+    settings = dict(cfg.objective_settings.get(cfg.objective, {}))  # the values given (agents/named/)
     fields = {f.name for f in dataclasses.fields(module(cfg.objective).Config)}
     if "clip" in fields:
         settings["clip"] = cfg.clip

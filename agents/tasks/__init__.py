@@ -1,6 +1,6 @@
 """Task samplers: which tasks the next round's rollouts are spent on (docs: concepts/credit-methods.md).
 
-One interface (:class:`Sampler`), one module per sampler (found by name, agents/named.py:
+One interface (:class:`Sampler`), one module per sampler (found by name, agents/named/:
 a new sampler is one new file): ``sampler = make("rods", tasks, variant=f)``; each round
 ``sampler.sample(rng, n)`` returns n task specs (the scenario runs G rollouts of each), and after
 it ``sampler.update(task_ids, rewards)`` reports one reward per rollout. Tasks are opaque hashable

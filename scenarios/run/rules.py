@@ -39,7 +39,7 @@ def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
 
 def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
     """Learned bids need features the scenario's agents can give; learned actions a world of discrete
-    actions its policy maps rules onto (scenarios/spec.py: bid_features, learned_actions)."""
+    actions its policy maps rules onto (scenarios/spec/: bid_features, learned_actions)."""
     agents, scenario = exp.agents, exp.module
     if exp.market.bid_scheme == "learned" and agents.features not in scenario.spec.bid_features:
         if not scenario.spec.bid_features:
@@ -51,7 +51,7 @@ def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
 
 
 def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
-    """[skills] evolves a scenario's skill library (scenarios/spec.py: skill_library): a scenario without
+    """[skills] evolves a scenario's skill library (scenarios/spec/: skill_library): a scenario without
     one would ignore a changed key (``credit = "none"``, the setting that turns skill evolution off, says so)."""
     if exp.module.spec.skill_library:
         return None

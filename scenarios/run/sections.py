@@ -71,7 +71,7 @@ def section(path: str, data: dict, name: str, cls, moved=()):
 
 
 def plugin_tables(path: str, tables, name: str, cls: type[PluginSettings]) -> PluginSettings:
-    """A plugin settings table (agents/named.py), checked key by key: each sub-table named after a registered
+    """A plugin settings table (agents/named/), checked key by key: each sub-table named after a registered
     plugin, read as its module's ``Config`` (so the same messages as any table's), none setting a key that
     ``[agents]`` sets for every plugin (an objective's ``kl_coef``: agents.kl)."""
     if not isinstance(tables, dict):
@@ -108,7 +108,7 @@ def _table(cls, field: str):
 
 
 def _plugin_table(cls, field: str) -> type[PluginSettings] | None:
-    """The plugin settings table a field of ``cls`` holds (agents/named.py), else None."""
+    """The plugin settings table a field of ``cls`` holds (agents/named/), else None."""
     info = getattr(cls, "__pydantic_fields__", {}).get(field)
     kind = info.annotation if info is not None else None
     return kind if isinstance(kind, type) and issubclass(kind, PluginSettings) else None

@@ -1,4 +1,4 @@
-"""The plugins' settings, one kind of table for each kind of plugin (agents/named.py ``PluginSettings``): credit
+"""The plugins' settings, one kind of table for each kind of plugin (agents/named/ ``PluginSettings``): credit
 estimators (``agents.credit_settings``), objectives (``agents.objective_settings``) and task samplers
 (``agents.task_settings``), each setting a ``--set`` key listed in the config reference, the chosen plugin's table
 stored in full and read back unchanged. (Bad keys and values: tests/agents/test_objectives.py,

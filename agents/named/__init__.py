@@ -16,6 +16,9 @@ is given (so a scenario file that sets no objective's settings imports no object
 given; :meth:`PluginSettings.of` is any name's ``Config``, its defaults where nothing was set. The loader
 (scenarios/run/sections.py) checks a table key by key; a rule (scenarios/run/rules.py) refuses a changed
 sub-table the run does not read.
+
+A package of its own that imports none of the plugin packages: they import it, and so does the ``[agents]``
+config (agents/config.py) above them, without a cycle.
 """
 
 from __future__ import annotations
@@ -183,11 +186,11 @@ class PluginSettings(dict):
         return out
 
 
-CREDIT = Registry("agents.credit", "credit estimator", support=("base", "market", "step_advantages"),
+CREDIT = Registry("agents.credit", "credit estimator", support=("advantages", "base", "market", "step_advantages"),
                   aliases={"skillgate": "selection_credit"}, first="grpo")
 """Credit estimators (agents/credit). An alias keeps the paper's name what users write while the module says what
 it does (a ``skillgate.py`` there read as a second ``skills/gate.py``, the library's validation gate)."""
-OBJECTIVES = Registry("agents.objectives", "objective", support=("batch", "privileged"), first="grpo",
+OBJECTIVES = Registry("agents.objectives", "objective", support=("batch", "kl", "privileged"), first="grpo",
                       fixed={"clip": "agents.clip, the clip range of every learner of actions",
                              "kl_coef": "agents.kl, the KL weight of every learner of actions"})
 """Policy-update objectives (agents/objectives). The clip range and the KL weight are ``[agents]``'s (one key
