@@ -8,14 +8,13 @@ the keys all of them share (``lr``, ``group``, ``clip`` ...) are ``[agents]``'s.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
-from agents.credit import NAMES, CreditSettings, make
-from agents.tasks import REGISTRY as TASK_SAMPLERS
+from agents.credit import NAMES, make
+from agents.named import CREDIT, OBJECTIVES, TASKS, PluginSettings
 from market.money import MAX_CREDITS
 from market.strict import STRICT
 
@@ -88,8 +87,25 @@ class LMConfig:
     treats them as the policy's own (the usual approximation)."""
 
 
-TaskSettings = TASK_SAMPLERS.settings_table("TaskSettings", STRICT)
-"""Every task sampler's settings, one sub-table per name (agents/tasks): ``[agents.task_settings.rods]``."""
+class CreditSettings(PluginSettings, registry=CREDIT):
+    """Every credit estimator's settings, a sub-table per name (agents/credit): ``[agents.credit_settings.draco]``."""
+
+
+class ObjectiveSettings(PluginSettings, registry=OBJECTIVES):
+    """Every objective's settings, a sub-table per name (agents/objectives): ``[agents.objective_settings.eapo]``."""
+
+
+class TaskSettings(PluginSettings, registry=TASKS):
+    """Every task sampler's settings, a sub-table per name (agents/tasks): ``[agents.task_settings.rods]``."""
+
+
+PLUGIN_TABLES = {"credit_settings": ("credit", "grpo"), "objective_settings": ("objective", "grpo"),
+                 "task_settings": ("tasks", "world")}
+"""Each plugin settings table of ``[agents]`` -> the key choosing the plugin whose sub-table a run reads, and the
+choice that reads none: grpo's credit is the learner's own advantage (agents/learners/base.py), the grpo objective's
+only settings are agents.clip and agents.kl, world draws the world's own tasks. A changed sub-table the run does
+not read is refused at load (scenarios/run/rules.py); the effective config shows the chosen one's in full
+(scenarios/run/derived.py)."""
 
 LEARNER_TABLES = {"value": ValueBidsConfig, "reinforce": ReinforceBidsConfig, "logits": ActionLogitsConfig,
                   "lm": LMConfig}
@@ -146,7 +162,7 @@ class AgentsConfig:
     """GRPO: the step-level importance ratio is clipped to [1 - clip, 1 + clip] (every learner of actions)."""
     kl: float = Field(0.0, ge=0)
     """GRPO: weight of KL(policy || reference), the reference being the agent's rule alone (action logits) or
-    the base model (the LM learner). The one KL key: an objective's own ``kl_coef`` is refused, naming it."""
+    the base model (the LM learner). The one KL key: an objective's ``kl_coef`` is refused, naming this one."""
     epochs: int = Field(1, ge=1)
     """Optimizer steps per round on the round's data (the ratio departs from 1 from the second on)."""
     logits: ActionLogitsConfig = Field(default_factory=ActionLogitsConfig)
@@ -176,7 +192,7 @@ class AgentsConfig:
     under focus the states its gain ranks highest (the critic's expected error reduction), under contextpilot the
     states right after the rollout's context edits, under every other objective a uniform prefix of the rollout
     (tree_opsd's layout). Each step is then credited with the mean
-    outcome of the rollouts below the state it led to, relative to its group (agents/learners/advantages.py
+    outcome of the rollouts below the state it led to, relative to its group (agents/credit/advantages.py
     tree_advantage), in place of agents.credit. Branches are episodes: they count in run.episodes. 0: none."""
     credit: str = "grpo"
     """Credit estimator of the action advantages (agents/credit; docs: concepts/credit-methods.md): grpo (the
@@ -184,12 +200,12 @@ class AgentsConfig:
     taspo, depgpo, draco, triage, scpo, steppo, cast, mcgpo, skillgate, credo, grse, workrover_vtca, graph_grpo,
     sid_span, abseeker, pacpo, dars, self_credit. A run whose world lacks the estimator's signals is refused at load, naming them."""
     credit_settings: CreditSettings = Field(default_factory=CreditSettings)
-    """Each estimator's settings, a sub-table per name (agents/credit/settings.py), e.g.
+    """Each estimator's settings, a sub-table per name (its module's ``Config``, agents/credit), e.g.
     ``--set agents.credit_settings.delta_ttg.rho=0.3``; only agents.credit's are read (none for grpo)."""
-    objective_settings: dict[str, dict] = Field(default_factory=dict)
-    """agents.objective's settings, a sub-table named after it (its module's ``Config``, agents/objectives), e.g.
-    ``--set agents.objective_settings.tree_opsd.tau=2.0``; its clip range is agents.clip, its KL weight agents.kl.
-    Checked at load: an unknown setting or a table of another objective is refused, naming it."""
+    objective_settings: ObjectiveSettings = Field(default_factory=ObjectiveSettings)
+    """Each objective's settings, a sub-table per name (its module's ``Config``, agents/objectives), e.g.
+    ``--set agents.objective_settings.tree_opsd.tau=2.0``; only agents.objective's are read. Its clip range is
+    agents.clip and its KL weight agents.kl: an objective's own ``clip`` or ``kl_coef`` is refused, naming them."""
     tasks: Literal["world", "uniform", "rods", "scrl"] = "world"
     """Which tasks a training round is spent on (agents/tasks; docs: concepts/credit-methods.md): world (the world's
     own draw), or a sampler over the world's tasks, G = agents.group rollouts of each: uniform; rods (tasks
@@ -214,39 +230,10 @@ class AgentsConfig:
     @field_validator("objective")
     @classmethod
     def _objective(cls, name: str) -> str:
-        """Any module of agents/objectives (a new objective is one new file); grpo, the default, imports no torch."""
-        if name == "grpo":
-            return name
-        from agents.objectives import NAMES as OBJECTIVES
-
-        if name not in OBJECTIVES:
-            raise ValueError(f"unknown objective (known: {', '.join(OBJECTIVES)})")
+        """Any module of agents/objectives (a new objective is one new file), found without importing one."""
+        if name not in OBJECTIVES.names:
+            raise ValueError(f"unknown objective (known: {', '.join(OBJECTIVES.names)})")
         return name
-
-    @field_validator("objective_settings")
-    @classmethod
-    def _objective_settings(cls, tables: dict, info) -> dict:
-        if not tables:  # nothing to check: no objective (and no torch) imported
-            return tables
-        from agents.objectives import REGISTRY
-
-        objective = info.data.get("objective", "grpo")
-        for name, settings in tables.items():
-            if name != objective:
-                raise ValueError(f"{name}: not read (agents.objective = {objective!r})")
-            inner = settings.get("grpo") if isinstance(settings.get("grpo"), dict) else {}
-            for key, one in (("clip", "agents.clip, the clip range"), ("kl_coef", "agents.kl, the KL weight")):
-                if key in settings or key in inner:
-                    where = f"{name}.{key}" if key in settings else f"{name}.grpo.{key}"
-                    raise ValueError(f"{where}: set {one} of every learner of actions")
-            try:
-                REGISTRY.config(name, **settings)
-            except KeyError as err:
-                raise ValueError(err.args[0]) from None
-            except ValidationError as err:
-                first = err.errors()[0]
-                raise ValueError(f"{name}.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-        return tables
 
     def group_size(self, rollouts: int) -> int:
         """G among a round's ``rollouts``: ``group``, or all of them where it is 0 (the whole round one group). The
@@ -261,16 +248,16 @@ class AgentsConfig:
 
     def tables_read(self, bid_scheme: str, learned_actions: str) -> set[str]:
         """The learner tables (:data:`LEARNER_TABLES`) this run reads, its world's actions being ``learned_actions``
-        (``logits``, ``lm`` or ``none``: scenarios/spec.py): the bid objective's under learned bids, the learner
+        (``logits``, ``lm`` or ``none``: scenarios/spec/): the bid objective's under learned bids, the learner
         of actions' under ``actions = "grpo"``."""
         read = {self.bid_objective} if bid_scheme == "learned" else set()
         return read | ({learned_actions} & {"logits", "lm"} if self.actions == "grpo" else set())
 
     def sampler_settings(self):
         """The chosen task sampler's settings (its ``Config``), None for the world's own draw."""
-        return None if self.tasks == "world" else getattr(self.task_settings, self.tasks)
+        return None if self.tasks == "world" else self.task_settings.of(self.tasks)
 
     def estimator(self):
         """The chosen estimator with its settings; a new one per call, so an online estimator (proas's
         reference graph) starts afresh, as one made by name does."""
-        return make(self.credit, **dataclasses.asdict(getattr(self.credit_settings, self.credit)))
+        return make(self.credit, **self.credit_settings.get(self.credit, {}))

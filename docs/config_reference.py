@@ -2,16 +2,17 @@
 
 The sections are those a scenario file may hold (scenarios/run/experiment.py: ``[run]``, ``[market]``,
 ``[population]``, ``[agents]``, ``[skills]``) and each built-in scenario's own (``scenarios.registry.SCENARIOS``);
-a field holding a config dataclass is a nested table (``agents.credit_settings.delta_ttg.rho``). For each key:
+a field holding a config dataclass is a nested table (``agents.value.margin``), and a plugin settings table
+(agents/named/) a table per registered plugin, its module's ``Config`` (``agents.credit_settings.delta_ttg.rho``,
+``agents.objective_settings.tree_opsd.tau``, ``agents.task_settings.rods.capacity``). For each key:
 its type (a ``Literal`` as its choices), its default, its bounds (pydantic's ``Field(ge=..., le=...)``) and the
 docstring written under it in the class body. Nothing is listed by hand, so a key added to a dataclass
 appears the next time the site is built (docs/hooks.py puts this into ``reference/config.md``), and
 tests/test_docs.py fails if a key of a loaded scenario is missing or a key has no description.
 
 Beside the dataclass's default, each row shows the value each built-in scenario file runs with where it differs
-(the file loaded as a run loads it, derived defaults included). The plugins' settings are listed too: each
-objective's table (``agents.objective_settings.NAME``) and the task samplers' settings, which are fixed. A nested
-table that several scenarios share with the same keys (the LLM worlds' ``llm`` and ``policy``) is shown once.
+(the file loaded as a run loads it, derived defaults included). A nested table that several scenarios share with
+the same keys (the LLM worlds' ``llm`` and ``policy``) is shown once.
 """
 
 from __future__ import annotations
@@ -61,21 +62,7 @@ def sections() -> list[tuple[str, type]]:
     for name in sorted(SCENARIOS):
         scenario = get_scenario(name)
         out.append((scenario.section, scenario.Config))
-    return out + objective_sections()
-
-
-def objective_sections() -> list[tuple[str, type]]:
-    """Each objective's settings table (agents/objectives/NAME.py's ``Config``), read when agents.objective names it."""
-    from agents.objectives import REGISTRY
-
-    return [(f"agents.objective_settings.{name}", REGISTRY.module(name).Config) for name in REGISTRY.names]
-
-
-def sampler_sections() -> list[tuple[str, type]]:
-    """Each task sampler's settings (agents/tasks/NAME.py's ``Config``): fixed, no scenario file sets them."""
-    from agents.tasks import REGISTRY
-
-    return [(name, REGISTRY.module(name).Config) for name in REGISTRY.names]
+    return out
 
 
 @cache
@@ -120,13 +107,29 @@ def type_name(annotation) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-def keys(section: str, cls: type) -> list[Key]:
-    """Every key of ``cls`` under ``section``, nested tables' keys after the table's own."""
+def plugins(cls: type, name: str):
+    """The plugin settings table a field holds (agents/named/ ``PluginSettings``), else None."""
+    from agents.named import PluginSettings
+
+    info = getattr(cls, "__pydantic_fields__", {}).get(name)
+    kind = info.annotation if info is not None else None
+    return kind if isinstance(kind, type) and issubclass(kind, PluginSettings) else None
+
+
+def keys(section: str, cls: type, fixed: frozenset = frozenset()) -> list[Key]:
+    """Every key of ``cls`` under ``section``, nested tables' keys after the table's own; a plugin table's per
+    plugin, but for the ``fixed`` fields that a key of ``[agents]`` sets."""
     out, tables, docs, info = [], [], field_docs(cls), getattr(cls, "__pydantic_fields__", {})
     for f in dataclasses.fields(cls):
+        if f.name in fixed:
+            continue
         table = nested(cls, f.name)
         if table is not None:
-            tables += keys(f"{section}.{f.name}", table)
+            tables += keys(f"{section}.{f.name}", table, fixed)
+            continue
+        if registry := getattr(plugins(cls, f.name), "registry", None):
+            for plugin in registry.names:
+                tables += keys(f"{section}.{f.name}.{plugin}", registry.module(plugin).Config, frozenset(registry.fixed))
             continue
         fi = info.get(f.name)
         annotation = fi.annotation if fi is not None else f.type
@@ -188,19 +191,19 @@ def _table(keys: list[Key], files: dict[str, dict[str, str]], sections: list[str
 
 
 def _owner(section: str, scenario_sections: set[str]) -> tuple[str, str]:
-    """(the scenario's or the objective's table, the nested table's name under it): ``wordmath.llm`` -> (wordmath,
-    llm); ``agents.objective_settings.focus.grpo`` -> (agents.objective_settings.focus, grpo); else (section, "")."""
+    """(the scenario's or the plugin's table, the nested table's name under it): ``wordmath.llm`` -> (wordmath,
+    llm); ``agents.credit_settings.triage.bonus`` -> (agents.credit_settings.triage, bonus); else (section, "")."""
     parts = section.split(".")
     if parts[0] in scenario_sections and len(parts) > 1:
         return parts[0], ".".join(parts[1:])
-    if section.startswith("agents.objective_settings.") and len(parts) > 3:
+    if parts[0] == "agents" and len(parts) > 3 and parts[1].endswith("_settings"):
         return ".".join(parts[:3]), ".".join(parts[3:])
     return section, ""
 
 
 def markdown() -> str:
     """The reference: a heading and a table per section (nested tables under their own heading; a nested table that
-    several scenarios share with identical keys once), then the task samplers' fixed settings."""
+    several scenarios share with identical keys once)."""
     files = scenario_values()
     by_section: dict[str, list[Key]] = {}
     for key in all_keys():
@@ -221,27 +224,19 @@ def markdown() -> str:
         group = merged.get(section, [section])
         if len(group) > 1:
             owner, rest = _owner(section, scenario_sections)
-            placeholder = "SCENARIO" if owner in scenario_sections else "agents.objective_settings.OBJECTIVE"
+            placeholder = "SCENARIO" if owner in scenario_sections else owner.rpartition(".")[0] + ".NAME"
             lines += ["", f"### `[{placeholder}.{rest}]`", "",
                       f"The same keys, types and defaults in each of " +
                       ", ".join(f"`[{s}]`" for s in group) + "; the scenario files' values are named by file."]
         else:
             lines += ["", f"### `[{section}]`"]
         lines += ["", *_table(section_keys, files, group)]
-    lines += ["", "### Task samplers' settings", "",
-              "Fixed: `agents.tasks` picks the sampler, and it runs with these values (agents/tasks/NAME.py's `Config`); "
-              "no scenario file sets them."]
-    for name, cls in sampler_sections():
-        rows = keys(name, cls)
-        lines += ["", f"#### `{name}`", ""]
-        lines += _table(rows, {}, [name], scenario_column=False) if rows else [inspect.getdoc(cls) or "No settings."]
     return "\n".join(lines).lstrip() + "\n"
 
 
 def undescribed() -> list[str]:
-    """Every key, objective setting and task-sampler setting without a description."""
-    every = all_keys() + [k for name, cls in sampler_sections() for k in keys(f"tasks.{name}", cls)]
-    return [k.dotted for k in every if not k.doc.strip()]
+    """Every key without a description."""
+    return [k.dotted for k in all_keys() if not k.doc.strip()]
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ The rows ``NAME+branches`` train objective NAME on trees of rollouts (``agents.b
 ``market.batch`` = 12: each round plays M = 4 rollouts in full and N = 2 branches of each from states they
 reached, tree_opsd's M and N; scenarios/blocks restores the states): focus's branches start where its gain
 ranks a state highest, process_branching's where entropy plus the critic's value gain is highest, the others' at
-a uniform prefix (tree_opsd's layout), and every step is credited by the rollouts below it (agents/learners/advantages.py
+a uniform prefix (tree_opsd's layout), and every step is credited by the rollouts below it (agents/credit/advantages.py
 tree_advantage; process_branching: initial and branch rollouts normalised apart). Branches are episodes, so the budget is the same;
 ``grpo+branches`` is their baseline (the tree's credit without another objective).
 

@@ -5,7 +5,7 @@ M = B / (1 + N) in full, the others waiting. The planner snapshots the full roll
 once they are all over, the policy picks a state of each branch's source rollout (``policy.plan_branches``),
 the world restores it there, and the branches play on from it, in lockstep, their money moving as any
 world's. The trace then says each world's source and how many of its steps it took over (``source``,
-``prefix``), which the learner reads (agents/learners/advantages.py ``tree_advantage``).
+``prefix``), which the learner reads (agents/credit/advantages.py ``tree_advantage``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ The payment rule is written once, here (phases 4-6 of a step, market/model.py; d
 payment of the round in :class:`Payments` (rows, world, step). Everything that asks what an agent
 earned reads that record instead of working the rule out again: :meth:`Payments.holdings` gives
 each *holding* (a run of consecutive actions by one agent in one world; forfeited steps do not
-break it) its income and costs, which the learners read through agents/learners/advantages.py (value bids' turn
+break it) its income and costs, which the learners read through agents/credit/advantages.py (value bids' turn
 earnings, the REINFORCE bids' local advantage); the credit estimators' per-step ``profit`` reads the same
 record step by step there.
 """

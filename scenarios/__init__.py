@@ -1,6 +1,7 @@
 """Scenarios: the worlds with their scenario files (*.toml): rule worlds (relay.py, blocks/, boltzmann.py), a
 recommendation team (recsys/) and text worlds of LLM agents (wordmath.py, procurement.py, multihop.py,
-plangrid.py, longlookup.py, errands.py, review.py); the scenario interface (registry.py, spec.py); and the front
+plangrid.py, longlookup.py, errands.py, review.py); the scenario interface (registry.py, and spec/, a package of its own below text/ and every world, so none of
+them imports back up into this one); and the front
 end in rooms of its own: run/ (config, runner, sweep), report/ (figures, dashboard), cli/ (the ``catallax``
 command).
 

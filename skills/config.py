@@ -1,6 +1,6 @@
 """The ``[skills]`` section: how a scenario's skill library evolves (docs: concepts/skills.md).
 
-One section for every scenario with a library (scenarios/spec.py: ``skill_library``), so that
+One section for every scenario with a library (scenarios/spec/: ``skill_library``), so that
 ``--set skills.credit=presence`` means the same in each; a scenario without one refuses a changed key.
 Every knob of the edit loop (skills/loop.py) is here, with one meaning in every scenario; a scenario's
 TOML sets the values that suit it (recsys: ``window = 3``, ``prune_below = -0.2``, ``min_harm``). G, the rollouts

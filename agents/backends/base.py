@@ -20,13 +20,16 @@ counters a round stores (``prompt_tokens``, ``completion_tokens``: the round's u
 tokens an agent is charged (agents/llm/calls.py charges what ``generate`` and ``score`` return).
 
 A prompt has a frozen part (``system``: role and hard constraints, never edited)
-and a trainable part (``skills``: what births rewrite), then the observation.
+and a trainable part (``skills``: what births rewrite), then the observation. The skills are lines:
+:func:`skill` cleans one a model wrote, and a line ``example: <input> => <output>`` (:func:`example`) is shown
+as a demonstration turn (:meth:`Prompt.messages`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -35,13 +38,37 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass as config_dataclass
 
-from agents.llm.parse import example
 from market.strict import STRICT
 
 YES = ("yes", "Yes", " yes", " Yes")
 NO = ("no", "No", " no", " No")
 FLOOR = -30.0
 """Log-probability assumed for a yes/no spelling the engine did not report (outside its top-k)."""
+
+
+MAX_SKILL = 200
+"""Characters a skill line may have."""
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
+
+
+def skill(text: str) -> str | None:
+    """A rewrite -> one clean skill line, or None if malformed (empty, too short or long, control characters)."""
+    if not isinstance(text, str):
+        return None
+    line = _BULLET.sub("", text.strip().split("\n", 1)[0]).strip().strip("\"'`").strip()
+    if not 8 <= len(line) <= MAX_SKILL or not line.isprintable() or sum(c.isalpha() for c in line) < 4:
+        return None
+    return line
+
+
+def example(text: str) -> tuple[str, str] | None:
+    """``example: <input> => <output>`` -> (input, output), or None if the line is not a worked example.
+    The input ends at the first ``=>``; the output may contain more (an example of writing examples)."""
+    line = skill(text)
+    if line is None or not line.lower().startswith("example:") or "=>" not in line:
+        return None
+    given, shown = (part.strip() for part in line[len("example:"):].split("=>", 1))
+    return (given, shown) if given and shown else None
 
 
 @dataclass(frozen=True)

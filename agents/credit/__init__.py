@@ -8,8 +8,8 @@ them, when a world does not provide them. A MarketModel round becomes trajectori
 ``agents/credit/market.py`` (its RoundTrace and ledger), with the world's own signals
 (each world's own: scenarios/relay.py, scenarios/blocks/signals.py); the learner calls
 ``agents/credit/step_advantages.py``. Each estimator's settings are its module's ``Config``, set from a
-scenario file as ``[agents.credit_settings.<name>]`` (agents/credit/settings.py). The names are the
-package's modules (agents/named.py): a new estimator is one new file.
+scenario file as ``[agents.credit_settings.<name>]`` (agents/named/ ``PluginSettings``). The names are the
+package's modules (agents/named/): a new estimator is one new file.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agents.credit.base import (
     check,
     provided,
 )
-from agents.credit.settings import REGISTRY, CreditSettings
+from agents.named import CREDIT as REGISTRY
 
 NAMES = REGISTRY.names
 module, needs = REGISTRY.module, REGISTRY.needs
@@ -63,5 +63,5 @@ def supported(signals) -> list[str]:
     return [n for n in NAMES if needs(n) <= set(signals)]
 
 
-__all__ = ["NAMES", "SIGNALS", "Credit", "CreditSettings", "Estimator", "MissingSignals", "Trajectory", "make", "needs",
+__all__ = ["NAMES", "SIGNALS", "Credit", "Estimator", "MissingSignals", "Trajectory", "make", "needs",
            "require", "supported"]

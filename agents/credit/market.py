@@ -5,7 +5,7 @@ the observation each winner acted on, then the world's final observation. Consec
 form a group (G worlds of the same task: ``group``). Signals filled here:
 
 * ``profit``: what each acting step made on its own, read from the round's payments
-  (:func:`agents.learners.advantages.step_profit`);
+  (:func:`agents.credit.advantages.step_profit`);
 * ``score`` = the clearing price in credits (the winner's bid: its own score for its action);
 * whatever ``world_signals(obs [T+1, F], actions [T], b, steps [T]) -> dict`` returns
   (each world's ``credit_signals``, e.g. scenarios/relay.py; ``b`` is the world's index in the batch, ``steps`` the acting
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agents.learners.advantages import step_profit
+from agents.credit.advantages import step_profit
 from agents.credit.base import Trajectory
 from market.money import MICRO
 

@@ -8,13 +8,13 @@ agent and state on a world of one feature): a rule that wakes in several states 
 After the round the objective ``agents.objective`` (agents/objectives) moves theta on the round's sampled
 actions, one token each, with
 
-* the advantage: each rollout's outcome against its group's (:func:`agents.learners.advantages.outcome_advantage`),
+* the advantage: each rollout's outcome against its group's (:func:`agents.credit.advantages.outcome_advantage`),
   among the rollouts of its sub-problem under ``agents.tasks = "scrl"`` (``class_advantage``), by the
   rollouts below each step on a branching round (``tree_advantage``), or a per-step estimator
   (``agents.credit``, agents/credit/step_advantages.py);
 * a critic of (state, action) for the objectives that read one (tppo, pact, focus: agents/learners/critic.py), and
   the world's solver's action at each acted state for sero (``World.oracle``);
-* ``agents.kl`` x the exact KL to the rule alone (the reference policy: ``agents.learners.base.exact_kl``).
+* ``agents.kl`` x the exact KL to the rule alone (the reference policy: ``agents.objectives.kl.exact_kl``).
 
 With ``agents.branches`` = N it also says where a training round's branches start (``plan_branches``: the
 market restarts those worlds there, market/model.py): focus's pick of the states whose critic error a
@@ -28,15 +28,22 @@ import torch
 from torch import nn
 
 from agents.learners import critic
-from agents.learners.advantages import class_advantage, outcome_advantage, tree_advantage
+from agents.credit.advantages import class_advantage, outcome_advantage, tree_advantage
 from agents.learners.bid_head import grow_rows
 from agents.config import AgentsConfig
 from agents.credit.step_advantages import step_advantages
-from agents.learners.base import RoundLearner, exact_kl, penalised, to_cpu
+from agents.learners.base import RoundLearner, to_cpu
 from agents.objectives import PolicyBatch, focus, process_branching, tree_opsd
+from agents.objectives.kl import exact_kl, penalised
 
 
 class ActionLogits(RoundLearner):
+    PROVIDES = ("ref_logp", "token_logits", "value_logits", "state")
+    """The rule's own probability of each sampled action (the reference policy), a critic's logits
+    (agents/learners/critic.py) and state ids (equal observations)."""
+    PROVIDES_WHERE = {"oracle": ("oracle_logp", "oracle_mask", "oracle_weight")}
+    """The oracle's action at each step, scored (its world's solver)."""
+
     def __init__(self, cfg: AgentsConfig, actions: int, objective, features, device: torch.device, seed: int = 0):
         """``actions``: the world's action count; ``features``: phi(obs), read by the critic where the objective
         reads one and by the logits under ``per_state``."""

@@ -1,10 +1,10 @@
-"""What every learner of the market shares: the device, Adam with row bookkeeping, the KL to a reference.
+"""What every learner of the market shares: the device, Adam with row bookkeeping, the hooks a learner declares.
 
 Training alternates (docs: concepts/learner.md): one market round collects B = (tasks x G) rollouts in
 lockstep, then one update, then the next round. The learners themselves, one module each, are composed
 by ``agents/learners/policy.py``: value bids (agents/learners/value_bids.py), REINFORCE bids (agents/learners/reinforce_bids.py),
 rule action logits (agents/learners/action_logits.py) and the LM's LoRA (agents/learners/lm_grpo.py over agents/learners/hf_grpo.py);
-what a round earned they read from agents/learners/advantages.py, and how a policy moves on it from
+what a round earned they read from agents/credit/advantages.py, and how a policy moves on it from
 agents/objectives.
 
 **The update** (:meth:`AdamStep.step`): zero grads, backward, clip the global grad norm, Adam step.
@@ -13,9 +13,8 @@ code path (a learner with no gradient work stays on the CPU: :func:`pick_device`
 with the population keep their Adam moments (padded), and a recycled row's moments are zeroed when a newborn
 takes it.
 
-**The KL to a reference** is written here once: :func:`exact_kl` where the policy is a distribution over a
-few actions (rule logits against the rule alone), :func:`k3` per token where it is an LM's (against the model
-without adapters), and :func:`penalised` adds either, weighted, to a loss.
+The KL to a reference policy, which the learners of actions and the objectives share, is written once in
+agents/objectives/kl.py.
 """
 
 from __future__ import annotations
@@ -42,24 +41,6 @@ def pick_device(name: str = "auto", gradients: bool = True) -> torch.device:
 def autocast(device: torch.device):
     """bf16 autocast on cuda (the matmuls), nothing on CPU: one code path for both."""
     return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
-
-
-# ------------------------------------------------------------------------------- the KL term
-def exact_kl(logp: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    """[M] KL(pi || ref) of [M, A] log-probabilities over A actions, summed exactly."""
-    return (logp.exp() * (logp - ref)).sum(-1)
-
-
-def k3(logp: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    """Per token, the k3 estimate of KL(pi || ref) from sampled tokens' log-probabilities: exp(d) - d - 1,
-    d = log ref - log pi (unbiased, never negative)."""
-    d = ref - logp
-    return torch.exp(d) - d - 1
-
-
-def penalised(loss: torch.Tensor, kl: torch.Tensor | None, coef: float) -> torch.Tensor:
-    """``loss`` + coef x mean KL (``loss`` itself when the weight is 0 or there is no KL)."""
-    return loss + coef * kl.mean() if kl is not None and coef else loss
 
 
 # ------------------------------------------------------------------------------------ the update
@@ -152,6 +133,17 @@ class RoundLearner:
     """Those of ``params`` whose first axis is the population's rows (resized and inherited at births)."""
     moves_features = False
     """Whether its update changes what the bid features read (an LM that is also the encoder)."""
+    PROVIDES: tuple[str, ...] = ()
+    """What its round gives an objective (agents/objectives ``NEEDS``) beyond every batch's fields, on any world."""
+    PROVIDES_WHERE: dict[str, tuple[str, ...]] = {}
+    """What it adds where the scenario's SPEC sets the flag named (scenarios/spec/: ``oracle``, ``subgoals``,
+    ``rubric``): the world then gives what those signals are computed from."""
+
+    @classmethod
+    def provides(cls, spec) -> tuple[str, ...]:
+        """The signals it gives an objective on a world of ``spec`` (scenarios/run/rules.py checks them at load)."""
+        return cls.PROVIDES + tuple(s for flag, signals in cls.PROVIDES_WHERE.items() if getattr(spec, flag)
+                                    for s in signals)
 
     def resize(self, capacity: int) -> bool:
         """Make room for ``capacity`` population rows.

@@ -2,7 +2,7 @@
 
 One market step of an LLM agent is one completion; its importance ratio is step-level and
 length-normalised, rho = exp(mean over its tokens of (log pi - log pi_old)), so a long
-completion does not explode the ratio; optional KL to the model without adapters (``agents.learners.base.k3``).
+completion does not explode the ratio; optional KL to the model without adapters (``agents.objectives.kl.k3``).
 The surrogate is grpo's (agents/objectives/grpo.py); another ``agents.objective`` replaces it.
 
 grpo's surrogate scores the completions at the temperature they were sampled at (``temperature``): the policy
@@ -19,9 +19,10 @@ import torch
 from torch.nn import functional as F
 
 from agents.learners.critic import TokenCritic, wanted
-from agents.learners.base import AdamStep, autocast, k3, penalised
+from agents.learners.base import AdamStep, autocast
 from agents.objectives.batch import BELIEF, GROUNDED, JUDGED, PolicyBatch, step_mean
 from agents.objectives.grpo import surrogate
+from agents.objectives.kl import k3, penalised
 
 
 class HFGRPO:

@@ -14,7 +14,7 @@ the shared SmolLM2::
 with rho the completion's length-normalised ratio. A round that branches (``agents.branches`` = N,
 market/branching.py: M = B / (1 + N) full rollouts, then N restarts of each from a state it reached, tree_opsd's
 uniform prefixes or contextpilot's states after a context edit) credits each completion by the rollouts below the
-state it led to (agents/learners/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
+state it led to (agents/credit/advantages.py ``tree_advantage``; contextpilot's own, agents/objectives/contextpilot.py), a
 branch in its source's group; the steps a branch took over from its source were never its completions, so they
 train once. Completions whose advantage is 0 (a group whose
 rollouts all scored the same) carry no gradient and are not run, unless the loss reads more than the
@@ -61,7 +61,7 @@ import torch
 from agents.learners import critic
 from agents.backends.factory import make_backend
 from agents.config import AgentsConfig
-from agents.learners.advantages import outcome_advantage, tree_advantage
+from agents.credit.advantages import outcome_advantage, tree_advantage
 from agents.credit.step_advantages import step_advantages
 from agents.learners.hf_grpo import HFGRPO
 from agents.learners.base import RoundLearner, to_cpu
@@ -76,6 +76,29 @@ class CompletionLearner(RoundLearner):
     :meth:`act` with the round's actions, :meth:`learn` after it; its Adam is its own (the adapter's)."""
 
     moves_features = True  # hf bid features read the trained LM
+    PROVIDES = ("effect", "token_logits", "value_logits", "state", "thought", "grounding", "hindsight_logp")
+    """Each completion's executed effect (role, state summary, parsed action), state ids (role, state summary), a
+    token critic's logits, the completion's text embedded by the frozen MiniLM, its grounding in what the agent read
+    (agents/llm/privileged_pass.py) and its rescoring with the outcome in context. Its KL to the base model is its
+    own (agents.kl), not an objective's ref_logp."""
+    TAUGHT = ("teacher_logp", "sibling_logp", "belief_before", "belief_after", "hint_logp", "located",
+              "teacher_sample_logp", "teacher_sample_mask", "teacher_verified")
+    PAIRED = ("hindsight_logp", *TAUGHT)
+    """What its privileged pass gives by pairing a rollout with its group's consecutive siblings (a branched round
+    holds no such pairs)."""
+    PROVIDES_WHERE = {
+        "oracle": ("oracle_logp", "oracle_mask", "oracle_weight", *TAUGHT),
+        "subgoals": ("subgoals", "breakpoint", "retrieved_logp", "retrieved_mask"),
+        "rubric": ("rubric_sample_logp", "rubric_sample_mask", "rubric_sample_grounding"),
+    }
+    """oracle (the world knows the correct output at a state): its solver's continuation of each step, scored; each
+    step rescored with the correct output in context (by the policy, and by an EMA of its weights), and with a failed
+    sibling's answer in its place; the gold answer's likelihood before and after each reply; the world's verdict on a
+    failed step's reply (the fault locator); the policy's own samples with the correct output in context, verified
+    by the world, scored without it. subgoals (the world names a state's achieved sub-goals): each step's canonical
+    state, the state graph's breakpoint of each failure, and the verified reply of an own success at a recovery
+    step's state. rubric (the world writes one): the policy's own rewrites of failed steps with the rubric in
+    context, scored without it, and their grounding."""
 
     def __init__(self, policy, cfg: AgentsConfig, seed: int = 0, objective=None):
         """``policy``: an LLMPolicy on the hf backend; it gets its own engine and explores from now on.

@@ -8,8 +8,8 @@ REINFORCE (:func:`bid_objective`)::
     L_bid = - mean_s A_s log P_s(winner_s) - entropy x mean_s H(P_s)
 
 with A_s either ``global``: the episode's outcome (its summed world reward) minus the mean over its group of G
-rollouts of the same task (:func:`agents.learners.advantages.outcome_advantage`); or ``local``: the winner's
-bucket-brigade profit from that step, the market's own credit signal (:func:`agents.learners.advantages.holding_profit`),
+rollouts of the same task (:func:`agents.credit.advantages.outcome_advantage`); or ``local``: the winner's
+bucket-brigade profit from that step, the market's own credit signal (:func:`agents.credit.advantages.holding_profit`),
 in units of reinforce.scale. An agent whose bid sits at its wealth cap gets no gradient there: the cap, not the head,
 set its bid. REINFORCE is on-policy: its loss joins the first of the round's ``agents.epochs`` steps only.
 """
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from agents.learners.advantages import holding_profit, outcome_advantage
+from agents.credit.advantages import holding_profit, outcome_advantage
 from agents.learners.market_bids import MarketBids
 from market.money import MICRO
 

@@ -6,7 +6,7 @@ credits; the agent bids (1 - value.margin) x that and sits out where it predicts
 
 **The value update.** Each turn k of the round (agent i_k bought world b at step t and held it) earned
 y_k = what its successor paid for the world + the world's rewards - its fees (the ledger's flows,
-:func:`agents.learners.advantages.turn_earnings`). The head's prediction v_k = x_k . row[i] + bias[i] (x_k = phi(obs of
+:func:`agents.credit.advantages.turn_earnings`). The head's prediction v_k = x_k . row[i] + bias[i] (x_k = phi(obs of
 turn k)) moves toward y_k by one normalised least-squares step on the round's Huber loss::
 
     L = sum_k  s_i / (K_i (|x_k|^2 + 1)) x huber(v_k - y_k)          SGD, step size 1
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.learners.advantages import turn_earnings
+from agents.credit.advantages import turn_earnings
 from agents.config import AgentsConfig
 from agents.learners.market_bids import MarketBids
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.llm import parse
+from agents.backends.base import skill
 
 
 class Births:
@@ -65,7 +65,7 @@ class Births:
                    for (_, role, kind, fields), seed in zip(asks, seeds)]
         out = []
         for done in self._generate(prompts, [row for row, *_ in asks]):
-            line = parse.skill(done.text) if done.finish == "stop" or done.finish == "length" else None
+            line = skill(done.text) if done.finish == "stop" or done.finish == "length" else None
             why = (done.error or "malformed") if line is None else "echo" if self.prompts.echoes(line) else ""
             out.append((None if why else line, done.text, why))
         return out

@@ -46,8 +46,7 @@ import time
 
 import numpy as np
 
-from agents.llm import parse
-from agents.backends.base import NoPrivilegedPass, Prompt
+from agents.backends.base import NoPrivilegedPass, Prompt, example, skill
 from market.database import make_engine
 from agents.heldout import frozen_episodes
 from agents.llm.rollouts import Watched, decode, groups
@@ -183,12 +182,12 @@ class SkillEvolver:
         example with both sides)."""
         if (n := tokens(line)) > self.cfg.skill_tokens:
             return f"skill_tokens: {n} tokens, at most {self.cfg.skill_tokens}"
-        if parse.skill(line) != line:
+        if skill(line) != line:
             return "format: not one skill line"
         index = self.policy.role_index.get(role)
         if index is None or self.policy.roles[index].tool:
             return f"role: {role!r} has no language model"
-        shown = parse.example(line)
+        shown = example(line)
         if kind in ("example", "wake") and (shown is None or not shown[0].strip() or not shown[1].strip()):
             return "format: an example needs an input and an output"
         return ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
-from agents.llm import parse
+from agents.backends.base import example
 from skills.library import SkillLibrary
 
 
@@ -54,7 +54,7 @@ class SkillLines:
 
     @staticmethod
     def _kind(line: str) -> str:
-        shown = parse.example(line)
+        shown = example(line)
         return "rule" if shown is None else "wake" if shown[1].strip().lower() in ("yes", "no") else "example"
 
     def _name(self, role: str, line: str, origin: dict) -> str:

@@ -18,14 +18,11 @@ MAX_EXPRESSION = 80
 """Characters an expression may have (after cleaning)."""
 MAX_DIGITS = 9
 """Digits a number may have, in an expression or an answer."""
-MAX_SKILL = 200
-"""Characters a skill line may have."""
 
 _EXPRESSION_CHARS = re.compile(r"[0-9+\-*/(). ]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _ANSWER = re.compile(r"answer\s*(?:is)?\s*[:=]?\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 _BARE = re.compile(r"\s*\$?\s*(-?\d[\d,]*(?:\.\d+)?)\s*\.?\s*")
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s*")
 
 
 def expression(text: str, allowed: set[str] | None = None) -> str | None:
@@ -108,23 +105,3 @@ def answer(text: str) -> int | None:
         return None
     value = Fraction(raw)
     return int(value) if value.denominator == 1 else None
-
-
-def skill(text: str) -> str | None:
-    """A rewrite -> one clean skill line, or None if malformed (empty, too short or long, control characters)."""
-    if not isinstance(text, str):
-        return None
-    line = _BULLET.sub("", text.strip().split("\n", 1)[0]).strip().strip("\"'`").strip()
-    if not 8 <= len(line) <= MAX_SKILL or not line.isprintable() or sum(c.isalpha() for c in line) < 4:
-        return None
-    return line
-
-
-def example(text: str) -> tuple[str, str] | None:
-    """``example: <input> => <output>`` -> (input, output), or None if the line is not a worked example.
-    The input ends at the first ``=>``; the output may contain more (an example of writing examples)."""
-    line = skill(text)
-    if line is None or not line.lower().startswith("example:") or "=>" not in line:
-        return None
-    given, shown = (part.strip() for part in line[len("example:"):].split("=>", 1))
-    return (given, shown) if given and shown else None

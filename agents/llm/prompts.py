@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from agents.llm import parse
 from agents.backends import Prompt
+from agents.backends.base import example
 from skills.editor import SHORT_SYSTEM
 
 REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly one new skill: one short line, "
@@ -127,7 +127,7 @@ def explore_demo(pool: dict[str, list[tuple[float, list[str]]]], ask: str = EXPL
     for groups in pool.values():
         for _, lines in groups:
             for line in lines:
-                shown = parse.example(line)
+                shown = example(line)
                 if shown is not None and shown[1].strip().lower() not in ("yes", "no"):
                     given, correct = shown
                     return f"example: {ask.format(given=given, wrote='(empty)', correct=correct)} => {line}"
@@ -138,7 +138,7 @@ def exploit_demo(frozen: str, groups: list[tuple[float, list[str]]], ask: str = 
     """The exploit rewrite worked once on a role's own lines (wake-up answers aside): asked with its first lines
     as the current skills, it answers with its last. "" when the role has no such line."""
     lines = [line for _, group in groups for line in group
-             if (shown := parse.example(line)) is None or shown[1].strip().lower() not in ("yes", "no")]
+             if (shown := example(line)) is None or shown[1].strip().lower() not in ("yes", "no")]
     if not lines:
         return ""
     current = " | ".join(lines[:-1][:3]) or "(none)"

@@ -7,8 +7,9 @@ of floats. The credit estimators (agents/credit) decide *how much* each step ear
 other module changes one thing and says what in its docstring. Each module declares the batch
 signals it ``NEEDS``; :func:`require` raises :class:`MissingSignals`, naming them, when a world does
 not provide them, so a run is refused before it starts. Each module's settings are its ``Config``, set
-from a scenario file as ``[agents.objective_settings.<name>]`` (:func:`for_agents`). The names are the
-package's modules (agents/named.py): a new objective is one new file.
+from a scenario file as ``[agents.objective_settings.<name>]`` (:func:`for_agents`; its clip range is
+``agents.clip`` and its KL weight ``agents.kl``, never its own). The names are the
+package's modules (agents/named/): a new objective is one new file.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from agents.credit.base import check as signals_check
-from agents.named import Registry
+from agents.named import OBJECTIVES as REGISTRY
 from agents.objectives.batch import SIGNALS, MissingSignals, PolicyBatch
 
-REGISTRY = Registry("agents.objectives", "objective", support=("batch", "privileged"), first="grpo")
 NAMES = REGISTRY.names
 module, needs = REGISTRY.module, REGISTRY.needs
 
@@ -55,7 +55,7 @@ def for_agents(cfg) -> Objective:
     """The run's objective from its ``[agents]`` section: ``agents.objective`` with its sub-table of
     ``agents.objective_settings``, and ``agents.clip`` as its clip range (its own, or its inner grpo's: the
     one clip key of every learner of actions)."""
-    settings = dict(cfg.objective_settings.get(cfg.objective, {}))
+    settings = dict(cfg.objective_settings.get(cfg.objective, {}))  # the values given (agents/named/)
     fields = {f.name for f in dataclasses.fields(module(cfg.objective).Config)}
     if "clip" in fields:
         settings["clip"] = cfg.clip

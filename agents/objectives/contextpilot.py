@@ -19,7 +19,7 @@ The baseline is the full rollouts' mean, the value of the problem's start (the g
 edits were, and would pull the baseline towards the very values it is measured against); the scale is the
 spread of all the group's outcomes, as tree_advantage's, positive wherever V differs from the baseline, so the
 edit keeps the sign of V(s) - mean. Every other step, a branch's own edit included (no branch restarts from a
-branch's states), gets its tree advantage (agents/learners/advantages.py ``tree_advantage``: the mean outcome of the
+branch's states), gets its tree advantage (agents/credit/advantages.py ``tree_advantage``: the mean outcome of the
 rollouts below the state it led to, relative to its group). The loss is grpo's clipped surrogate on that advantage.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.learners.advantages import tree_advantage
+from agents.credit.advantages import tree_advantage
 from agents.objectives.batch import EPS, PolicyBatch
 from agents.objectives.grpo import Config as Grpo
 from agents.objectives.grpo import loss as grpo_loss

@@ -17,8 +17,8 @@ import torch
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from agents.learners.base import k3, penalised
 from agents.objectives.batch import MissingSignals, PolicyBatch, step_mean
+from agents.objectives.kl import k3, penalised
 from market.strict import STRICT
 
 NEEDS = ()

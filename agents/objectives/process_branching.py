@@ -11,7 +11,7 @@ outcome itself)::
 
 and its N branches start from its N highest-scoring states (repeating them when it has fewer).
 
-**The advantage** (:func:`advantage`, in place of agents/learners/advantages.py ``tree_advantage``): initial and branch
+**The advantage** (:func:`advantage`, in place of agents/credit/advantages.py ``tree_advantage``): initial and branch
 rollouts are normalised apart, a full rollout among its group's full rollouts, a branch among the rollouts through
 its branch state (its source and the source's branches from the same state), so that branches, which share a
 prefix and so a part of their outcome, do not shrink the initial rollouts' spread. The decision at a branch state,
@@ -84,7 +84,7 @@ def scores(learner, obs: np.ndarray, lengths: np.ndarray, outcome: np.ndarray) -
 
 def advantage(outcome, source, prefix, t, b, group, cfg: Config, eps: float = EPS) -> np.ndarray:
     """[S] advantages of the acting steps (t [S], b [S]) of a branching round (``source``, ``prefix``, ``group``,
-    ``outcome`` [B] each, as agents/learners/advantages.py ``tree_advantage`` takes them): the module docstring's formula."""
+    ``outcome`` [B] each, as agents/credit/advantages.py ``tree_advantage`` takes them): the module docstring's formula."""
     r = np.asarray(outcome, dtype=np.float64)
     source, prefix, group = (np.asarray(x) for x in (source, prefix, group))
     worlds = np.arange(r.size)

@@ -1,6 +1,6 @@
 """Task samplers: which tasks the next round's rollouts are spent on (docs: concepts/credit-methods.md).
 
-One interface (:class:`Sampler`), one module per sampler (found by name, agents/named.py:
+One interface (:class:`Sampler`), one module per sampler (found by name, agents/named/:
 a new sampler is one new file): ``sampler = make("rods", tasks, variant=f)``; each round
 ``sampler.sample(rng, n)`` returns n task specs (the scenario runs G rollouts of each), and after
 it ``sampler.update(task_ids, rewards)`` reports one reward per rollout. Tasks are opaque hashable
@@ -20,11 +20,10 @@ from typing import Protocol
 
 import numpy as np
 
-from agents.named import Registry
+from agents.named import TASKS as REGISTRY
 from agents.tasks import rods
 from agents.tasks.uniform import Uniform
 
-REGISTRY = Registry("agents.tasks", "task sampler", first="uniform")
 NAMES = REGISTRY.names
 NEEDS = {name: REGISTRY.needs(name) for name in NAMES}
 """What each sampler needs of a world (its module's ``NEEDS``): its ``tasks``; rods an isomorphic ``variant`` of

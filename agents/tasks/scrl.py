@@ -10,7 +10,7 @@ stands on one rung and climbs when that rung's mean reward reaches ``advance`` o
 
 so the policy keeps seeing the real tasks while it learns their parts. Sub-problems differ in
 difficulty, so a reward is normalised among the rollouts of the same sub-problem (task id), not
-over a fixed group of G (``agents.learners.advantages.class_advantage``, the learner's)::
+over a fixed group of G (``agents.credit.advantages.class_advantage``, the learner's)::
 
     A_i = (r_i - mean_{j: id_j = id_i} r_j) / (std_{j: id_j = id_i} r_j + eps)
 """

@@ -7,7 +7,8 @@ a group-relative advantage needs a round of rollouts (``market.batch`` = 8 at le
 ``agents.group``); learned bids read the scenario's first feature source when ``numeric`` is not one of its
 own (wordmath's agents bid from ``agent``); value bids take the scenario's own defaults (``SPEC.value_bids``:
 relay's margin); a scenario with a skill library groups 4 rollouts of a question (``agents.group``,
-:data:`SKILL_GROUP`). A key the user set is never changed: a value that contradicts what the run needs is
+:data:`SKILL_GROUP`); the chosen credit estimator's, objective's and task sampler's settings table holds each of its
+settings (agents/config.py PLUGIN_TABLES), so the effective config shows what the run reads. A key the user set is never changed: a value that contradicts what the run needs is
 refused by a rule (scenarios/run/rules.py), naming it.
 
 The effective config is what the run stores (its ``config``) and what ``catallax config show`` prints;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from agents.config import PLUGIN_TABLES
 from scenarios.run.experiment import Experiment
 from scenarios.spec import ScenarioSpec
 
@@ -60,7 +62,7 @@ def _changed(prefix: str, old, new):
     """(dotted key, (old, new)) of each leaf that differs, a nested table's by its own keys."""
     for f in dataclasses.fields(old):
         a, b = getattr(old, f.name), getattr(new, f.name)
-        if a == b:
+        if a == b or isinstance(a, dict):  # a plugin table: the chosen one's defaults added, no value replaced
             continue
         if dataclasses.is_dataclass(a):
             yield from _changed(f"{prefix}.{f.name}", a, b)
@@ -80,6 +82,10 @@ def _agents(exp: Experiment, given: set[str], spec: ScenarioSpec):
                 changes["value"] = dataclasses.replace(agents.value, **own)
     if spec.skill_library and "agents.group" not in given:
         changes["group"] = SKILL_GROUP
+    for table, (key, none) in PLUGIN_TABLES.items():  # the chosen plugin's settings, in full
+        chosen = getattr(agents, key)
+        if chosen != none:
+            changes[table] = getattr(agents, table).filled(chosen)
     return dataclasses.replace(agents, **changes) if changes else agents
 
 

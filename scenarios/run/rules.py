@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import LEARNER_TABLES, AgentsConfig
+from agents.config import LEARNER_TABLES, PLUGIN_TABLES, AgentsConfig
 from market.money import MAX_MICRO, MICRO
 from scenarios.run.experiment import Experiment
 from skills.config import SkillsConfig
@@ -39,7 +39,7 @@ def _learned_bids_clear_by_softmax(exp: Experiment) -> str | None:
 
 def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
     """Learned bids need features the scenario's agents can give; learned actions a world of discrete
-    actions its policy maps rules onto (scenarios/spec.py: bid_features, learned_actions)."""
+    actions its policy maps rules onto (scenarios/spec/: bid_features, learned_actions)."""
     agents, scenario = exp.agents, exp.module
     if exp.market.bid_scheme == "learned" and agents.features not in scenario.spec.bid_features:
         if not scenario.spec.bid_features:
@@ -51,7 +51,7 @@ def _scenario_learns_what_is_asked(exp: Experiment) -> str | None:
 
 
 def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
-    """[skills] evolves a scenario's skill library (scenarios/spec.py: skill_library): a scenario without
+    """[skills] evolves a scenario's skill library (scenarios/spec/: skill_library): a scenario without
     one would ignore a changed key (``credit = "none"``, the setting that turns skill evolution off, says so)."""
     if exp.module.spec.skill_library:
         return None
@@ -62,37 +62,10 @@ def _scenario_has_a_skill_library(exp: Experiment) -> str | None:
             return f"skills.{f.name} = {value!r}: scenario {exp.run.scenario!r} has no skill library"
 
 
-RULE_LOGIT_SIGNALS = ("ref_logp", "token_logits", "value_logits", "state")
-"""What a rule-logit policy's round gives an objective beyond every batch's fields: the rule's own
-probability of each sampled action (the reference policy), a critic's logits (agents/learners/critic.py) and
-state ids (equal observations)."""
-LM_SIGNALS = ("effect", "token_logits", "value_logits", "state", "thought", "grounding")
-"""What the LoRA learner's round gives (agents/learners/lm_grpo.py): each completion's executed effect (role, state
-summary, parsed action), state ids (role, state summary), a token critic's logits, the completion's text
-embedded by the frozen MiniLM and its grounding in what the agent read (agents/llm/privileged_pass.py); its KL to the
-base model is its own (agents.kl), not an objective's ref_logp."""
-ORACLE_SIGNALS = ("oracle_logp", "oracle_mask", "oracle_weight")
-"""What either learner adds where the scenario's SPEC declares an oracle: its solver's continuation of each step, scored."""
-HINDSIGHT_SIGNALS = ("hindsight_logp",)
-"""What the LoRA learner's privileged pass gives on any world: the completions rescored with the outcome in context."""
-TEACHER_SIGNALS = ("teacher_logp", "sibling_logp", "belief_before", "belief_after", "hint_logp", "located",
-                   "teacher_sample_logp", "teacher_sample_mask", "teacher_verified")
-"""What it adds where the world knows the correct output at a state (its SPEC's oracle): rescored with it (by the
-policy, and by an EMA of its weights), and with a failed sibling's answer in its place; the gold answer's likelihood
-before and after each reply; the world's verdict on a failed step's reply (the fault locator); the policy's own
-samples with the correct output in context, verified by the world, scored without it."""
-SUBGOAL_SIGNALS = ("subgoals", "breakpoint", "retrieved_logp", "retrieved_mask")
-"""What it adds where the world names a state's achieved sub-goals (its SPEC's subgoals): each step's canonical state,
-the state graph's breakpoint of each failure, and the verified reply of an own success at a recovery step's state."""
-
-RUBRIC_SIGNALS = ("rubric_sample_logp", "rubric_sample_mask", "rubric_sample_grounding")
-"""What it adds where the world writes a rubric (its SPEC's ``rubric``): the policy's own rewrites of failed steps
-with the rubric in context, scored without it, and their grounding."""
-
-
 def _objective_gets_its_signals(exp: Experiment) -> str | None:
     """agents.objective moves learned actions: rule logits give the batch fields and the reference, the LM
-    learner (agents/learners/lm_grpo.py) the batch fields and effects. An objective reading more is refused here, naming it."""
+    learner (agents/learners/lm_grpo.py) the batch fields and effects: what each provides it declares (``PROVIDES``).
+    An objective reading more is refused here, naming it."""
     agents = exp.agents
     if agents.objective == "grpo":
         return None
@@ -110,17 +83,17 @@ def _objective_gets_its_signals(exp: Experiment) -> str | None:
         return None
     if agents.actions != "grpo":
         return f"agents.objective = {agents.objective!r}: the objective moves learned actions; set agents.actions = \"grpo\""
-    signals, learner = (LM_SIGNALS, "LoRA learner") if scenario.spec.learned_actions == "lm" else (RULE_LOGIT_SIGNALS, "rule-logit policies")
-    signals += ORACLE_SIGNALS if scenario.spec.oracle else ()
-    signals += (("branch",) if agents.branches else ()) + scenario.spec.batch_signals  # restarts from a prefix
     if scenario.spec.learned_actions == "lm":
-        signals += HINDSIGHT_SIGNALS + (TEACHER_SIGNALS if scenario.spec.oracle else ())
-        signals += SUBGOAL_SIGNALS if scenario.spec.subgoals else ()
-        signals += RUBRIC_SIGNALS if scenario.spec.rubric else ()
+        from agents.learners.lm_grpo import CompletionLearner as learner
+    else:
+        from agents.learners.action_logits import ActionLogits as learner
+    signals = learner.provides(scenario.spec) + scenario.spec.batch_signals
+    signals += ("branch",) if agents.branches else ()  # restarts from a prefix
     try:
-        check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s {learner}")
+        check(agents.objective, signals, f"scenario {exp.run.scenario!r}'s "
+              f"{'LoRA learner' if scenario.spec.learned_actions == 'lm' else 'rule-logit policies'}")
     except MissingSignals as err:
-        unwritten = set(RUBRIC_SIGNALS) & set(needs(agents.objective)) and not scenario.spec.rubric
+        unwritten = set(learner.PROVIDES_WHERE.get("rubric", ())) & set(needs(agents.objective)) and not scenario.spec.rubric
         return f"agents.objective = {agents.objective!r}: {err}" + \
             (" (its world writes no rubric: scenarios/text/world.py TextWorld.rubric)" if unwritten else "")
 
@@ -247,9 +220,10 @@ def _branches_can_be_played(exp: Experiment) -> str | None:
     if scenario.spec.learned_actions == "lm" and agents.objective in ("process_branching", "focus"):
         return (f"agents.objective = {agents.objective!r}: its branch points read the action-logit learner's entropies "
                 f"or critic at each state, which the LoRA learner does not score (agents.branches = {N})")
+    from agents.learners.lm_grpo import CompletionLearner
     from agents.objectives import needs
 
-    if set(needs(agents.objective)) & set(HINDSIGHT_SIGNALS + TEACHER_SIGNALS):
+    if set(needs(agents.objective)) & set(CompletionLearner.PAIRED):
         return (f"agents.objective = {agents.objective!r}: its privileged pass pairs a rollout with its group's "
                 f"consecutive siblings, which a branched round does not hold (agents.branches = {N})")
     if agents.credit != "grpo":
@@ -309,22 +283,16 @@ def _world_offers_the_tasks(exp: Experiment) -> str | None:
                 f"sub-problem; set agents.group >= 2 (G rollouts of each task drawn; now {agents.group})")
 
 
-SETTINGS_TABLES = (("credit_settings", "credit", "grpo"), ("task_settings", "tasks", "world"))
-"""Each plugin settings table of [agents] (a sub-table per registered name), the key choosing the one read, and the
-choice that reads none (grpo's advantage is the learner's own, agents/learners/base.py; world draws its own tasks)."""
-
-
 def _plugin_settings_are_read(exp: Experiment) -> str | None:
-    """A run reads the settings of the credit estimator and task sampler it chose, and no others: a changed
-    sub-table it does not read would do nothing. (agents.objective_settings is checked on its dataclass.)"""
+    """A run reads the settings of the credit estimator, objective and task sampler it chose (agents/config.py
+    PLUGIN_TABLES), and no others: a changed sub-table it does not read would do nothing."""
     agents = exp.agents
-    for table, key, own in SETTINGS_TABLES:
+    for table, (key, none) in PLUGIN_TABLES.items():
         chosen, tables = getattr(agents, key), getattr(agents, table)
-        for f in dataclasses.fields(tables):
-            settings = getattr(tables, f.name)
-            if (f.name != chosen or f.name == own) and settings != type(settings)():
-                return (f"agents.{table}.{f.name} = {dataclasses.asdict(settings)}: not read: the run reads only the "
-                        f"settings of agents.{key} (now {chosen!r}), and none for {own}")
+        for name in tables.changed():
+            if name != chosen or name == none:
+                return (f"agents.{table}.{name} = {tables[name]}: not read: the run reads only the settings of "
+                        f"agents.{key} (now {chosen!r}), and none for {none}")
 
 
 def _groups_hold_two_rollouts(exp: Experiment) -> str | None:

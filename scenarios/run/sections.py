@@ -14,6 +14,7 @@ import reprlib
 from pydantic import ValidationError
 
 from agents.backends.base import API_KEY_ENV
+from agents.named import PluginSettings
 from market.money import MAX_MICRO
 
 
@@ -46,6 +47,9 @@ def section(path: str, data: dict, name: str, cls, moved=()):
         if table := _table(cls, f.name):
             values[f.name] = section(path, values, f"{name}.{f.name}", table)
             continue
+        if plugins := _plugin_table(cls, f.name):
+            values[f.name] = plugin_tables(path, values[f.name], f"{name}.{f.name}", plugins)
+            continue
         types, expected = SCALARS.get(getattr(f.type, "__name__", f.type), (object, ""))
         value = values[f.name]
         if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
@@ -66,6 +70,27 @@ def section(path: str, data: dict, name: str, cls, moved=()):
         raise ConfigError(f"{path}: [{name}]: {err}") from None
 
 
+def plugin_tables(path: str, tables, name: str, cls: type[PluginSettings]) -> PluginSettings:
+    """A plugin settings table (agents/named/), checked key by key: each sub-table named after a registered
+    plugin, read as its module's ``Config`` (so the same messages as any table's), none setting a key that
+    ``[agents]`` sets for every plugin (an objective's ``kl_coef``: agents.kl)."""
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: {name} = {_short(tables)}: expected a table of {cls.registry.kind} names")
+    for plugin, given in tables.items():
+        if plugin not in cls.registry.names:
+            key, value = f"{name}.{plugin}", given
+            while isinstance(value, dict) and value:  # its first key, as a --set names it
+                first = next(iter(value))
+                key, value = f"{key}.{first}", value[first]
+            raise ConfigError(f"{path}: {key} = {_short(value)}: unknown {cls.registry.kind} {plugin!r}"
+                              f"{did_you_mean(plugin, cls.registry.names)} (known: {', '.join(cls.registry.names)})")
+        if isinstance(given, dict) and (fixed := cls.registry.fixed_key(given)):
+            raise ConfigError(f"{path}: {name}.{plugin}.{fixed[0]} = {_short(fixed[1])}: "
+                              f"{cls.registry.refusal(fixed[0])}")
+        section(path, tables, f"{name}.{plugin}", cls.registry.module(plugin).Config)
+    return cls.validate(tables)
+
+
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxlong = 60
 
@@ -80,6 +105,13 @@ def _table(cls, field: str):
     info = getattr(cls, "__pydantic_fields__", {}).get(field)
     kind = info.annotation if info is not None else None
     return kind if isinstance(kind, type) and dataclasses.is_dataclass(kind) else None
+
+
+def _plugin_table(cls, field: str) -> type[PluginSettings] | None:
+    """The plugin settings table a field of ``cls`` holds (agents/named/), else None."""
+    info = getattr(cls, "__pydantic_fields__", {}).get(field)
+    kind = info.annotation if info is not None else None
+    return kind if isinstance(kind, type) and issubclass(kind, PluginSettings) else None
 
 
 def keys(cls, prefix: str = "") -> list[str]:

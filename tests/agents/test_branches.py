@@ -5,7 +5,7 @@ choice of where to branch."""
 import numpy as np
 import pytest
 
-from agents.learners.advantages import tree_advantage
+from agents.credit.advantages import tree_advantage
 from market.ledger import Reason
 from scenarios import blocks
 from scenarios.run.config import ConfigError, load

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from agents import credit as C
+from agents.config import CreditSettings
 from agents.credit.step_advantages import step_advantages
 from scenarios.run.config import ConfigError, load
 from tests.agents import inside
@@ -27,7 +28,7 @@ def test_every_estimator_file_is_registered_with_its_settings_table():
     assert C.NAMES[0] == "grpo" and len(files) == 25
     for name in C.NAMES:  # each sub-table is its module's strict Config, defaults as written there
         cls = C.module(name).Config
-        assert isinstance(getattr(C.CreditSettings(), name), cls) and getattr(C.CreditSettings(), name) == cls()
+        assert isinstance(getattr(CreditSettings(), name), cls) and getattr(CreditSettings(), name) == cls()
         assert cls.__pydantic_config__["extra"] == "forbid"
 
 

@@ -9,7 +9,7 @@ import torch
 from agents import RulePolicy
 from agents.config import ActionLogitsConfig, AgentsConfig
 from agents.learners.policy import LearnedPolicy
-from agents.learners.advantages import holding_profit, outcome_advantage
+from agents.credit.advantages import holding_profit, outcome_advantage
 from agents.learners.hf_grpo import HFGRPO
 from market import MarketConfig, MarketModel, PopulationConfig
 from market.ledger import Reason

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agents import RulePolicy
-from agents.llm import parse
+from agents.backends.base import skill
 from scenarios.text import scenario as text_scenario
 from agents.backends import BackendConfig
 from agents.backends.factory import shared_backend
@@ -139,7 +139,7 @@ def test_births_rewrite_skills_with_the_llm_and_never_touch_the_frozen_part(play
         parent = pol.versions[v["parent"]]["skills"]
         assert v["skills"][:-1] == parent[len(parent) + 1 - len(v["skills"]):]  # the parent's lines, then one new
     for r in (r for r in pol.records if r["kind"] == "malformed_rewrite"):  # the model's own text, and why it was refused
-        assert (r["reason"] == "duplicate") == (parse.skill(r["raw"]) is not None), r
+        assert (r["reason"] == "duplicate") == (skill(r["raw"]) is not None), r
     assert (pol.role[rows] == pol.role[parents]).all()
 
 

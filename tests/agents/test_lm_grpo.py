@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.learners.advantages import outcome_advantage
+from agents.credit.advantages import outcome_advantage
 from market.checkpoint import decode, encode
 from scenarios.registry import get_scenario
 from scenarios.run.config import load

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents.learners import critic
-from agents.learners.advantages import outcome_advantage
+from agents.credit.advantages import outcome_advantage
 from agents.learners.hf_grpo import HFGRPO
 from agents.learners.lm_grpo import effect_ids
 from agents.objectives import make

@@ -308,12 +308,15 @@ def test_objective_settings_from_the_config_reach_the_objective_and_bad_ones_are
     sero = for_agents(load("relay", ['agents.actions="grpo"', "market.batch=8", "agents.objective=sero"]).agents)
     assert sero.cfg.grpo.clip == 0.2  # the inner grpo's clip is agents.clip too
     for objective in ("sero", "grpo"):  # one KL key: agents.kl
-        with pytest.raises(ConfigError, match=rf"{objective}\.(grpo\.)?kl_coef: set agents\.kl, the KL weight"):
+        with pytest.raises(ConfigError, match=rf"{objective}\.(grpo\.)?kl_coef = 0.1: set agents\.kl, the KL weight"):
             load("relay", ['agents.actions="grpo"', "market.batch=8", f"agents.objective={objective}",
                            f"agents.objective_settings.{objective}.{'grpo.' * (objective == 'sero')}kl_coef=0.1"])
-    for extra, message in [("agents.objective_settings.grpo.kl_coef=0.1", "grpo: not read"),
-                           ("agents.objective_settings.eapo.boos=1", "has no setting boos"),
+    for extra, message in [("agents.objective_settings.tree_opsd.tau=2.0", r"tree_opsd = \{'tau': 2.0\}: not read"),
+                           ("agents.objective_settings.eapo.boos=1", r"eapo.boos = 1: unknown key \(did you mean 'boost'"),
                            ("agents.objective_settings.eapo.clip=0.1", "set agents.clip"),
-                           ("agents.objective_settings.eapo.boost=-1", "eapo.boost: Input should be greater")]:
+                           ("agents.objective_settings.eapx.boost=1", "unknown objective 'eapx' .did you mean 'eapo'"),
+                           ("agents.objective_settings.eapo.boost=-1", "eapo.boost = -1: Input should be greater"),
+                           ("agents.objective_settings.eapo.boost=true", "eapo.boost = True: expected a number")]:
         with pytest.raises(ConfigError, match=message):
             load("relay", base + [extra])
+    assert "kl_coef" not in load("relay", base).to_dict()["agents"]["objective_settings"]["eapo"]  # the chosen one's in full

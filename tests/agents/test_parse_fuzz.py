@@ -9,6 +9,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agents.backends.base import MAX_SKILL, example, skill
 from agents.llm import parse
 
 # text that looks like model output: arithmetic, answers, digits, unicode junk and control characters
@@ -49,10 +50,10 @@ def test_answer_never_raises_and_returns_bounded_integers(text):
 @HEAVY
 @given(GARBAGE)
 def test_skill_and_example_never_raise(text):
-    line = parse.skill(text)
+    line = skill(text)
     if line is not None:
-        assert 8 <= len(line) <= parse.MAX_SKILL and "\n" not in line and line.isprintable()
-    shown = parse.example(text)
+        assert 8 <= len(line) <= MAX_SKILL and "\n" not in line and line.isprintable()
+    shown = example(text)
     if shown is not None:
         assert all(shown) and "=>" not in shown[0]
 
@@ -82,8 +83,8 @@ def test_known_readings():
     assert parse.answer("Answer: 42") == 42 and parse.answer("The answer is 1,024.") == 1024
     assert parse.answer("  17 ") == 17 and parse.answer("3.5") is None and parse.answer("The answer is: none.") is None
     assert parse.answer("9" * 20) is None
-    assert parse.skill("- Copy the computed value exactly.") == "Copy the computed value exactly."
-    assert parse.skill("ok") is None and parse.skill("") is None and parse.skill("\x00\x01 abcdefgh") is None
-    assert parse.example("example: 2 apples and 3 more => 2 + 3") == ("2 apples and 3 more", "2 + 3")
-    assert parse.example("example: a task => example: b => c") == ("a task", "example: b => c")
-    assert parse.example("an example: x => y") is None
+    assert skill("- Copy the computed value exactly.") == "Copy the computed value exactly."
+    assert skill("ok") is None and skill("") is None and skill("\x00\x01 abcdefgh") is None
+    assert example("example: 2 apples and 3 more => 2 + 3") == ("2 apples and 3 more", "2 + 3")
+    assert example("example: a task => example: b => c") == ("a task", "example: b => c")
+    assert example("an example: x => y") is None

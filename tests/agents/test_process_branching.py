@@ -57,4 +57,4 @@ def test_a_run_that_does_not_branch_is_refused_naming_the_signal():
         load("relay", ['agents.actions="grpo"', "agents.objective=process_branching"])
     exp = load("relay", ['agents.actions="grpo"', "agents.objective=process_branching", "agents.branches=2",
                          "market.batch=12", "agents.objective_settings.process_branching.omega=0.5"])
-    assert exp.agents.objective_settings["process_branching"]["omega"] == 0.5
+    assert exp.agents.objective_settings.process_branching.omega == 0.5

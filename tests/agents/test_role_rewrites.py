@@ -11,9 +11,8 @@ import zlib
 import numpy as np
 import pytest
 
-from agents.llm import parse
+from agents.backends.base import Completion, example
 from scenarios.text import scenario as text_scenario
-from agents.backends.base import Completion
 from agents.llm.prompts import REWRITE_SYSTEM
 from scenarios.text import Prompts
 from scenarios import build_model, load
@@ -37,7 +36,7 @@ class Copier(Scripted):
         if p.system != REWRITE_SYSTEM:
             words = ("positive", "negative", "support", "archive")
             return words[zlib.crc32(f"{p.user}|{p.seed}".encode()) % 4]
-        shown = [parse.example(line) for line in p.skills.splitlines()]
+        shown = [example(line) for line in p.skills.splitlines()]
         shown = [s[1] for s in shown if s]
         if not shown:
             return REWRITE_SYSTEM.split(". ")[0] + "."

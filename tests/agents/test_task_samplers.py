@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from agents import tasks as S
-from agents.learners.advantages import EPS, class_advantage
+from agents.credit.advantages import EPS, class_advantage
 
 
 def rng(seed=0):

@@ -18,7 +18,7 @@ import torch
 from agents import RulePolicy
 from agents.learners.bid_head import BidHead
 from agents.config import AgentsConfig, ValueBidsConfig
-from agents.learners.advantages import turn_earnings
+from agents.credit.advantages import turn_earnings
 from agents.learners.policy import LearnedPolicy
 from agents.learners.value_bids import value_loss
 from market import MarketConfig, MarketModel, PopulationConfig

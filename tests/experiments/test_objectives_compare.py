@@ -4,9 +4,9 @@ what the world lacks (the README reports the full run)."""
 
 import json
 
+from agents.learners.action_logits import ActionLogits
 from agents.objectives import NAMES, needs
 from experiments import objectives_compare
-from scenarios.run.rules import ORACLE_SIGNALS, RULE_LOGIT_SIGNALS
 
 BATCH_C = ("agentopsd", "alignopsd", "trial", "cepo", "h2sd", "stop_segment", "rredcot", "distil", "hint_sd", "diamond_sd",
            "contextpilot", "evidence_diagnosis")
@@ -27,7 +27,7 @@ def test_quick_json_has_a_row_per_objective_and_refusals_name_their_signals(caps
     # batch C: no privileged pass on rule logits; process_branching without branches
     assert {r["objective"] for r in refused} == {"empo", "ca_pg", "process_branching", *BATCH_C, "contextpilot+branches"}
     for r in refused:
-        missing = set(needs(r["objective"].removesuffix("+branches"))) - set(RULE_LOGIT_SIGNALS) - set(ORACLE_SIGNALS)
+        missing = set(needs(r["objective"].removesuffix("+branches"))) - set(ActionLogits.PROVIDES) - set(ActionLogits.PROVIDES_WHERE["oracle"])
         missing -= {"branch"} if r["objective"].endswith("+branches") else set()
         assert missing and all(signal in r["why"] for signal in missing), r["why"]
         assert r["heldout"] is None and r["sd"] is None and r["updates"] is None and r["steps_per_s"] is None

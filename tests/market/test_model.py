@@ -282,7 +282,7 @@ def test_what_each_turn_earned_adds_up_to_the_ledger(payment, conserve):
     """The turn earnings the value bids learn from, summed per agent, are what the books paid each agent in the round: prices received
     from successors, plus rewards, less action fees (blocks: holes, owners that outbid themselves)."""
     from agents import AgentsConfig
-    from agents.learners.advantages import turn_earnings
+    from agents.credit.advantages import turn_earnings
     from agents.learners.policy import LearnedPolicy
     from scenarios import blocks
 

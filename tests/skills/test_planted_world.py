@@ -35,12 +35,12 @@ def test_the_reader_is_paid_only_for_the_messages_own_order_number():
 
 
 def test_the_planted_line_is_wrong_and_the_correct_ones_right():
-    from agents.llm import parse
+    from agents.backends.base import example
 
     for line in W.CORRECT:
-        given, shown = parse.example(line)
+        given, shown = example(line)
         assert shown == f"order {W.ORDER.search(given).group(1)}"
-    given, shown = parse.example(W.WRONG)
+    given, shown = example(W.WRONG)
     assert shown != f"order {W.ORDER.search(given).group(1)}" and W.WRONG in WORLD.wrong
     problems = [WORLD.problem(np.random.default_rng([0, i])) for i in range(50)]
     assert problems == [WORLD.problem(np.random.default_rng([0, i])) for i in range(50)]
