@@ -18,8 +18,8 @@ deviation over seeds of NDCG@10, Recall@50 (the pipeline's: its 50 best candidat
 and coverage; the paired difference per seed of GRSE minus the strongest tuned baseline, chosen on validation
 in that seed; and how often each credit pruned all planted harmful skills. ``--zoo N`` also runs the first N
 evaluation worlds of the zoo (scenarios/recsys/zoo.py, seeds fixed before measuring; ``--zoo-dev`` the development
-ones instead), one run each, and gives their distribution (experiments/recsys_zoo.py); ``--worlds ''`` runs the
-zoo alone. ``--quick`` runs the suite at test size (the tests' world, 3 iterations, one seed) to check that it
+ones instead; ``--zoo-from K`` skips the first K: the rest of a run cut short), one run each, and gives their
+distribution (experiments/recsys_zoo.py); ``--worlds ''`` runs the zoo alone. ``--quick`` runs the suite at test size (the tests' world, 3 iterations, one seed) to check that it
 works, not to measure. Each run goes into a private SQLite file in its worker, and its rows into the results
 database (``--db``) once it has finished, as a sweep's do (scenarios/run/sweep.py).
 """
@@ -179,6 +179,8 @@ def main(argv=None) -> int:
     p.add_argument("--harm", default="any_data", choices=("any_data", "business"),
                    help="the planted harmful skills (recsys.harm): any_data hurts on every world")
     p.add_argument("--zoo", type=int, default=0, metavar="N", help="also run the first N zoo evaluation worlds")
+    p.add_argument("--zoo-from", type=int, default=0, metavar="K", help="skip the first K of those N worlds (the rest "
+                   "of a zoo run cut short, tabulated with its rows by experiments.recsys_gain)")
     p.add_argument("--zoo-dev", action="store_true", help="--zoo runs the development worlds instead")
     p.add_argument("--zoo-part", default="0/1", metavar="I/N", help="run only the I-th of every N of those worlds "
                    "(N processes side by side; experiments.recsys_zoo tabulates their rows together)")
@@ -190,7 +192,9 @@ def main(argv=None) -> int:
     overrides = {name: world_overrides(name, scratch, args.quick) for name in names}  # unknown names fail first
     pool = zoo.DEV_SEEDS if args.zoo_dev else zoo.EVAL_SEEDS
     if args.zoo > len(pool):
-        raise SystemExit(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
+        p.error(f"--zoo {args.zoo}: the zoo has {len(pool)} such worlds")
+    if not 0 <= args.zoo_from <= args.zoo:
+        p.error(f"--zoo-from {args.zoo_from}: must be between 0 and --zoo ({args.zoo})")
     partial = {kind: args.rows.with_name(f"{args.rows.stem}_{kind}_partial.jsonl") if args.rows else None
                for kind in ("worlds", "zoo")}
     kept = {"worlds": [], "zoo": []}  # the rows so far, rewritten after every run: a run cut short keeps them
@@ -214,7 +218,7 @@ def main(argv=None) -> int:
     part, parts = (int(x) for x in args.zoo_part.split("/"))
     labels = [(name, seed) for name in names for seed in harness.seeds(args)]
     jobs = [(seed, overrides[name] + args.overrides, args.harm, None) for name, seed in labels]
-    labels += [(None, seed) for seed in pool[:args.zoo][part::parts]]  # None: a zoo world
+    labels += [(None, seed) for seed in pool[args.zoo_from:args.zoo][part::parts]]  # None: a zoo world
     jobs += [(seed, quick + args.overrides, args.harm, scratch) for _, seed in labels[len(jobs):]]
     done = harness.run(run, jobs, args, on_result=landed)
     worlds = {name: {} for name in names}

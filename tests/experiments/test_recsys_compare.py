@@ -95,16 +95,25 @@ def test_unknown_world_is_refused_before_anything_runs():
         recsys_compare.main(["--quick", "--worlds", "default,mars"])
 
 
+@pytest.mark.parametrize("flags", [["--zoo", "51"], ["--zoo", "2", "--zoo-from", "3"],
+                                   ["--zoo", "2", "--zoo-from", "-1"]])
+def test_a_zoo_range_outside_the_zoo_is_refused_before_anything_runs(flags, capsys):
+    with pytest.raises(SystemExit) as refused:
+        recsys_compare.main(["--quick", "--worlds", "", *flags])
+    assert refused.value.code == 2 and flags[-2] in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_zoo_rows_and_their_distribution(tmp_path):
-    """One development zoo world at toy budget: its row is the run's summary, and the distribution counts it."""
+    """One development zoo world at toy budget (the second: ``--zoo-from`` skips the first): its row is the run's
+    summary, and the distribution counts it."""
     rows = tmp_path / "zoo.jsonl"
-    assert recsys_compare.main(["--quick", "--worlds", "", "--zoo", "1", "--zoo-dev", "--db",
+    assert recsys_compare.main(["--quick", "--worlds", "", "--zoo", "2", "--zoo-from", "1", "--zoo-dev", "--db",
                                 f"sqlite:///{tmp_path / 'z.db'}", "--out", str(tmp_path / "z.md"),
                                 "--rows", str(rows)]) == 0
     stats = {r["statistic"]: r["value"] for r in map(json.loads, rows.read_text().splitlines())}
     (world,) = json.loads((tmp_path / "z-zoo.json").read_text())
-    assert world["world"] == recsys_compare.zoo.DEV_SEEDS[0] and world["planted"] == 3
+    assert world["world"] == recsys_compare.zoo.DEV_SEEDS[1] and world["planted"] == 3
     assert world["gap"] == pytest.approx(world["grse"] - world["best tuned NDCG@10"], abs=2e-4) and world["se"] > 0
     assert stats["worlds"] == "1"
     assert stats["GRSE > best tuned"] == ("1 of 1 (100%)" if world["gap"] > 0 else "0 of 1 (0%)")
