@@ -52,6 +52,30 @@ def frozen_episodes(model, world, holdings=None, keep_answers: bool = False) -> 
             policy.memo, policy.scores = answers
 
 
+class FrozenMarket:
+    """The skill gate's evaluator: the frozen market's success per fixed problem of a split (``validation``: the
+    gate's; ``heldout``: an accepted edit's paired gain) with the rows holding a candidate library, each holdings
+    played once per edit pass (:meth:`clear` ends the pass)."""
+
+    def __init__(self):
+        self.scores: dict = {}
+
+    def score(self, model, holdings, split: str = "validation") -> np.ndarray:
+        """[n] success on ``model.world``'s ``split`` problems with the rows holding ``holdings`` (skills, lines)."""
+        key = (split, tuple(holdings[0]), tuple(sorted(holdings[1].items())))
+        if key not in self.scores:
+            self.scores[key] = self.success(model, getattr(model.world, split), holdings)
+        return self.scores[key]
+
+    @staticmethod
+    def success(model, world, holdings=None) -> np.ndarray:
+        """[n] success on ``world``'s fixed problems (the current rows' skills, or ``holdings``), not cached."""
+        return np.array([e["success"] for e in frozen_episodes(model, world, holdings, keep_answers=True)], dtype=float)
+
+    def clear(self) -> None:
+        self.scores = {}
+
+
 CACHES = ("memo", "scores", "counts", "recent", "bench", "spent", "spent_by")
 """The LLM policy's state that caches answers or counts what was spent: not what a frozen held-out run reads."""
 

@@ -83,7 +83,8 @@ class Catalogue:
         self.library: SkillLibrary | None = None
         self.check: Callable[[str, str, str], str] | None = None
         """``check(role, line, kind) -> problem`` ("" if fine) for a birth's rewrite (skills.limits, the role's
-        format): set by skill evolution (agents/llm/edit_pass.py); None: births are recorded as unchecked."""
+        format): set by the LLM policy when its skills evolve (agents/llm/lines.py); None: births are recorded as
+        unchecked."""
         self.checks: collections.Counter = collections.Counter()  # births' rewrites: passed, failed, unchecked
 
     def name(self, role: str, line: str, kind: str, origin: dict) -> str:

@@ -64,7 +64,7 @@ class Births:
                                         temperature=self.cfg.rewrite_temperature, seed=int(seed))
                    for (_, role, kind, fields), seed in zip(asks, seeds)]
         out = []
-        for done in self._generate(prompts, [row for row, *_ in asks]):
+        for done in self.generate(prompts, [row for row, *_ in asks]):
             line = skill(done.text) if done.finish == "stop" or done.finish == "length" else None
             why = (done.error or "malformed") if line is None else "echo" if self.prompts.echoes(line) else ""
             out.append((None if why else line, done.text, why))
@@ -88,5 +88,5 @@ class Births:
                      "parent_skills": list(self.skills[row]), "raw": raw}
             name = self._name(self.roles[self.role[row]].name, line, birth)
             skills = (*self.skills[row], name)[-self.cfg.max_skills:]
-            self._new_version(row, skills, int(self.version[row]), edit)
+            self.new_version(row, skills, int(self.version[row]), edit)
         self.catalogue.flush()  # births end a round: its new skills go to the library now

@@ -42,7 +42,7 @@ class ModelCalls:
             groups.setdefault(id(engine), (engine, []))[1].append(i)
         return sorted(groups.values(), key=lambda g: g[0] is not self.backend)
 
-    def _generate(self, prompts: list[Prompt], rows: list[int]) -> list[Completion]:
+    def generate(self, prompts: list[Prompt], rows: list[int]) -> list[Completion]:
         """Greedy prompts the shared engine answered before are answered from the memo (it would repeat itself:
         a forfeiting agent facing the same state again); the rest go to the engine of the asking row's role
         (one batch per engine; a prompt asked of two engines is two asks), and what each call cost in tokens is

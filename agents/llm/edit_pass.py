@@ -36,7 +36,7 @@ evaluator (the frozen market) and its edit writer:
    at a time, after the size checks of skills/limits.py.
 
 ``heldout_accuracy_initial`` is the frozen market's held-out accuracy before the first edit pass, on the problems
-``heldout_accuracy`` is measured on at the end. No frozen run changes the training run (``_accuracy``).
+``heldout_accuracy`` is measured on at the end. No frozen run changes the training run (agents/heldout.py).
 """
 
 from __future__ import annotations
@@ -46,13 +46,12 @@ import time
 
 import numpy as np
 
-from agents.backends.base import NoPrivilegedPass, Prompt, example, skill
+from agents.backends.base import NoPrivilegedPass, Prompt
 from market.database import make_engine
-from agents.heldout import frozen_episodes
+from agents.heldout import FrozenMarket, frozen_episodes
 from agents.llm.rollouts import Watched, decode, groups
 from skills import Diagnosis, LLMDiagnoser, RuleDiagnoser, SkillLibrary, SkillsConfig, Trace, to_edit
 from skills.catalogue import summary
-from skills.limits import tokens
 from skills.loop import EditLoop, World
 from skills.shapley import retrieve
 
@@ -63,7 +62,7 @@ class SkillEvolver:
         self.rng = np.random.default_rng([seed, 0x5C111])
         self.rounds = 0
         self.mask: dict[tuple[int, int], np.ndarray] = {}  # (world, row) -> this round's draws of skills.p_use
-        self._scores: dict = {}  # an edit pass's validation (and held-out) scores, by holdings
+        self.frozen = FrozenMarket()  # the gate's evaluator: an edit pass's scores, by holdings
         self.counts = collections.Counter()
         self.initial: float | None = None
         constrained = skills.constrained and hasattr(policy.backend, "choose")
@@ -72,11 +71,10 @@ class SkillEvolver:
         self.rule = RuleDiagnoser(skills.diagnosis_config())
         self.model = None  # the model of the round being learned from: the gate plays its frozen market
         self.probing = False  # a probe (skills.evidence = "probe") is playing: its rollouts carry the p_use draws
-        policy.catalogue.check = self._birth_check  # births' rewrites are checked from now on
         self.loop = EditLoop(SkillLibrary(make_engine("sqlite://"), "unattached"), skills, World(
-            evaluate=lambda skills, q, s: self._score(self.model, self._holdings(skills, self.loop.library)),
+            evaluate=lambda skills, q, s: self.frozen.score(self.model, self._holdings(skills, self.loop.library)),
             questions=np.zeros(0), seeds=np.zeros(0), write=self._write, draw=self._random,
-            heldout=lambda skills: self._score(self.model, self._holdings(skills, self.loop.library), "heldout"),
+            heldout=lambda skills: self.frozen.score(self.model, self._holdings(skills, self.loop.library), "heldout"),
             gated=self._gated, imitation=self._imitation), diagnoser=self.llm, fallback=self.rule if self.llm else None)
 
     @property
@@ -112,12 +110,12 @@ class SkillEvolver:
     def probe(self, model) -> list[tuple]:
         """``skills.evidence = "probe"``: the frozen market plays ``skills.probe`` fresh questions of the training
         stream (drawn from the evolver's own stream), G rollouts each, every prompt carrying its p_use draws; their
-        (question, G rollouts) groups. Nothing of the training run changes (``_frozen``)."""
+        (question, G rollouts) groups. Nothing of the training run changes (agents/heldout.py)."""
         pids = np.repeat(self.rng.integers(2**31, size=self.cfg.probe), self.group)
         world = Watched(model.world.with_problems(pids))
         self.probing, self.mask, self.policy.steps = True, {}, []
         try:
-            episodes = self._frozen(model, world)
+            episodes = frozen_episodes(model, world, keep_answers=True)
         finally:
             self.probing, self.mask = False, {}
         steps, self.policy.steps = self.policy.steps, []
@@ -132,7 +130,7 @@ class SkillEvolver:
     # --- the round's hook ------------------------------------------------------------------------
     def learn(self, model) -> None:
         if self.initial is None:
-            self.initial = self._accuracy(model, model.world.heldout)
+            self.initial = float(self.frozen.success(model, model.world.heldout).mean())
         self.mask = {}  # the next round draws afresh
         if self.cfg.evidence == "training":
             self.loop.observe(self.rollouts(model))
@@ -156,7 +154,8 @@ class SkillEvolver:
             self.loop.library.record_failures(self.llm.malformed)
             self.counts["diagnoses_malformed"] += len(self.llm.malformed)
             self.llm.malformed = []
-        self._scores, self.model = {}, None
+        self.frozen.clear()
+        self.model = None
 
     def _gated(self, d: Diagnosis, result, candidate) -> None:
         """After a gated edit: an accepted one changes the rows (each a new skill-set version)."""
@@ -174,23 +173,7 @@ class SkillEvolver:
     def _diagnose(self, prompts: list[str]) -> list[str]:
         """The LLM diagnoser's ``generate``: one greedy batch on the agents' engine, charged to no agent."""
         with self.policy.evaluating():
-            return [c.text for c in self.policy._generate(self._asks(prompts), [-1] * len(prompts))]
-
-    def _birth_check(self, role: str, line: str, kind: str) -> str:
-        """A birth's rewrite (skills/catalogue.py): why it fails the cheap check ("" if it passes): its size in tokens
-        (skills.skill_tokens), that it reads back as one skill line, and the role's format (an LLM role; a worked
-        example with both sides)."""
-        if (n := tokens(line)) > self.cfg.skill_tokens:
-            return f"skill_tokens: {n} tokens, at most {self.cfg.skill_tokens}"
-        if skill(line) != line:
-            return "format: not one skill line"
-        index = self.policy.role_index.get(role)
-        if index is None or self.policy.roles[index].tool:
-            return f"role: {role!r} has no language model"
-        shown = example(line)
-        if kind in ("example", "wake") and (shown is None or not shown[0].strip() or not shown[1].strip()):
-            return "format: an example needs an input and an output"
-        return ""
+            return [c.text for c in self.policy.generate(self._asks(prompts), [-1] * len(prompts))]
 
     def _choose(self, prompts: list[str], options: list[list[str]]) -> list[int]:
         """The LLM diagnoser's constrained decoding (``skills.constrained``): each verdict picked from its closed set."""
@@ -278,10 +261,10 @@ class SkillEvolver:
             line = self._rewrite(d.target, "exploit", {
                 "role": policy.roles[policy.role_index[d.target]].frozen,
                 "skills": " | ".join(s.body for s in current.values() if s.role == d.target
-                                     and policy._kind(s.body) != "wake") or "(none)"})
+                                     and policy.line_kind(s.body) != "wake") or "(none)"})
             if line is None:
                 return None
-            name = policy.catalogue.reserve(d.target, policy._kind(line))
+            name = policy.catalogue.reserve(d.target, policy.line_kind(line))
             return to_edit(d, name=name, description=summary(line), body=line)
         if d.target not in current:
             return None
@@ -328,30 +311,12 @@ class SkillEvolver:
             held.append(tuple(out[-policy.cfg.max_skills:]))
         return held, {s.name: s.body for s in skills}
 
-    def _score(self, model, holdings, split: str = "validation") -> np.ndarray:
-        """[n] success of the frozen market on the ``split`` problems (validation: the gate's; heldout: an accepted
-        edit's paired gain) with the rows holding ``holdings``, once per pass."""
-        key = (split, tuple(holdings[0]), tuple(sorted(holdings[1].items())))
-        if key not in self._scores:
-            self._scores[key] = self._accuracy(model, getattr(model.world, split), holdings, per_problem=True)
-        return self._scores[key]
-
-    def _accuracy(self, model, world, holdings=None, per_problem=False):
-        """Success of the frozen market on ``world``'s fixed problems (the current rows' skills, or ``holdings``)."""
-        success = np.array([e["success"] for e in self._frozen(model, world, holdings)], dtype=float)
-        return success if per_problem else float(success.mean())
-
-    def _frozen(self, model, world, holdings=None) -> list[dict]:
-        """The frozen market's episodes on ``world``'s fixed problems, restoring what they change of the training
-        run (agents/heldout.py); else a gated arm trains apart."""
-        return frozen_episodes(model, world, holdings, keep_answers=True)
-
     def _adopt(self, held, edit: str) -> None:
         """An accepted edit: rows whose skills change get a new skill-set version."""
         policy = self.policy
         for row, names in enumerate(held[0]):
             if names != policy.skills[row] and policy.role[row] >= 0:
-                policy._new_version(row, names, int(policy.version[row]), f"skills: {edit}")
+                policy.new_version(row, names, int(policy.version[row]), f"skills: {edit}")
 
     # --- the summary and checkpoints --------------------------------------------------------------
     def report(self) -> dict:

@@ -10,13 +10,16 @@ probe by ``skills.evidence``, each with probability ``skills.p_use``: agents/llm
 from __future__ import annotations
 
 import contextlib
+import functools
 
-from agents.backends.base import example
+from agents.backends.base import example, skill
 from skills.library import SkillLibrary
+from skills.limits import tokens
 
 
 class SkillLines:
-    """Mixed into LLMPolicy: reads ``skills``, ``catalogue``, ``evolver``, ``_population`` and ``_evaluating``."""
+    """Mixed into LLMPolicy: reads ``skills``, ``catalogue``, ``evolver``, ``roles``, ``role_index``, ``_population``
+    and ``_evaluating``."""
 
     def attach(self, store, population=None) -> None:
         """The run's database (the runner's hook): the library named by the run id receives the skills
@@ -32,6 +35,23 @@ class SkillLines:
         from agents.llm.edit_pass import SkillEvolver
 
         self.evolver = SkillEvolver(self, skills, group, seed)
+        self.catalogue.check = functools.partial(self.line_problem, max_tokens=skills.skill_tokens)  # births' rewrites
+
+    def line_problem(self, role: str, line: str, kind: str, max_tokens: int) -> str:
+        """Why a written line (a birth's rewrite, skills/catalogue.py) fails the cheap check, "" if it passes: its
+        size in tokens (skills.skill_tokens), that it reads back as one skill line, and the role's format (an LLM
+        role; a worked example with both sides)."""
+        if (n := tokens(line)) > max_tokens:
+            return f"skill_tokens: {n} tokens, at most {max_tokens}"
+        if skill(line) != line:
+            return "format: not one skill line"
+        index = self.role_index.get(role)
+        if index is None or self.roles[index].tool:
+            return f"role: {role!r} has no language model"
+        shown = example(line)
+        if kind in ("example", "wake") and (shown is None or not shown[0].strip() or not shown[1].strip()):
+            return "format: an example needs an input and an output"
+        return ""
 
     def learn(self, model) -> None:
         if self.evolver is not None:
@@ -53,12 +73,13 @@ class SkillLines:
             self.skills, self.catalogue.lines = saved
 
     @staticmethod
-    def _kind(line: str) -> str:
+    def line_kind(line: str) -> str:
+        """``rule`` (a general line), ``wake`` (a yes/no worked example: the wake-up prompt's) or ``example``."""
         shown = example(line)
         return "rule" if shown is None else "wake" if shown[1].strip().lower() in ("yes", "no") else "example"
 
     def _name(self, role: str, line: str, origin: dict) -> str:
-        return self.catalogue.name(role, line, self._kind(line), origin)
+        return self.catalogue.name(role, line, self.line_kind(line), origin)
 
     def lines(self, row: int) -> tuple[str, ...]:
         """The text of a row's skills, in order."""
@@ -72,7 +93,7 @@ class SkillLines:
         yes/no only in the wake-up prompt, the other worked examples only when acting."""
         out = []
         for name in self.skills[row]:
-            kind = self._kind(self.catalogue.lines[name])
+            kind = self.line_kind(self.catalogue.lines[name])
             if kind == "rule" or (kind == "wake") == wake:
                 out.append(name)
         return out

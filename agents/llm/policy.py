@@ -275,7 +275,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
                 self._settle(b, row, obs[b], Completion(""), None, illegal, actions, payloads)
                 continue
             calls.append((b, row, self.action_prompt(b, row, obs[b], temperature, seed=int(self.counts["actions"]) + b)))
-        completions = self._generate([p for _, _, p in calls], [row for _, row, _ in calls])
+        completions = self.generate([p for _, _, p in calls], [row for _, row, _ in calls])
         for (b, row, _), done in zip(calls, completions):
             role = self.roles[self.role[row]]
             payload, reason = self._check(done)
@@ -331,7 +331,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         self.spent_by = {m: np.concatenate([t, np.zeros(grow, dtype=np.int64)]) for m, t in self.spent_by.items()}
         self.skills += [()] * grow
 
-    def _new_version(self, row: int, skills: tuple[str, ...], parent: int, edit: str) -> None:
+    def new_version(self, row: int, skills: tuple[str, ...], parent: int, edit: str) -> None:
         """``skills``: names in the catalogue."""
         self.skills[row] = skills
         self.version[row] = len(self.versions)
@@ -352,7 +352,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
                 skills = skills[: self.cfg.max_skills]
             self.theta[row] = rng.uniform(self.cfg.theta_low, self.cfg.theta_high) if theta is None else theta
             names = tuple(self._name(role, line, {"origin": "seed"}) for line in skills)
-            self._new_version(row, names, -1, "newcomer")
+            self.new_version(row, names, -1, "newcomer")
         self.catalogue.flush()  # births end a round: its new skills go to the library now
 
     def describe(self, rows: np.ndarray) -> list[str]:

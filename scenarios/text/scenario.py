@@ -186,7 +186,7 @@ def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple
     roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in mine]
     pool = board.world.skill_pool()
     lines = {r.name: [line for _, group in pool.get(r.name, []) for line in group
-                      if LLMPolicy._kind(line) != "wake" and line not in drop] for r in roles}
+                      if LLMPolicy.line_kind(line) != "wake" and line not in drop] for r in roles}
     cfg = dataclasses.replace(trained.cfg, max_skills=max([len(v) for v in lines.values()] + [1]))
     seeds = [(r.name, lines[r.name], 0.0) for r in roles]
     engines = {trained.roles[i].name: engine for i, engine in trained.engines.items()}

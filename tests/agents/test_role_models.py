@@ -137,7 +137,7 @@ def test_one_prompt_asked_of_two_models_is_two_asks_and_only_the_shared_ones_are
     classifier, router = (int(np.flatnonzero(policy.role == policy.role_index[n])[0]) for n in ("classifier", "router"))
     prompt = policy.action_prompt(0, classifier, model.world.observe()[0])
     before = len(shared.sent), len(big.sent)
-    policy._generate([prompt, prompt], [classifier, router])
+    policy.generate([prompt, prompt], [classifier, router])
     assert (len(shared.sent) - before[0], len(big.sent) - before[1]) == (1, 1)
-    policy._generate([prompt, prompt], [classifier, router])  # again: the shared engine's answer is remembered
+    policy.generate([prompt, prompt], [classifier, router])  # again: the shared engine's answer is remembered
     assert (len(shared.sent) - before[0], len(big.sent) - before[1]) == (1, 2)

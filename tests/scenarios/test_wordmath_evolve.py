@@ -114,7 +114,6 @@ def planted_rollouts(rounds: int):
     the library, the skills config and the planted line's skill name."""
     from agents.backends.factory import make_backend
     from agents.llm.policy import LLMPolicy
-    from agents.llm.edit_pass import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios.text.adapter import TextBatch, TextBoard
     from scenarios import wordmath as W
@@ -131,7 +130,7 @@ def planted_rollouts(rounds: int):
                         PopulationConfig(initial_agents=4, initial_wealth=100.0, births=False, min_agents=0,
                                          max_agents=4), seed=1)
     skills = SkillsConfig(credit="grse", every=10**6)  # evidence only: no edit pass
-    policy.evolver = SkillEvolver(policy, skills, 4, seed=1)
+    policy.evolve_skills(skills, 4, seed=1)
     policy.evolver.initial = 0.0  # no held-out run: not what these tests are about
     for _ in range(rounds):
         model.step()
@@ -191,7 +190,6 @@ def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
     stream and the policy's counters, last actions and forfeit memory: an evolver with every line always carried
     (p_use 1) and no edit pass trains on the same problems, with the same ledger, as no evolver."""
     from scenarios.text import scenario as text_scenario
-    from agents.llm.edit_pass import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import wordmath
 
@@ -200,7 +198,7 @@ def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
                         MarketConfig(batch=4, clearing="random"), PopulationConfig(initial_agents=6, births=False),
                         seed=3)
         if evolve:
-            m.policy.evolver = SkillEvolver(m.policy, SkillsConfig(p_use=1.0, every=10**6), 2, seed=3)
+            m.policy.evolve_skills(SkillsConfig(p_use=1.0, every=10**6), 2, seed=3)
         return m
 
     plain, evolved = model(False), model(True)
@@ -208,7 +206,7 @@ def test_a_frozen_evaluation_leaves_the_training_run_as_it_found_it(scripted):
         plain.step(), evolved.step()
         policy = evolved.policy
         before = (evolved.rng.bit_generator.state, dict(policy.counts), dict(policy.recent), dict(policy.bench))
-        policy.evolver._accuracy(evolved, evolved.world.validation)
+        policy.evolver.frozen.success(evolved, evolved.world.validation)
         assert (evolved.rng.bit_generator.state, dict(policy.counts), dict(policy.recent), dict(policy.bench)) == before
     assert evolved.policy.evolver.initial is not None  # the held-out run before training ran
     assert evolved.ledger.hash == plain.ledger.hash
@@ -220,7 +218,6 @@ def test_a_probe_is_the_credits_evidence_and_leaves_training_as_it_was(scripted)
     their own problems, so at p_use 0.5 the run trains with the same ledger as no evolver; each probe is
     ``skills.probe`` questions of G rollouts that differ in the lines their prompts carried."""
     from scenarios.text import scenario as text_scenario
-    from agents.llm.edit_pass import SkillEvolver
     from market import MarketConfig, MarketModel, PopulationConfig
     from scenarios import wordmath
 
@@ -230,7 +227,7 @@ def test_a_probe_is_the_credits_evidence_and_leaves_training_as_it_was(scripted)
                         seed=3)
         if evolve:
             cfg = SkillsConfig(p_use=0.5, every=10**6, evidence="probe", probe=3)
-            m.policy.evolver = SkillEvolver(m.policy, cfg, 4, seed=3)
+            m.policy.evolve_skills(cfg, 4, seed=3)
         return m
 
     plain, evolved = model(False), model(True)
