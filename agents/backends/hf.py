@@ -97,10 +97,8 @@ class HFBackend:
         self.cfg = cfg
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if cfg.device == "auto" else cfg.device
         dtype = cfg.dtype if cfg.dtype != "auto" else ("bfloat16" if self.device != "cpu" or cpu_has_bf16() else "float32")
-        if self.device == "cpu":  # auto: leave one core to the rest (on 2 cores a second thread spin-waits
-            # whenever anything else runs: measured 3-5x slower under load, at most ~1.6x faster idle; again
-            # 2026-12-01, 16 prompts of 4 agents under load 3: 1 thread 1.6-2.2 s cold, 0.7 s with prefixes
-            # cached; 2 threads 3.1-3.3 s and 1.6-2.0 s)
+        if self.device == "cpu":  # auto: leave one core to the rest (on a small machine a thread on every core
+            # spin-waits whenever anything else runs, which costs far more than the extra core gains when idle)
             torch.set_num_threads(cfg.threads or max(1, min(torch.get_num_threads(), (os.cpu_count() or 2) - 1)))
         folder = smollm2.resolve(cfg.model)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
