@@ -41,8 +41,8 @@ def add_flags(parser: argparse.ArgumentParser, *, seeds: int | None = 5, workers
               rows_required: bool = False, sets: bool = True, grid: bool = True) -> argparse.ArgumentParser:
     """The shared flags on ``parser``. ``seeds``: the default count (None: the script's preset decides);
     ``quick``: what the toy size is (None: the script has no toy size beyond one seed); ``out_help`` None: no
-    ``--out``; ``sets`` False: no ``--set``; ``grid`` False: only the output flags (a script that tabulates rows
-    other runs kept)."""
+    ``--out``; ``sets`` False: no ``--set``; ``grid`` False: no seeds, workers or Ray (a script that tabulates rows
+    other runs kept, or makes one seedless measurement)."""
     if grid:
         parser.set_defaults(seeds_default=seeds)
         parser.add_argument("--seeds", type=int, default=None, metavar="N",
@@ -60,9 +60,9 @@ def add_flags(parser: argparse.ArgumentParser, *, seeds: int | None = 5, workers
                             help="run the jobs as Ray tasks on a local Ray (127.0.0.1 only, a token of its own)")
         parser.add_argument("--address", metavar="ADDR",
                             help="run the jobs on the Ray cluster at ADDR (token authentication, as catallax sweep)")
-        if sets:
-            parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                                help="a config override for every run (as catallax run --set)")
+    if sets:
+        parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                            help="a config override for every run (as catallax run --set)")
     if out_help is not None:
         parser.add_argument("--out", type=Path, default=out, help=out_help)
     parser.add_argument("--rows", type=Path, default=rows, required=rows_required, help=rows_help)

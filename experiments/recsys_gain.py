@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("partial", type=Path, nargs="+", help="the rows files the runs rewrote after every world")
     p.add_argument("--name", default="worlds", help="the tables' prefix: worlds (the shipped ones) or zoo")
-    harness.add_flags(p, grid=False, rows_required=True,
+    harness.add_flags(p, grid=False, sets=False, rows_required=True,
                       rows_help="write the tables here (as recsys_compare --rows does)")
     args = harness.parse(p, argv)
     rows = [json.loads(line) for f in args.partial for line in f.read_text().splitlines() if line.strip()]

@@ -85,7 +85,7 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("partial", type=Path, help="the rows file a --zoo run rewrites after every world")
-    harness.add_flags(p, grid=False, rows_required=True,
+    harness.add_flags(p, grid=False, sets=False, rows_required=True,
                       rows_help="write the tables here (as recsys_compare --rows does)")
     args = harness.parse(p, argv)
     rows = [json.loads(line) for line in args.partial.read_text().splitlines() if line.strip()]

@@ -7,6 +7,7 @@ negative; without it, it labels correctly.
 """
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -68,6 +69,27 @@ def test_probe_measures_the_planted_line_s_harm_and_prints_the_prompt(world, mon
     with pytest.raises(SystemExit) as bad:
         main(["probe", str(world / "triage.toml"), "--role", "nobody"])
     assert bad.value.code == 2 and "--role nobody" in capsys.readouterr().err
+
+
+def test_the_gate_power_script_gives_the_validation_size_that_sees_the_planted_line(world, monkeypatch, tmp_path):
+    """experiments/text_gate_power.py: every LLM role probed; the planted line's harm and the size at which the gate
+    accepts its prune with probability 0.9 (the normal approximation); a line that changes nothing is never seen."""
+    from experiments import text_gate_power
+
+    monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: Reader())
+    rows = tmp_path / "power.jsonl"
+    assert text_gate_power.main([str(world / "triage.toml"), "--n", "24", "--set", "triage.validation=8",
+                                 "--rows", str(rows)]) == 0
+    got = [json.loads(line) for line in rows.read_text().splitlines()]
+    by_line = {r["line"]: r for r in got if r["role"] != "(all)"}
+    assert {r["role"] for r in by_line.values()} == {"classifier", "router"}
+    planted, plain = by_line[PLANTED], by_line["Read the whole message."]
+    assert planted["low"] > 0 and 2 <= planted["required_validation"] < 24 and planted["validation"] == 8
+    z = 1.2815515655446004  # z_0.9: skills.confidence 0.9, power 0.9
+    assert planted["required_validation"] == math.ceil((2 * z * planted["sd"] / planted["harm"]) ** 2)
+    assert plain["required_validation"] is None and plain["power_at_validation"] == 0.0
+    world_row = got[-1]
+    assert world_row["role"] == "(all)" and PLANTED in world_row["line"] and world_row["harmful_95"] == 1
 
 
 def test_a_role_that_never_wakes_and_a_population_that_dies_out_are_said(world, monkeypatch, capsys):
