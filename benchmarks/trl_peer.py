@@ -163,11 +163,15 @@ def trl_run(lr: float, seed: int, episodes: int, heldout: int) -> dict:
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
+    per_step = GROUP * PROBLEMS_PER_STEP  # a step's completions outside a group whose rewards all agree: the ones with
+    contrast = round(sum((1 - log["frac_reward_zero_std"]) * per_step  # a gradient (advantage 0 otherwise)
+                         for log in trainer.state.log_history if "frac_reward_zero_std" in log))
     trained = trainer.model.eval()  # the trainer leaves it in training mode, its KV cache off
     trained.config.use_cache = True
     after = heldout_success(trained, tokenizer, heldout)
     return {"before": before, "after": after, "completions": steps * GROUP * PROBLEMS_PER_STEP, "train_s": seconds,
-            "updates": steps, "completions_trained": steps * GROUP * PROBLEMS_PER_STEP, "ledger_hash": ""}
+            "updates": steps, "completions_trained": steps * GROUP * PROBLEMS_PER_STEP,
+            "completions_with_contrast": contrast, "ledger_hash": ""}
 
 
 def run(args) -> dict:
@@ -191,6 +195,22 @@ def interval(x: list[float]) -> tuple[float, float]:
     return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
 
 
+def detectable(x: list[float], power: float = 0.8) -> float:
+    """The smallest true mean difference a paired t test at 5% (two-sided) over ``len(x)`` seeds finds with
+    probability ``power``, taking the seeds' spread as the true one: (t_0.975 + t_power) x sd / sqrt(n)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    df = x.size - 1
+    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * x.std(ddof=1) / math.sqrt(x.size))
+
+
+def contrast(row: dict):
+    """The run's completions with a nonzero advantage (a group whose rewards differ), the only ones with a gradient:
+    Catallax runs only those (its ``completions_trained``); TRL runs all and counts them in its log."""
+    return row["completions_trained"] if row["system"] == "catallax" else row.get("completions_with_contrast", "")
+
+
 def table(runs: list[dict], episodes: int) -> list[dict]:
     """One row per (system, lr) over its seeds, and Catallax minus TRL paired by seed at each lr."""
     runs = [r for r in runs if r["episodes"] == episodes]
@@ -206,18 +226,26 @@ def table(runs: list[dict], episodes: int) -> list[dict]:
             out.append({"system": system, "lr": f"{lr:g}", "seeds": len(seeds),
                         "held-out before": f"{np.mean([rows[s]['before'] for s in seeds]):.3f}",
                         "held-out after": " ".join(f"{rows[s]['after']:.3f}" for s in seeds),
+                        "gain by seed": " ".join(f"{rows[s]['gain']:+.3f}" for s in seeds),
                         "gain (95% CI)": f"{gain:+.3f}{spread}",
                         "updates": " ".join(str(rows[s]["updates"]) for s in seeds),
                         "completions trained": " ".join(str(rows[s]["completions_trained"]) for s in seeds),
+                        "with contrast": " ".join(str(contrast(rows[s])) for s in seeds).strip(),
+                        "completions/s by seed": " ".join(f"{rows[s]['completions_per_s']:.2f}" for s in seeds),
                         "completions/s": f"{np.mean([rows[s]['completions_per_s'] for s in seeds]):.2f}"})
         paired = sorted(set(by["catallax"]) & set(by["trl"]))
         if paired:
-            diff, half = interval([by["catallax"][s]["gain"] - by["trl"][s]["gain"] for s in paired])
+            differences = [by["catallax"][s]["gain"] - by["trl"][s]["gain"] for s in paired]
+            diff, half = interval(differences)
             spread = f" ± {half:.3f}" if len(paired) > 1 else " (one seed: no interval)"
-            speed = np.mean([by["catallax"][s]["completions_per_s"] / by["trl"][s]["completions_per_s"] for s in paired])
+            ratios = [by["catallax"][s]["completions_per_s"] / by["trl"][s]["completions_per_s"] for s in paired]
             out.append({"system": "Catallax minus TRL (paired by seed)", "lr": f"{lr:g}", "seeds": len(paired),
-                        "held-out before": "", "held-out after": "", "gain (95% CI)": f"{diff:+.3f}{spread}",
-                        "updates": "", "completions trained": "", "completions/s": f"{speed:.1f}x"})
+                        "held-out before": "", "held-out after": "",
+                        "gain by seed": " ".join(f"{d:+.3f}" for d in differences), "gain (95% CI)": f"{diff:+.3f}{spread}",
+                        "detectable (80% power)": f"{detectable(differences):.3f}" if len(paired) > 1 else "",
+                        "updates": "", "completions trained": "", "with contrast": "",
+                        "completions/s by seed": " ".join(f"{r:.1f}x" for r in ratios),
+                        "completions/s": f"{np.mean(ratios):.1f}x"})
     return out
 
 
