@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/trl_peer.py run --system catallax --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
     python benchmarks/trl_peer.py run --system trl --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
-    python benchmarks/trl_peer.py table --runs benchmarks/results/trl_peer_runs.jsonl --rows benchmarks/results/trl_peer.jsonl
+    python benchmarks/trl_peer.py table --runs benchmarks/results/trl_peer_runs.jsonl [--seeds 0 1 2] --rows benchmarks/results/trl_peer_320.jsonl
     python benchmarks/trl_peer.py changes --runs benchmarks/results/trl_peer_learner_runs.jsonl --rows benchmarks/results/trl_peer_learner.jsonl
 
 Both systems train SmolLM2-135M (float32, CPU unless CUDA is there) on the same one-role world,
@@ -24,8 +24,16 @@ generator (each seed its own problems). ``trainer.train()`` is timed.
 Held-out success is measured on the trained model by one evaluator for both (:func:`heldout_success`): greedy,
 the world's first 64 held-out problems (the ``heldout_seed`` stream a Catallax run's summary reads), a reply
 that hits the token cap counts as wrong (Catallax refuses it). *Before* is the same evaluator on the base model.
+Completions per second are the sampled completions over those timed seconds, for both: sampling, rewards and the
+updates inside them, loading the model and the held-out evaluations outside. Every sampled completion enters both
+losses (a mean over all of a step's); one whose group's rewards all agree has advantage 0 and so no gradient, which
+TRL computes anyway and Catallax skips: a row's ``completions_trained`` are the completions each system ran through
+its backward pass (TRL's all, Catallax's those with a nonzero advantage), and TRL's row also counts its completions
+with a nonzero advantage (``completions_with_contrast``, from its log's ``frac_reward_zero_std``).
+
 ``table`` reads the per-run rows and writes one row per system and lr: the mean gain with its 95% interval over
-seeds, and Catallax minus TRL paired by seed; ``changes`` one row per Catallax run with the learner change its
+seeds, and Catallax minus TRL paired by seed, with the difference that many seeds would detect at 80% power;
+``changes`` one row per Catallax run with the learner change its
 commit made (the runs of each change to the learner, on the code before and after it).
 """
 
@@ -211,9 +219,10 @@ def contrast(row: dict):
     return row["completions_trained"] if row["system"] == "catallax" else row.get("completions_with_contrast", "")
 
 
-def table(runs: list[dict], episodes: int) -> list[dict]:
-    """One row per (system, lr) over its seeds, and Catallax minus TRL paired by seed at each lr."""
-    runs = [r for r in runs if r["episodes"] == episodes]
+def table(runs: list[dict], episodes: int, seeds=None) -> list[dict]:
+    """One row per (system, lr) over its seeds (``seeds``: only these), and Catallax minus TRL paired by seed at each
+    lr."""
+    runs = [r for r in runs if r["episodes"] == episodes and (seeds is None or r["seed"] in seeds)]
     out = []
     for lr in sorted({r["lr"] for r in runs}):
         by = {s: {r["seed"]: r for r in runs if r["lr"] == lr and r["system"] == s} for s in ("catallax", "trl")}
@@ -282,6 +291,7 @@ def main(argv=None) -> int:
     summary = sub.add_parser("table", help="the per-run rows as the table's rows")
     summary.add_argument("--runs", type=Path, required=True)
     summary.add_argument("--episodes", type=int, default=320)
+    summary.add_argument("--seeds", type=int, nargs="+", help="only these seeds (a set both systems finished)")
     summary.add_argument("--rows", type=Path, help="write the table's rows to this JSON Lines file")
     steps = sub.add_parser("changes", help="Catallax's runs, one row each, with the learner change their commit made")
     steps.add_argument("--runs", type=Path, required=True)
@@ -295,7 +305,7 @@ def main(argv=None) -> int:
         rows = [run(args)]
     else:
         runs = [json.loads(line) for line in args.runs.read_text().splitlines() if line.strip()]
-        rows = (table if args.command == "table" else changes)(runs, args.episodes)
+        rows = table(runs, args.episodes, args.seeds) if args.command == "table" else changes(runs, args.episodes)
     stamp = provenance("benchmarks.trl_peer", argv)
     stamp["command"] = stamp["command"].replace("python -m benchmarks.trl_peer", "python benchmarks/trl_peer.py")
     for row in rows:

@@ -36,6 +36,7 @@ def test_table_gives_each_system_its_mean_gain_with_a_t_interval_and_pairs_the_s
     assert rows[0]["held-out after"] == "0.450 0.550 0.650" and rows[2]["gain by seed"] == "+0.100 +0.200 +0.300"
     assert rows[2]["detectable (80% power)"] == f"{(4.302652729911275 + 1.0606601717798212) * 0.1 / math.sqrt(3):.3f}"
     assert rows[0]["with contrast"] == "320 320 320" and rows[1]["with contrast"] == ""  # TRL counts it in its log
+    assert [r["seeds"] for r in peer.table(runs, 320, seeds={0, 2})] == [2, 2, 2]
 
 
 def test_the_prompts_are_the_world_files_role_skill_and_question():
