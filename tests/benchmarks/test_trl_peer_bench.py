@@ -66,3 +66,4 @@ def test_both_systems_train_at_toy_size_and_share_the_held_out_baseline(tmp_path
         assert row["completions"] == 16 and row["completions_per_s"] > 0 and 0 <= row["after"] <= 1
         assert row["command"].startswith("python benchmarks/trl_peer.py run") and row["commit"]
     assert trl["updates"] == 1 and len(catallax["ledger_hash"]) == 12
+    assert trl["completions_with_contrast"] in (0, 4, 8, 12, 16)  # whole groups of 4, read from TRL's log
