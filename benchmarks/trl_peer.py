@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/trl_peer.py run --system catallax --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
     python benchmarks/trl_peer.py run --system trl --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
-    python benchmarks/trl_peer.py table --runs benchmarks/results/trl_peer_runs.jsonl --rows benchmarks/results/trl_peer.jsonl
+    python benchmarks/trl_peer.py table --runs benchmarks/results/trl_peer_runs.jsonl [--seeds 0 1 2] --rows benchmarks/results/trl_peer_320.jsonl
     python benchmarks/trl_peer.py changes --runs benchmarks/results/trl_peer_learner_runs.jsonl --rows benchmarks/results/trl_peer_learner.jsonl
 
 Both systems train SmolLM2-135M (float32, CPU unless CUDA is there) on the same one-role world,
@@ -24,8 +24,16 @@ generator (each seed its own problems). ``trainer.train()`` is timed.
 Held-out success is measured on the trained model by one evaluator for both (:func:`heldout_success`): greedy,
 the world's first 64 held-out problems (the ``heldout_seed`` stream a Catallax run's summary reads), a reply
 that hits the token cap counts as wrong (Catallax refuses it). *Before* is the same evaluator on the base model.
+Completions per second are the sampled completions over those timed seconds, for both: sampling, rewards and the
+updates inside them, loading the model and the held-out evaluations outside. Every sampled completion enters both
+losses (a mean over all of a step's); one whose group's rewards all agree has advantage 0 and so no gradient, which
+TRL computes anyway and Catallax skips: a row's ``completions_trained`` are the completions each system ran through
+its backward pass (TRL's all, Catallax's those with a nonzero advantage), and TRL's row also counts its completions
+with a nonzero advantage (``completions_with_contrast``, from its log's ``frac_reward_zero_std``).
+
 ``table`` reads the per-run rows and writes one row per system and lr: the mean gain with its 95% interval over
-seeds, and Catallax minus TRL paired by seed; ``changes`` one row per Catallax run with the learner change its
+seeds, and Catallax minus TRL paired by seed, with the difference that many seeds would detect at 80% power;
+``changes`` one row per Catallax run with the learner change its
 commit made (the runs of each change to the learner, on the code before and after it).
 """
 
@@ -163,11 +171,15 @@ def trl_run(lr: float, seed: int, episodes: int, heldout: int) -> dict:
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
+    per_step = GROUP * PROBLEMS_PER_STEP  # a step's completions outside a group whose rewards all agree: the ones with
+    contrast = round(sum((1 - log["frac_reward_zero_std"]) * per_step  # a gradient (advantage 0 otherwise)
+                         for log in trainer.state.log_history if "frac_reward_zero_std" in log))
     trained = trainer.model.eval()  # the trainer leaves it in training mode, its KV cache off
     trained.config.use_cache = True
     after = heldout_success(trained, tokenizer, heldout)
     return {"before": before, "after": after, "completions": steps * GROUP * PROBLEMS_PER_STEP, "train_s": seconds,
-            "updates": steps, "completions_trained": steps * GROUP * PROBLEMS_PER_STEP, "ledger_hash": ""}
+            "updates": steps, "completions_trained": steps * GROUP * PROBLEMS_PER_STEP,
+            "completions_with_contrast": contrast, "ledger_hash": ""}
 
 
 def run(args) -> dict:
@@ -191,9 +203,26 @@ def interval(x: list[float]) -> tuple[float, float]:
     return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
 
 
-def table(runs: list[dict], episodes: int) -> list[dict]:
-    """One row per (system, lr) over its seeds, and Catallax minus TRL paired by seed at each lr."""
-    runs = [r for r in runs if r["episodes"] == episodes]
+def detectable(x: list[float], power: float = 0.8) -> float:
+    """The smallest true mean difference a paired t test at 5% (two-sided) over ``len(x)`` seeds finds with
+    probability ``power``, taking the seeds' spread as the true one: (t_0.975 + t_power) x sd / sqrt(n)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    df = x.size - 1
+    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * x.std(ddof=1) / math.sqrt(x.size))
+
+
+def contrast(row: dict):
+    """The run's completions with a nonzero advantage (a group whose rewards differ), the only ones with a gradient:
+    Catallax runs only those (its ``completions_trained``); TRL runs all and counts them in its log."""
+    return row["completions_trained"] if row["system"] == "catallax" else row.get("completions_with_contrast", "")
+
+
+def table(runs: list[dict], episodes: int, seeds=None) -> list[dict]:
+    """One row per (system, lr) over its seeds (``seeds``: only these), and Catallax minus TRL paired by seed at each
+    lr."""
+    runs = [r for r in runs if r["episodes"] == episodes and (seeds is None or r["seed"] in seeds)]
     out = []
     for lr in sorted({r["lr"] for r in runs}):
         by = {s: {r["seed"]: r for r in runs if r["lr"] == lr and r["system"] == s} for s in ("catallax", "trl")}
@@ -206,18 +235,26 @@ def table(runs: list[dict], episodes: int) -> list[dict]:
             out.append({"system": system, "lr": f"{lr:g}", "seeds": len(seeds),
                         "held-out before": f"{np.mean([rows[s]['before'] for s in seeds]):.3f}",
                         "held-out after": " ".join(f"{rows[s]['after']:.3f}" for s in seeds),
+                        "gain by seed": " ".join(f"{rows[s]['gain']:+.3f}" for s in seeds),
                         "gain (95% CI)": f"{gain:+.3f}{spread}",
                         "updates": " ".join(str(rows[s]["updates"]) for s in seeds),
                         "completions trained": " ".join(str(rows[s]["completions_trained"]) for s in seeds),
+                        "with contrast": " ".join(str(contrast(rows[s])) for s in seeds).strip(),
+                        "completions/s by seed": " ".join(f"{rows[s]['completions_per_s']:.2f}" for s in seeds),
                         "completions/s": f"{np.mean([rows[s]['completions_per_s'] for s in seeds]):.2f}"})
         paired = sorted(set(by["catallax"]) & set(by["trl"]))
         if paired:
-            diff, half = interval([by["catallax"][s]["gain"] - by["trl"][s]["gain"] for s in paired])
+            differences = [by["catallax"][s]["gain"] - by["trl"][s]["gain"] for s in paired]
+            diff, half = interval(differences)
             spread = f" ± {half:.3f}" if len(paired) > 1 else " (one seed: no interval)"
-            speed = np.mean([by["catallax"][s]["completions_per_s"] / by["trl"][s]["completions_per_s"] for s in paired])
+            ratios = [by["catallax"][s]["completions_per_s"] / by["trl"][s]["completions_per_s"] for s in paired]
             out.append({"system": "Catallax minus TRL (paired by seed)", "lr": f"{lr:g}", "seeds": len(paired),
-                        "held-out before": "", "held-out after": "", "gain (95% CI)": f"{diff:+.3f}{spread}",
-                        "updates": "", "completions trained": "", "completions/s": f"{speed:.1f}x"})
+                        "held-out before": "", "held-out after": "",
+                        "gain by seed": " ".join(f"{d:+.3f}" for d in differences), "gain (95% CI)": f"{diff:+.3f}{spread}",
+                        "detectable (80% power)": f"{detectable(differences):.3f}" if len(paired) > 1 else "",
+                        "updates": "", "completions trained": "", "with contrast": "",
+                        "completions/s by seed": " ".join(f"{r:.1f}x" for r in ratios),
+                        "completions/s": f"{np.mean(ratios):.1f}x"})
     return out
 
 
@@ -254,6 +291,7 @@ def main(argv=None) -> int:
     summary = sub.add_parser("table", help="the per-run rows as the table's rows")
     summary.add_argument("--runs", type=Path, required=True)
     summary.add_argument("--episodes", type=int, default=320)
+    summary.add_argument("--seeds", type=int, nargs="+", help="only these seeds (a set both systems finished)")
     summary.add_argument("--rows", type=Path, help="write the table's rows to this JSON Lines file")
     steps = sub.add_parser("changes", help="Catallax's runs, one row each, with the learner change their commit made")
     steps.add_argument("--runs", type=Path, required=True)
@@ -267,7 +305,7 @@ def main(argv=None) -> int:
         rows = [run(args)]
     else:
         runs = [json.loads(line) for line in args.runs.read_text().splitlines() if line.strip()]
-        rows = (table if args.command == "table" else changes)(runs, args.episodes)
+        rows = table(runs, args.episodes, args.seeds) if args.command == "table" else changes(runs, args.episodes)
     stamp = provenance("benchmarks.trl_peer", argv)
     stamp["command"] = stamp["command"].replace("python -m benchmarks.trl_peer", "python benchmarks/trl_peer.py")
     for row in rows:

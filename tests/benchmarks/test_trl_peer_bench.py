@@ -33,7 +33,10 @@ def test_table_gives_each_system_its_mean_gain_with_a_t_interval_and_pairs_the_s
     assert rows[0]["gain (95% CI)"] == f"+0.300 ± {half:.3f}"
     assert rows[1]["gain (95% CI)"] == "+0.100 ± 0.000"
     assert rows[2]["gain (95% CI)"] == f"+0.200 ± {half:.3f}" and rows[2]["completions/s"] == "4.0x"
-    assert rows[0]["held-out after"] == "0.450 0.550 0.650"
+    assert rows[0]["held-out after"] == "0.450 0.550 0.650" and rows[2]["gain by seed"] == "+0.100 +0.200 +0.300"
+    assert rows[2]["detectable (80% power)"] == f"{(4.302652729911275 + 1.0606601717798212) * 0.1 / math.sqrt(3):.3f}"
+    assert rows[0]["with contrast"] == "320 320 320" and rows[1]["with contrast"] == ""  # TRL counts it in its log
+    assert [r["seeds"] for r in peer.table(runs, 320, seeds={0, 2})] == [2, 2, 2]
 
 
 def test_the_prompts_are_the_world_files_role_skill_and_question():
@@ -63,3 +66,4 @@ def test_both_systems_train_at_toy_size_and_share_the_held_out_baseline(tmp_path
         assert row["completions"] == 16 and row["completions_per_s"] > 0 and 0 <= row["after"] <= 1
         assert row["command"].startswith("python benchmarks/trl_peer.py run") and row["commit"]
     assert trl["updates"] == 1 and len(catallax["ledger_hash"]) == 12
+    assert trl["completions_with_contrast"] in (0, 4, 8, 12, 16)  # whole groups of 4, read from TRL's log
