@@ -236,12 +236,15 @@ def _ray(address: str | None):
         yield ray
         return
     saved = {k: os.environ.get(k) for k in RAY_SETTINGS}
+    imported = ray is not None  # by a library before us (vLLM imports Ray): it read its settings then
     temp_dir = None
     try:
         if address:
             _joined(address)
             import ray  # imported after the environment is set: Ray reads its settings when first imported
 
+            if imported:
+                read_auth_again()
             ray.init(address=address, log_to_driver=False)
         else:
             os.environ.update({
@@ -264,6 +267,16 @@ def _ray(address: str | None):
             os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
         if temp_dir:
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def read_auth_again() -> None:
+    """Make an imported Ray read its auth mode and token from the environment again: it reads and caches them when
+    first imported, so a process that imported it before they were set (vLLM imports Ray) would join a cluster
+    without the token. (A local Ray started after such an import is refused: its node address was read then too.)"""
+    from ray._raylet import AuthenticationTokenLoader, Config  # what Ray's own tests reset between auth modes
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _joined(address: str) -> None:

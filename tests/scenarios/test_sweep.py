@@ -32,6 +32,7 @@ from market.store import (
 from scenarios.cli.main import main
 from scenarios.run.config import load
 from scenarios.run.runner import run_experiment
+from scenarios.run.sweep import read_auth_again
 
 CATALLAX = Path(sys.executable).parent / "catallax"
 EPISODES = 30
@@ -44,8 +45,11 @@ def ray_address():
     # the CLI in a subprocess inherits to join; set before Ray is imported, which is when Ray reads them
     settings = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     saved = {k: os.environ.get(k) for k in settings}
+    imported = "ray" in sys.modules  # by an earlier test (vLLM imports Ray): it read its auth settings then
     os.environ.update(settings)
     ray = pytest.importorskip("ray")
+    if imported:
+        read_auth_again()
     temp_dir = tempfile.mkdtemp(prefix="catallax-ray-test-")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False)
     try:
@@ -76,6 +80,18 @@ def check_landed(result: dict, db_url: str) -> None:
         assert counts["episode"][run.id] == EPISODES and counts["checkpoint"][run.id] == 1
         assert counts["agent"][run.id] >= summary["population"]
     engine.dispose()
+
+
+def test_a_sweep_joins_a_token_cluster_from_a_process_that_imported_ray_first(ray_address, tmp_path):
+    """Ray reads its auth settings when first imported; a caller that imported it before they were set (vLLM
+    imports Ray) would join without the token. The sweep makes Ray read them again."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")} | {"TOKEN": os.environ["RAY_AUTH_TOKEN"]}
+    code = ("import os, sys, ray; os.environ.update(RAY_AUTH_MODE='token', RAY_AUTH_TOKEN=os.environ['TOKEN']); "
+            "from scenarios.cli.main import main; sys.exit(main(['sweep', 'relay', '--set', 'run.episodes=4', "
+            f"'--seeds', '2', '--address', {ray_address!r}, '--out', {str(tmp_path / 'out')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "InvalidAuthToken" not in proc.stderr, proc.stderr[-2000:]
 
 
 def test_sweep_lands_six_runs_in_sqlite(ray_address, tmp_path):
