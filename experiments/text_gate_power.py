@@ -10,7 +10,8 @@ gives p <= 1 - ``skills.confidence``. In the normal approximation, that happens 
 
     power(n) = Phi(h sqrt(n) / sd - z_conf)    and reaches 0.9 from    n = ((z_conf + z_0.9) sd / h)^2
 
-validation problems (``skills.gate.required_size`` with ``prune_se`` = z_conf). A line whose removal changes
+validation problems (``skills.gate.required_size`` and ``refusal_power`` with ``prune_se`` = z_conf: the same normal
+approximation as the recsys gate's one-standard-error rule). A line whose removal changes
 no problem (sd = 0) cannot be seen at any size. One row per line: its role, harm with its 95% interval, sd, the size
 it needs and the power at the world's own ``validation`` size (a text world's config); then the world's row: its
 most harmful line, and how many lines are harmful beyond their interval.
@@ -25,9 +26,9 @@ from pathlib import Path
 from scipy import stats
 
 from experiments import harness, rows
-from scenarios.cli.probe import Z95, probe
+from scenarios.cli.probe import probe
 from scenarios.run.config import load
-from skills.gate import required_size
+from skills.gate import refusal_power, required_size
 
 OUT = Path("benchmarks/results/text_gate_power.jsonl")
 
@@ -41,13 +42,12 @@ def measure(world: str, n: int, overrides: list[str]) -> list[dict]:
     for role in _llm_roles(exp):
         measured = probe(exp, role, n)
         for line in measured["lines"]:
-            h, low, high = line["harm"], line["low"], line["high"]
-            sd = (high - low) / 2 / Z95 * math.sqrt(n)
+            h, low, high, sd = line["harm"], line["low"], line["high"], line["sd"]
             seen = h > 0 and sd > 0
             out.append({"world": world, "role": role, "line": line["line"], "harm": round(h, 4),
                         "low": round(low, 4), "high": round(high, 4), "sd": round(sd, 4),
                         "required_validation": required_size(sd, h, z_conf) if seen else None,
-                        "power_at_validation": round(float(stats.norm.cdf(h * math.sqrt(validation) / sd - z_conf)), 3)
+                        "power_at_validation": round(refusal_power(sd / math.sqrt(validation), h, z_conf), 3)
                         if seen else 0.0, "validation": validation, "problems": n})
     return out
 

@@ -51,11 +51,11 @@ class Recording:
 
 
 def paired(with_line: np.ndarray, without: np.ndarray) -> dict:
-    """The mean paired difference (without - with) and its 95% interval over the problems."""
+    """The mean paired difference (without - with), its 95% interval over the problems and its spread."""
     diff = np.asarray(without, dtype=float) - np.asarray(with_line, dtype=float)
-    mean = float(diff.mean())
-    half = Z95 * float(diff.std(ddof=1)) / math.sqrt(diff.size) if diff.size > 1 else float("nan")
-    return {"harm": mean, "low": mean - half, "high": mean + half}
+    mean, sd = float(diff.mean()), float(diff.std(ddof=1)) if diff.size > 1 else float("nan")
+    half = Z95 * sd / math.sqrt(diff.size)
+    return {"harm": mean, "low": mean - half, "high": mean + half, "sd": sd}
 
 
 def probe(exp, role: str, n: int) -> dict:
