@@ -57,6 +57,7 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 
 from agents.backends.base import BackendConfig, Prompt  # noqa: E402
+from experiments.harness import detectable, interval  # noqa: E402
 from experiments.rows import provenance  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks" / "peer"))
@@ -191,26 +192,6 @@ def run(args) -> dict:
            "gain": round(out["after"] - out["before"], 4), "completions_per_s": round(out["completions"] / out["train_s"], 3),
            "threads": args.threads}
     return row
-
-
-def interval(x: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% t interval (0 for one value)."""
-    from scipy import stats
-
-    x = np.asarray(x, dtype=float)
-    if x.size < 2:
-        return float(x.mean()), 0.0
-    return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-
-
-def detectable(x: list[float], power: float = 0.8) -> float:
-    """The smallest true mean difference a paired t test at 5% (two-sided) over ``len(x)`` seeds finds with
-    probability ``power``, taking the seeds' spread as the true one: (t_0.975 + t_power) x sd / sqrt(n)."""
-    from scipy import stats
-
-    x = np.asarray(x, dtype=float)
-    df = x.size - 1
-    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * x.std(ddof=1) / math.sqrt(x.size))
 
 
 def contrast(row: dict):

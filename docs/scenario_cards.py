@@ -64,6 +64,11 @@ CARDS = {
                     "shopper (one LLM role)", TEXT_WORLD, "results/objectives.md"),
     "review": Card("quote a product record's evidence, then score it against a policy's three rules",
                    "reader and scorer (LLM agents)", TEXT_WORLD, "results/objectives.md"),
+    "desk": Card("arithmetic questions of three kinds answered by specialist LLM agents (SmolLM2-135M), some born "
+                 "holding planted wrong examples: where learned bids, GRPO and skill evolution each move the learning curve",
+                 "adder, subtractor and multiplier (LLM agents)",
+                 ("heldout_curve", "heldout_success", "complete_agent_success", "curated_agent_success",
+                  "train_success_rate"), "results/desk.md"),
 }
 
 

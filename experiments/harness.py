@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from contextlib import closing
 from pathlib import Path
+
+import numpy as np
 
 from scenarios.registry import ScenarioError
 from scenarios.run.config import ConfigError
@@ -143,3 +146,24 @@ def markdown(header: list[str], body: list[list]) -> str:
     rows experiments/rows.py reads back into JSON Lines."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join([*lines, *("| " + " | ".join(str(c) for c in row) + " |" for row in body)])
+
+
+def interval(x) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t interval (0 for one value): seeds paired across arms give one
+    difference each, and this is the interval on their mean."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    if x.size < 2:
+        return float(x.mean()), 0.0
+    return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+
+
+def detectable(x, power: float = 0.8) -> float:
+    """The smallest true mean difference a paired t test at 5% (two-sided) over ``len(x)`` seeds finds with
+    probability ``power``, taking the seeds' spread as the true one: (t_0.975 + t_power) x sd / sqrt(n)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    df = x.size - 1
+    return float((stats.t.ppf(0.975, df) + stats.t.ppf(power, df)) * x.std(ddof=1) / math.sqrt(x.size))

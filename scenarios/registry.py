@@ -60,7 +60,8 @@ SCENARIO_DIR = Path(__file__).parent
 SCENARIOS = {"blocks": "scenarios.blocks", "relay": "scenarios.relay", "boltzmann": "scenarios.boltzmann",
              "recsys": "scenarios.recsys", "wordmath": "scenarios.wordmath", "procurement": "scenarios.procurement",
              "multihop": "scenarios.multihop", "plangrid": "scenarios.plangrid",
-             "longlookup": "scenarios.longlookup", "errands": "scenarios.errands", "review": "scenarios.review"}
+             "longlookup": "scenarios.longlookup", "errands": "scenarios.errands", "review": "scenarios.review",
+             "desk": "scenarios.desk"}
 ENTRY_POINTS = "catallax.scenarios"
 
 

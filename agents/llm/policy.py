@@ -244,6 +244,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
                 if rows.size and not role.tool:
                     blocked = np.array([bool(self.task.illegal(role.name, row)) for row in obs])
                     wake[np.ix_(blocked, rows)] = False
+                    if not blocked.all():
+                        self._may_act(i)
         for b in range(B):
             for row in self.bench.get(tuple(obs[b].tolist()), ()):
                 wake[b, row] = False

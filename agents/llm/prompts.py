@@ -33,6 +33,10 @@ REWRITE_SYSTEM = ("You improve the skills of an assistant. Reply with exactly on
                   "no preamble.")
 EXPLOIT_ASK = "Role: {role} Current skills: {skills} Write one more general skill that would help in this role."
 EXPLORE_ASK = "Task: {given} | Wrote: {wrote} | Correct: {correct} | Write a worked example."
+REWRITE_STOP = ("\n", "|")
+"""A rewrite ends at a line break or at ``|``, the separator the asks put between their fields and between a role's
+current skills: a line cannot hold it, and a weak model that goes on past its line writes the ask's next field
+(``... => Answer: 5 | Write a worked example.``), which would otherwise become part of the skill."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ class Prompts:
         max_tokens, temperature, seed."""
         ask, demo = (self.explore_ask, self.explore_demo) if kind == "explore" else (self.exploit_ask, self.exploit_demo)
         shown = demo if isinstance(demo, str) else (demo or {}).get(role, "")
-        return Prompt(self.rewrite_system, shown, ask.format(**fields), **prompt)
+        return Prompt(self.rewrite_system, shown, ask.format(**fields), stop=REWRITE_STOP, **prompt)
 
     def echoes(self, line: str) -> bool:
         """Whether a rewrite's line copies the framework's own words (part of the system line, or an ask's framing

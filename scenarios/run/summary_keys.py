@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-TEXT_WORLDS = ("errands", "longlookup", "multihop", "plangrid", "procurement", "review", "wordmath")
+TEXT_WORLDS = ("desk", "errands", "longlookup", "multihop", "plangrid", "procurement", "review", "wordmath")
 """The built-in LLM worlds (scenarios/text/world.py); a text world of your own produces the same keys."""
 
 

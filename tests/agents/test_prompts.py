@@ -57,3 +57,14 @@ def test_no_task_text_in_agents_or_skills():
         found += [(path.name, m) for m in re.findall(r"=> *\d+ [-+*/] \d+", text)]  # a worked sum
         found += [(path.name, m) for m in re.findall(r"example: [^\n]*?\d+ [a-z]+ [^\n]*=>", text)]  # a worked problem
     assert not found
+
+
+def test_a_rewrite_ends_where_the_ask_s_next_field_would_begin():
+    """SmolLM2 revising desk's format-breaking example wrote ``example: What is 2 + 3? => Answer: 5 | Write a worked
+    example.``: it went on into the ask's next field. A rewrite stops at ``|``, which no demonstrated line holds."""
+    prompts = Prompts().resolve(wordmath.ROLES, wordmath.POOL)
+    explore = prompts.rewrite("explore", "extractor", {"given": "g", "wrote": "w", "correct": "c"}, max_tokens=8)
+    exploit = prompts.rewrite("exploit", "answerer", {"role": "r", "skills": "a | b"}, max_tokens=8)
+    assert "|" in explore.stop and "|" in exploit.stop and "\n" in explore.stop
+    for demo in [*prompts.explore_demo.values(), *prompts.exploit_demo.values()]:
+        assert "|" not in demo.rsplit(" => ", 1)[-1]  # the demonstrated line itself

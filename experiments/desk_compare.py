@@ -1,0 +1,162 @@
+"""The headline comparison on desk: every mechanism's learning curve against the complete agent, paired by seed.
+
+    python -m experiments.desk_compare --workers 2       # 6 arms x 5 seeds (30 runs of desk.toml; see docs/results/desk.md)
+    python -m experiments.desk_compare --arms holland learned+grpo --seeds 2
+    python -m experiments.desk_compare --quick           # toy sizes (what the test runs)
+    python -m experiments.desk_compare --report          # run nothing: the tables of the runs in OUT.jsonl
+
+Each run is ``catallax run desk --seed S`` with only the arm's keys set, through the runner into a temporary
+SQLite file. Every run measures its market's held-out success (64 fixed problems, greedy) before the first round,
+every ``run.eval_every`` rounds and after the last: the arm's learning curve. On the same problems it measures the
+**complete agent**, fair (one agent holding every role's whole initial pool, the planted wrong lines included,
+with the roles' summed token budget) and curated (the same without the planted lines: a ceiling). Both play the
+untrained model greedily, so they score the same in every run of a seed; they are the first two arms of the table.
+
+The table: each arm's curve (mean over seeds), its final held-out success, and its paired difference from the fair
+complete agent with a 95% t interval over seeds, and the smallest difference those seeds resolve with 80% power
+(their own spread taken as the true one). A second table lists, per run with skill edit passes, the planted lines
+the gate let GRSE prune.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from experiments import harness, rows as results
+
+GRSE = ["skills.credit=grse", "skills.diagnoser=llm"]
+LEARNED = ["market.bid_scheme=learned", "market.clearing=first_price"]
+GRPO = ["agents.actions=grpo", "agents.lm.lr=1e-3"]
+"""LoRA GRPO at lr 1e-3: the rate the TRL peer benchmark's one-role addition world learns at in 320 completions
+(docs/performance.md), chosen there, not on desk."""
+ARMS = {
+    "fixed": ["market.bid_scheme=fixed"],
+    "holland": [],
+    "learned": LEARNED,
+    "learned+grpo": [*LEARNED, *GRPO],
+    "holland+grse": GRSE,
+    "flagship": [*LEARNED, *GRPO, *GRSE],
+}
+"""The market arms: desk.toml with only these keys set. Learned bids keep first-price clearing, as the flagship
+scenario does. ``flagship`` turns every mechanism on: learned bids, LoRA GRPO, births and GRSE edit passes."""
+QUICK = ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=4", "desk.validation=4",
+         "skills.probe=2"]
+
+
+def planted_prunes(db: Path) -> list[str]:
+    """The planted lines (scenarios.desk.WRONG) a gate-accepted edit pruned or replaced, from the run's library."""
+    from scenarios.desk import WRONG
+
+    with sqlite3.connect(db) as con:
+        edits = con.execute("SELECT s.body FROM skill_edit e JOIN skill s ON s.name = e.target AND s.version = 0 "
+                            "WHERE e.gate = 'accepted' AND e.operator IN ('prune', 'revise')").fetchall()
+    return sorted({body for (body,) in edits if body in WRONG})
+
+
+def run_arm(arm: str, seed: int, extra: list[str]) -> dict:
+    """One desk run of one arm and seed -> its curve, its final and baseline success, and its edits."""
+    from scenarios.run.config import load
+    from scenarios.run.runner import run_experiment
+
+    exp = load("desk", [*ARMS[arm], *extra, "desk.llm.threads=1"], seed=seed)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / f"{arm}-s{seed}.db"
+        m = run_experiment(exp, f"sqlite:///{db}", progress=False)
+        pruned = planted_prunes(db) if m.get("edit_passes") else []
+    return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
+            "curve": [[int(r), int(e), float(s)] for r, e, s in m["heldout_curve"]],
+            "heldout_success": m["heldout_success"], "complete_agent_success": m["complete_agent_success"],
+            "curated_agent_success": m["curated_agent_success"], "train_success_rate": m["train_success_rate"],
+            "policy_updates": m.get("policy_updates", 0), "ledger_hash": m["ledger_hash"],
+            "roles": m["roles"], "roles_never_woke": m["roles_never_woke"], "planted_pruned": pruned,
+            **{k: m[k] for k in ("skill_edits_proposed", "skill_edits_accepted", "edit_passes") if k in m}}
+
+
+def table(rows: list[dict]) -> list[dict]:
+    """One row per arm, the two complete agents first; differences are paired by seed."""
+    seeds = sorted({r["seed"] for r in rows})
+    by = {(r["arm"], r["seed"]): r for r in rows}
+    fair = {s: next(r["complete_agent_success"] for r in rows if r["seed"] == s) for s in seeds}
+    curated = {s: next(r["curated_agent_success"] for r in rows if r["seed"] == s) for s in seeds}
+    out = [baseline("complete agent, fair (whole pool, planted lines included)", fair),
+           baseline("complete agent, curated (planted lines left out)", curated)]
+    out[1].update(difference({s: curated[s] - fair[s] for s in seeds}))
+    for arm in [a for a in ARMS if any(r["arm"] == a for r in rows)]:
+        runs = [by[arm, s] for s in seeds if (arm, s) in by]
+        points = [p[:2] for p in runs[0]["curve"]]
+        curve = [float(np.mean([r["curve"][i][2] for r in runs if len(r["curve"]) > i])) for i in range(len(points))]
+        out.append({"arm": f"market, {arm}", "seeds": len(runs),
+                    "curve (episodes: mean held-out success)": " ".join(f"{e}: {v:.3f}" for (_, e), v in zip(points, curve)),
+                    "final held-out": harness.mean_sd([r["heldout_success"] for r in runs], 3, lone=True),
+                    **difference({r["seed"]: r["heldout_success"] - fair[r["seed"]] for r in runs}),
+                    "gain over its first point": harness.pm(*harness.interval(
+                        [r["curve"][-1][2] - r["curve"][0][2] for r in runs]), digits=3, sign=True),
+                    "policy updates": " ".join(str(r["policy_updates"]) for r in runs) if any(
+                        r["policy_updates"] for r in runs) else "",
+                    "s per run": f"{np.mean([r['seconds'] for r in runs]):.0f}"})
+    return out
+
+
+def baseline(name: str, per_seed: dict[int, float]) -> dict:
+    values = list(per_seed.values())
+    return {"arm": name, "seeds": len(values), "final held-out": harness.mean_sd(values, 3, lone=True)}
+
+
+def difference(per_seed: dict[int, float]) -> dict:
+    """The mean paired difference from the fair complete agent, its 95% interval, and what the seeds resolve."""
+    values = list(per_seed.values())
+    mean, half = harness.interval(values)
+    return {"minus fair complete agent (95%)": harness.pm(mean, half, digits=3, sign=True),
+            "resolvable (80% power)": f"{harness.detectable(values):.3f}" if len(values) > 2 else ""}
+
+
+def edits_table(rows: list[dict]) -> list[dict]:
+    """Per run with skill edit passes: edits proposed / accepted, and the planted lines pruned."""
+    return [{"arm": r["arm"], "seed": r["seed"], "edit passes": r["edit_passes"],
+             "edits proposed / accepted": f"{r['skill_edits_proposed']} / {r['skill_edits_accepted']}",
+             "planted lines pruned": "; ".join(r["planted_pruned"]) or "none"}
+            for r in sorted(rows, key=lambda r: (list(ARMS).index(r["arm"]), r["seed"])) if r.get("edit_passes")]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_flags(parser, seeds=5, workers=2, quick="8 episodes, 4 held-out problems, probes of 2",
+                      out=Path("runs/desk_compare.md"),
+                      out_help="the tables; each finished run is appended to OUT with suffix .jsonl as it lands",
+                      rows_help="write the tables as JSON Lines rows with their provenance (docs/results/desk.md)")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--report", action="store_true", help="run nothing: the tables of every run in the .jsonl")
+    args = harness.parse(parser, argv)
+    log = args.out.with_suffix(".jsonl")
+    landed = harness.logged(log, lambda r: f"{r['arm']} seed {r['seed']}: held-out {r['heldout_success']:.3f} "
+                                           f"({r['seconds']:.0f} s)")
+    if not args.report:
+        extra = [*(QUICK if args.quick else []), *args.overrides]
+        harness.run(run_arm, [(arm, seed, extra) for seed in harness.seeds(args) for arm in args.arms], args,
+                    on_result=landed)
+    rows = harness.read_log(log)
+    tables = {"arms": table(rows), **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
+    columns = {name: list(dict.fromkeys(c for row in t for c in row)) for name, t in tables.items()}
+    made = {name: harness.markdown(columns[name], [[row.get(c, "") for c in columns[name]] for row in t])
+            for name, t in tables.items()}
+    report = "\n\n".join(made.values())
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report + "\n")
+    if args.rows:
+        results.write_tables(args.rows, made, "experiments.desk_compare", argv)
+    print(report)
+    print(json.dumps({"runs": len(rows)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
