@@ -4,11 +4,11 @@ agents woke on any state.
 An LLM agent bids only where its yes/no wake-up question (its role's ``wake`` text, read after the state's stage
 summary, with its yes/no wake-up examples) scores above its threshold. A role whose agents answer "no" everywhere
 never acts: the world's chain stalls at its step, and every episode fails without one error saying why. Such a
-round is counted per role (a round in which the role could act nowhere, as a world whose questions of one
-kind did not come up, is not such a round) (the summary's ``roles_never_woke``: role -> rounds) and its first one is said on stderr,
+round is counted per role (the summary's ``roles_never_woke``: role -> rounds) and its first one is said on stderr,
 once per role and run, so a new world's wake-up text is fixed before its numbers are read (the LLM-world tutorial
 explains the question and its examples). The counts are checkpointed with the policy, so a resumed run reports the
-whole run's and does not warn twice.
+whole run's and does not warn twice. A round in which the role had no state it may act on (desk's questions of
+one kind may all miss a round) is not counted: its agents had nothing to wake for.
 """
 
 from __future__ import annotations

@@ -15,13 +15,14 @@ untrained model greedily, so they score the same in every run of a seed; they ar
 The table: each arm's curve (mean over seeds), its final held-out success, and its paired difference from the fair
 complete agent with a 95% t interval over seeds, and the smallest difference those seeds resolve with 80% power
 (their own spread taken as the true one). A second table lists, per run with skill edit passes, the planted lines
-the gate let GRSE prune.
+edits GRSE proposed on, and which of them the gate let through.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sqlite3
 import sys
 import tempfile
@@ -51,13 +52,15 @@ QUICK = ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=4
          "skills.probe=2"]
 
 
-def planted_prunes(db: Path) -> list[str]:
-    """The planted lines (scenarios.desk.WRONG) a gate-accepted edit pruned or replaced, from the run's library."""
+def planted_prunes(db: Path, gate: str = "accepted") -> list[str]:
+    """The planted lines (scenarios.desk.WRONG) an edit the gate ``accepted`` pruned or revised (the first version of
+    the line it targeted), from the run's library."""
     from scenarios.desk import WRONG
 
     with sqlite3.connect(db) as con:
-        edits = con.execute("SELECT s.body FROM skill_edit e JOIN skill s ON s.name = e.target AND s.version = 0 "
-                            "WHERE e.gate = 'accepted' AND e.operator IN ('prune', 'revise')").fetchall()
+        edits = con.execute("SELECT s.body FROM skill_edit e JOIN skill s ON s.library = e.library AND s.name = e.target "
+                            "AND s.version = (SELECT MIN(version) FROM skill WHERE library = e.library AND name = e.target) "
+                            "WHERE e.gate = ? AND e.operator IN ('prune', 'revise')", (gate,)).fetchall()
     return sorted({body for (body,) in edits if body in WRONG})
 
 
@@ -71,13 +74,15 @@ def run_arm(arm: str, seed: int, extra: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / f"{arm}-s{seed}.db"
         m = run_experiment(exp, f"sqlite:///{db}", progress=False)
-        pruned = planted_prunes(db) if m.get("edit_passes") else []
+        pruned, refused = (planted_prunes(db), planted_prunes(db, "rejected")) if m.get("edit_passes") else ([], [])
     return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
             "curve": [[int(r), int(e), float(s)] for r, e, s in m["heldout_curve"]],
-            "heldout_success": m["heldout_success"], "complete_agent_success": m["complete_agent_success"],
+            "heldout_success": m["heldout_success"], "heldout_problems": m["heldout_problems"],
+            "complete_agent_success": m["complete_agent_success"],
             "curated_agent_success": m["curated_agent_success"], "train_success_rate": m["train_success_rate"],
             "policy_updates": m.get("policy_updates", 0), "ledger_hash": m["ledger_hash"],
             "roles": m["roles"], "roles_never_woke": m["roles_never_woke"], "planted_pruned": pruned,
+            "planted_refused": refused,
             **{k: m[k] for k in ("skill_edits_proposed", "skill_edits_accepted", "edit_passes") if k in m}}
 
 
@@ -97,6 +102,7 @@ def table(rows: list[dict]) -> list[dict]:
         out.append({"arm": f"market, {arm}", "seeds": len(runs),
                     "curve (episodes: mean held-out success)": " ".join(f"{e}: {v:.3f}" for (_, e), v in zip(points, curve)),
                     "final held-out": harness.mean_sd([r["heldout_success"] for r in runs], 3, lone=True),
+                    "held-out SE (one run)": f"{binomial_se(runs):.3f}",
                     **difference({r["seed"]: r["heldout_success"] - fair[r["seed"]] for r in runs}),
                     "gain over its first point": harness.pm(*harness.interval(
                         [r["curve"][-1][2] - r["curve"][0][2] for r in runs]), digits=3, sign=True),
@@ -106,24 +112,36 @@ def table(rows: list[dict]) -> list[dict]:
     return out
 
 
+def binomial_se(runs: list[dict]) -> float:
+    """The standard error one run's final held-out success has from its problems alone, sqrt(p (1 - p) / n): what
+    more held-out problems would shrink, beside the spread between seeds, which only more seeds do."""
+    p = float(np.mean([r["heldout_success"] for r in runs]))
+    return math.sqrt(p * (1 - p) / runs[0]["heldout_problems"])
+
+
 def baseline(name: str, per_seed: dict[int, float]) -> dict:
     values = list(per_seed.values())
     return {"arm": name, "seeds": len(values), "final held-out": harness.mean_sd(values, 3, lone=True)}
 
 
 def difference(per_seed: dict[int, float]) -> dict:
-    """The mean paired difference from the fair complete agent, its 95% interval, and what the seeds resolve."""
-    values = list(per_seed.values())
+    """The mean paired difference from the fair complete agent, its 95% interval, the difference these seeds resolve
+    (80% power, 5% two-sided), and the seeds a 0.05 difference needs at this spread (normal approximation:
+    ((z_0.975 + z_0.8) sd / 0.05)^2)."""
+    values = np.asarray(list(per_seed.values()), dtype=float)
     mean, half = harness.interval(values)
+    spread = values.std(ddof=1) if values.size > 1 else 0.0
     return {"minus fair complete agent (95%)": harness.pm(mean, half, digits=3, sign=True),
-            "resolvable (80% power)": f"{harness.detectable(values):.3f}" if len(values) > 2 else ""}
+            "resolvable (80% power)": f"{harness.detectable(values):.3f}" if values.size > 2 else "",
+            "seeds for 0.05": str(max(2, math.ceil((2.8016 * spread / 0.05) ** 2))) if values.size > 2 else ""}
 
 
 def edits_table(rows: list[dict]) -> list[dict]:
     """Per run with skill edit passes: edits proposed / accepted, and the planted lines pruned."""
     return [{"arm": r["arm"], "seed": r["seed"], "edit passes": r["edit_passes"],
              "edits proposed / accepted": f"{r['skill_edits_proposed']} / {r['skill_edits_accepted']}",
-             "planted lines pruned": "; ".join(r["planted_pruned"]) or "none"}
+             "planted lines pruned or revised": "; ".join(r["planted_pruned"]) or "none",
+             "planted lines whose edit the gate refused": "; ".join(r["planted_refused"]) or "none"}
             for r in sorted(rows, key=lambda r: (list(ARMS).index(r["arm"]), r["seed"])) if r.get("edit_passes")]
 
 
@@ -145,7 +163,7 @@ def main(argv=None) -> int:
                     on_result=landed)
     rows = harness.read_log(log)
     tables = {"arms": table(rows), **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
-    columns = {name: list(dict.fromkeys(c for row in t for c in row)) for name, t in tables.items()}
+    columns = {name: list(dict.fromkeys(c for row in t[::-1] for c in row)) for name, t in tables.items()}
     made = {name: harness.markdown(columns[name], [[row.get(c, "") for c in columns[name]] for row in t])
             for name, t in tables.items()}
     report = "\n\n".join(made.values())

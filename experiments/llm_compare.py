@@ -68,7 +68,7 @@ def run_arm(arm: str, seed: int, extra: list[str], keep: Path | None) -> dict:
         db.unlink(missing_ok=True)
         m = run_experiment(exp, f"sqlite:///{db}", progress=False)
     return {"arm": arm, "seed": seed, "seconds": round(time.perf_counter() - start, 1),
-            "policy_updates": m.get("policy_updates", 0),
+            "policy_updates": m.get("policy_updates", 0), **({"curve": m["heldout_curve"]} if "heldout_curve" in m else {}),
             **{k: m[k] for k in ("heldout_accuracy", "complete_agent_accuracy", "single_agent_accuracy",
                                  "train_success_rate", "ledger_hash", "invalid_actions", "actions", "roles",
                                  "run_id")},
