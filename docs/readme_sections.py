@@ -22,7 +22,7 @@ RESULTS = ROOT / "docs" / "results"
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z ]+) \(python -m docs\.readme_sections\) -->\n).*?(<!-- end generated -->)",
                    re.S)
 CLAIM = re.compile(r"^    \*\*Claim\.\*\* (?P<claim>.+)$", re.M)
-ORDER = ("relay", "blocks", "bids", "credit", "objectives", "recsys", "skill_evolution", "wordmath")
+ORDER = ("relay", "blocks", "bids", "credit", "objectives", "recsys", "skill_evolution", "wordmath", "desk")
 
 
 def page_title(path: Path) -> str:

@@ -4,6 +4,7 @@
     python -m experiments.desk_compare --arms holland learned+grpo --seeds 2
     python -m experiments.desk_compare --quick           # toy sizes (what the test runs)
     python -m experiments.desk_compare --report          # run nothing: the tables of the runs in OUT.jsonl
+    python -m experiments.desk_compare --report --out benchmarks/results/desk_runs.md --rows benchmarks/results/desk_arms.jsonl --figure docs/desk_curves.png
 
 Each run is ``catallax run desk --seed S`` with only the arm's keys set, through the runner into a temporary
 SQLite file. Every run measures its market's held-out success (64 fixed problems, greedy) before the first round,
@@ -136,6 +137,33 @@ def difference(per_seed: dict[int, float]) -> dict:
             "seeds for 0.05": str(max(2, math.ceil((2.8016 * spread / 0.05) ** 2))) if values.size > 2 else ""}
 
 
+def mean_curves(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    """Each arm's learning curve, the mean over its seeds at each point, as ``catallax report`` draws curves
+    (scenarios/report/curve.py ``curve_figure``: label, points of episode, success and problems)."""
+    out = []
+    for arm in [a for a in ARMS if any(r["arm"] == a for r in rows)]:
+        runs = [r for r in rows if r["arm"] == arm]
+        points = [{"episode": episode, "problems": runs[0]["heldout_problems"],
+                   "success": float(np.mean([r["curve"][i][2] for r in runs]))}
+                  for i, (_, episode, _) in enumerate(runs[0]["curve"])]
+        out.append((f"{arm} ({len(runs)} seeds)", points))
+    return out
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    """The arms' mean curves, with the fair and the curated complete agent (their means) as dashed lines."""
+    from scenarios.report import curve_figure
+
+    fig = curve_figure(mean_curves(rows))
+    ax = fig.axes[0]
+    for key, label, style in (("complete_agent_success", "complete agent, fair", "--"),
+                              ("curated_agent_success", "complete agent, curated", ":")):
+        ax.axhline(float(np.mean([r[key] for r in rows])), color="0.3", ls=style, lw=1.2, label=label)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("desk: mean learning curve per arm (held-out success, greedy)")
+    fig.savefig(path, dpi=80)
+
+
 def edits_table(rows: list[dict]) -> list[dict]:
     """Per run with skill edit passes: edits proposed / accepted, and the planted lines pruned."""
     return [{"arm": r["arm"], "seed": r["seed"], "edit passes": r["edit_passes"],
@@ -153,6 +181,7 @@ def main(argv=None) -> int:
                       rows_help="write the tables as JSON Lines rows with their provenance (docs/results/desk.md)")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     parser.add_argument("--report", action="store_true", help="run nothing: the tables of every run in the .jsonl")
+    parser.add_argument("--figure", type=Path, help="draw each arm's mean learning curve to this PNG (docs/desk_curves.png)")
     args = harness.parse(parser, argv)
     log = args.out.with_suffix(".jsonl")
     landed = harness.logged(log, lambda r: f"{r['arm']} seed {r['seed']}: held-out {r['heldout_success']:.3f} "
@@ -171,6 +200,8 @@ def main(argv=None) -> int:
     args.out.write_text(report + "\n")
     if args.rows:
         results.write_tables(args.rows, made, "experiments.desk_compare", argv)
+    if args.figure:
+        figure(rows, args.figure)
     print(report)
     print(json.dumps({"runs": len(rows)}))
     return 0
