@@ -15,7 +15,8 @@ untrained model greedily, so they score the same in every run of a seed; they ar
 
 The table: each arm's curve (mean over seeds), its final held-out success, and its paired difference from the fair
 complete agent with a 95% t interval over seeds, and the smallest difference those seeds resolve with 80% power
-(their own spread taken as the true one). A second table lists, per run with skill edit passes, the planted lines
+(their own spread taken as the true one). A second table gives each mechanism's effect: the arm that adds it
+against the arm without it, paired by seed (``EFFECTS``). A third lists, per run with skill edit passes, the planted lines
 edits GRSE proposed on, and which of them the gate let through.
 """
 
@@ -113,6 +114,30 @@ def table(rows: list[dict]) -> list[dict]:
     return out
 
 
+EFFECTS = (("learned value bids", "learned", "holland"), ("LoRA GRPO", "learned+grpo", "learned"),
+           ("GRSE edit passes", "holland+grse", "holland"), ("GRSE on top of learned + GRPO", "flagship", "learned+grpo"))
+"""Each mechanism's effect: the arm that adds it against the arm without it, paired by seed."""
+
+
+def effects_table(rows: list[dict]) -> list[dict]:
+    """Per mechanism, the paired difference of final held-out success and of the curve's gain over its first point
+    (the arm with it minus the arm without), with 95% intervals over the seeds both ran."""
+    by = {(r["arm"], r["seed"]): r for r in rows}
+    out = []
+    for name, arm, base in EFFECTS:
+        seeds = sorted(s for a, s in by if a == arm and (base, s) in by)
+        if not seeds:
+            continue
+        final = [by[arm, s]["heldout_success"] - by[base, s]["heldout_success"] for s in seeds]
+        gain = [(by[arm, s]["curve"][-1][2] - by[arm, s]["curve"][0][2])
+                - (by[base, s]["curve"][-1][2] - by[base, s]["curve"][0][2]) for s in seeds]
+        out.append({"mechanism": name, "arms": f"{arm} - {base}", "seeds": len(seeds),
+                    "final held-out (95%)": harness.pm(*harness.interval(final), digits=3, sign=True),
+                    "gain over the first point (95%)": harness.pm(*harness.interval(gain), digits=3, sign=True),
+                    "resolvable (80% power)": f"{harness.detectable(final):.3f}" if len(seeds) > 2 else ""})
+    return out
+
+
 def binomial_se(runs: list[dict]) -> float:
     """The standard error one run's final held-out success has from its problems alone, sqrt(p (1 - p) / n): what
     more held-out problems would shrink, beside the spread between seeds, which only more seeds do."""
@@ -191,7 +216,8 @@ def main(argv=None) -> int:
         harness.run(run_arm, [(arm, seed, extra) for seed in harness.seeds(args) for arm in args.arms], args,
                     on_result=landed)
     rows = harness.read_log(log)
-    tables = {"arms": table(rows), **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
+    tables = {"arms": table(rows), "effects": effects_table(rows),
+              **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
     columns = {name: list(dict.fromkeys(c for row in t[::-1] for c in row)) for name, t in tables.items()}
     made = {name: harness.markdown(columns[name], [[row.get(c, "") for c in columns[name]] for row in t])
             for name, t in tables.items()}

@@ -92,3 +92,16 @@ def test_a_quick_grse_run_lands_a_row_with_its_curve_and_edit_passes(tmp_path):
     assert got["arm"] == "holland+grse" and len(got["curve"]) == 3 and got["edit_passes"] >= 1
     assert set(got["planted_pruned"] + got["planted_refused"]) <= set(WRONG)
     assert "| market, holland+grse | 1 |" in out.read_text()
+
+
+def test_each_mechanism_s_effect_pairs_the_arm_that_adds_it_with_the_arm_without_it_by_seed():
+    rows = [row("learned", s, [0.4, 0.5 + 0.05 * s], 0.3) for s in range(3)]
+    rows += [row("learned+grpo", s, [0.4, 0.7 + 0.1 * s], 0.3) for s in range(3)]
+    rows += [row("holland", 0, [0.4, 0.6], 0.3)]  # holland+grse never ran: no GRSE row; learned-holland has one seed
+    effects = {e["mechanism"]: e for e in desk_compare.effects_table(rows)}
+    assert set(effects) == {"learned value bids", "LoRA GRPO"}
+    diffs = [0.2, 0.25, 0.3]
+    half = stats.t.ppf(0.975, 2) * np.std(diffs, ddof=1) / math.sqrt(3)
+    assert effects["LoRA GRPO"]["final held-out (95%)"] == f"+0.250 ± {half:.3f}"
+    assert effects["LoRA GRPO"]["gain over the first point (95%)"] == f"+0.250 ± {half:.3f}"  # same first points
+    assert effects["learned value bids"]["seeds"] == 1
