@@ -67,8 +67,8 @@ CARDS = {
     "desk": Card("arithmetic questions of three kinds answered by specialist LLM agents (SmolLM2-135M), some born "
                  "holding planted wrong examples: where learned bids, GRPO and skill evolution each move the learning curve",
                  "adder, subtractor and multiplier (LLM agents)",
-                 ("heldout_curve", "heldout_success", "complete_agent_success", "curated_agent_success",
-                  "train_success_rate"), "results/desk.md"),
+                 ("heldout_success", "complete_agent_success", "curated_agent_success", "train_success_rate"),
+                 "results/desk.md"),
 }
 
 

@@ -89,15 +89,17 @@ def run_arm(arm: str, seed: int, extra: list[str]) -> dict:
 
 
 def table(rows: list[dict]) -> list[dict]:
-    """One row per arm, the two complete agents first; differences are paired by seed."""
+    """One row per arm, the two complete agents first. Each run's difference is from its own run's fair complete
+    agent: the LoRA learner holds the model in float32 and the other arms in the shipped bfloat16, and the complete
+    agent, played greedily on that untrained model, answers a few problems differently in each."""
     seeds = sorted({r["seed"] for r in rows})
     by = {(r["arm"], r["seed"]): r for r in rows}
-    fair = {s: next(r["complete_agent_success"] for r in rows if r["seed"] == s) for s in seeds}
-    curated = {s: next(r["curated_agent_success"] for r in rows if r["seed"] == s) for s in seeds}
-    out = [baseline("complete agent, fair (whole pool, planted lines included)", fair),
-           baseline("complete agent, curated (planted lines left out)", curated)]
-    out[1].update(difference({s: curated[s] - fair[s] for s in seeds}))
-    for arm in [a for a in ARMS if any(r["arm"] == a for r in rows)]:
+    arms = [a for a in ARMS if any(r["arm"] == a for r in rows)]
+    out = [baseline("complete agent, fair (whole pool, planted lines included)", rows, "complete_agent_success"),
+           baseline("complete agent, curated (planted lines left out)", rows, "curated_agent_success")]
+    gap = [{**r, "gap": r["curated_agent_success"] - r["complete_agent_success"]} for r in rows]
+    out[1]["minus fair complete agent (95%)"] = baseline("", gap, "gap", sign=True)["final held-out"]  # no spread
+    for arm in arms:
         runs = [by[arm, s] for s in seeds if (arm, s) in by]
         points = [p[:2] for p in runs[0]["curve"]]
         curve = [float(np.mean([r["curve"][i][2] for r in runs if len(r["curve"]) > i])) for i in range(len(points))]
@@ -105,7 +107,7 @@ def table(rows: list[dict]) -> list[dict]:
                     "curve (episodes: mean held-out success)": " ".join(f"{e}: {v:.3f}" for (_, e), v in zip(points, curve)),
                     "final held-out": harness.mean_sd([r["heldout_success"] for r in runs], 3, lone=True),
                     "held-out SE (one run)": f"{binomial_se(runs):.3f}",
-                    **difference({r["seed"]: r["heldout_success"] - fair[r["seed"]] for r in runs}),
+                    **difference([r["heldout_success"] - r["complete_agent_success"] for r in runs]),
                     "gain over its first point": harness.pm(*harness.interval(
                         [r["curve"][-1][2] - r["curve"][0][2] for r in runs]), digits=3, sign=True),
                     "policy updates": " ".join(str(r["policy_updates"]) for r in runs) if any(
@@ -145,16 +147,20 @@ def binomial_se(runs: list[dict]) -> float:
     return math.sqrt(p * (1 - p) / runs[0]["heldout_problems"])
 
 
-def baseline(name: str, per_seed: dict[int, float]) -> dict:
-    values = list(per_seed.values())
-    return {"arm": name, "seeds": len(values), "final held-out": harness.mean_sd(values, 3, lone=True)}
+def baseline(name: str, rows: list[dict], key: str, sign: bool = False) -> dict:
+    """A complete agent's success, per value it took with the arms that measured it (the model's precision sets it:
+    table's docstring; greedy, it is the same in every seed)."""
+    values = sorted({r[key] for r in rows})
+    shown = "; ".join(f"{v:{'+' if sign else ''}.3f} ({', '.join(a for a in ARMS if any(r['arm'] == a and r[key] == v for r in rows))})"
+                      for v in values)
+    return {"arm": name, "seeds": len({r["seed"] for r in rows}), "final held-out": shown}
 
 
-def difference(per_seed: dict[int, float]) -> dict:
+def difference(values: list[float]) -> dict:
     """The mean paired difference from the fair complete agent, its 95% interval, the difference these seeds resolve
     (80% power, 5% two-sided), and the seeds a 0.05 difference needs at this spread (normal approximation:
     ((z_0.975 + z_0.8) sd / 0.05)^2)."""
-    values = np.asarray(list(per_seed.values()), dtype=float)
+    values = np.asarray(values, dtype=float)
     mean, half = harness.interval(values)
     spread = values.std(ddof=1) if values.size > 1 else 0.0
     return {"minus fair complete agent (95%)": harness.pm(mean, half, digits=3, sign=True),
@@ -176,14 +182,20 @@ def mean_curves(rows: list[dict]) -> list[tuple[str, list[dict]]]:
 
 
 def figure(rows: list[dict], path: Path) -> None:
-    """The arms' mean curves, with the fair and the curated complete agent (their means) as dashed lines."""
+    """The arms' mean curves, with the fair and the curated complete agent as dashed and dotted lines, one of each
+    per model precision (the GRPO arms' float32, the others' bfloat16)."""
     from scenarios.report import curve_figure
 
     fig = curve_figure(mean_curves(rows))
     ax = fig.axes[0]
+    grpo = {arm for arm, keys in ARMS.items() if "agents.actions=grpo" in keys}
     for key, label, style in (("complete_agent_success", "complete agent, fair", "--"),
                               ("curated_agent_success", "complete agent, curated", ":")):
-        ax.axhline(float(np.mean([r[key] for r in rows])), color="0.3", ls=style, lw=1.2, label=label)
+        for float32, shade in ((False, "0.25"), (True, "0.6")):  # the model's precision: table's docstring
+            values = [r[key] for r in rows if (r["arm"] in grpo) == float32]
+            if values:
+                ax.axhline(float(np.mean(values)), color=shade, ls=style, lw=1.2,
+                           label=f"{label} ({'float32: the GRPO arms' if float32 else 'bfloat16: the others'})")
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title("desk: mean learning curve per arm (held-out success, greedy)")
     fig.savefig(path, dpi=80)

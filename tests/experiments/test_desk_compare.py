@@ -39,11 +39,11 @@ def row(arm, seed, curve, fair, curated=0.6, updates=0):
             "curated_agent_success": curated, "policy_updates": updates, "seconds": 100.0}
 
 
-def test_the_table_pairs_each_arm_with_the_fair_complete_agent_of_its_seed():
-    fair = {0: 0.3, 1: 0.4, 2: 0.35}
+def test_the_table_pairs_each_run_with_the_fair_complete_agent_of_the_same_run():
+    fair = {0: 0.25, 1: 0.5, 2: 0.375}
     finals = {0: 0.5, 1: 0.45, 2: 0.7}
     rows = [row("holland", s, [0.2, finals[s]], fair[s]) for s in fair]
-    rows += [row("learned+grpo", s, [0.3, 0.5, 0.8], fair[s], updates=10 + s) for s in fair]
+    rows += [row("learned+grpo", s, [0.3, 0.5, 0.8], fair[s] + 0.125, updates=10 + s) for s in fair]  # float32's
     table = {r["arm"]: r for r in desk_compare.table(rows)}
     diffs = np.array([finals[s] - fair[s] for s in fair])
     half = stats.t.ppf(0.975, 2) * diffs.std(ddof=1) / math.sqrt(3)
@@ -52,10 +52,12 @@ def test_the_table_pairs_each_arm_with_the_fair_complete_agent_of_its_seed():
     assert holland["seeds for 0.05"] == str(math.ceil((2.8016 * diffs.std(ddof=1) / 0.05) ** 2))
     assert holland["curve (episodes: mean held-out success)"] == f"0: 0.200 48: {np.mean(list(finals.values())):.3f}"
     grpo = table["market, learned+grpo"]
+    grpo_diffs = np.array([0.8 - fair[s] - 0.125 for s in fair])
+    assert grpo["minus fair complete agent (95%)"].startswith(f"{grpo_diffs.mean():+.3f} ± ")
     assert grpo["gain over its first point"].startswith("+0.500 ± 0.000") and grpo["policy updates"] == "10 11 12"
     assert grpo["held-out SE (one run)"] == f"{math.sqrt(0.8 * 0.2 / 64):.3f}"
-    curated = table["complete agent, curated (planted lines left out)"]
-    assert curated["minus fair complete agent (95%)"].startswith(f"{np.mean([0.3, 0.2, 0.25]):+.3f}")
+    shown = table["complete agent, fair (whole pool, planted lines included)"]["final held-out"]
+    assert shown == "0.250 (holland); 0.375 (holland, learned+grpo); 0.500 (holland, learned+grpo); 0.625 (learned+grpo)"
 
 
 def test_the_planted_lines_an_edit_targeted_are_read_at_their_first_version(tmp_path):
