@@ -228,7 +228,8 @@ def main(argv=None) -> int:
         harness.run(run_arm, [(arm, seed, extra) for seed in harness.seeds(args) for arm in args.arms], args,
                     on_result=landed)
     rows = harness.read_log(log)
-    tables = {"arms": table(rows), "effects": effects_table(rows),
+    effects = effects_table(rows)
+    tables = {"arms": table(rows), **({"effects": effects} if effects else {}),
               **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
     columns = {name: list(dict.fromkeys(c for row in t[::-1] for c in row)) for name, t in tables.items()}
     made = {name: harness.markdown(columns[name], [[row.get(c, "") for c in columns[name]] for row in t])

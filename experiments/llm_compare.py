@@ -138,6 +138,16 @@ def trace_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def curve_table(rows: list[dict]) -> str:
+    """Per run measured with ``run.eval_every``: its learning curve (training episodes: held-out accuracy) and its
+    LoRA updates."""
+    lines = ["| arm | seed | curve (episodes: held-out accuracy) | policy updates |", "|---|---|---|---|"]
+    for r in sorted((r for r in rows if r.get("curve")), key=lambda r: (list(ARMS).index(r["arm"]), r["seed"])):
+        curve = " ".join(f"{episode}: {value:.3f}" for _, episode, value in r["curve"])
+        lines.append(f"| {r['arm']} | {r['seed']} | {curve} | {r['policy_updates']} |")
+    return "\n".join(lines)
+
+
 def edits_table(rows: list[dict]) -> str:
     """Per arm with skill edit passes, each seed's numbers (``;`` between seeds): held-out accuracy before
     the first pass, edits proposed / accepted / rejected by the gate, the LLM diagnoser's verdicts used and
@@ -192,11 +202,13 @@ def main(argv=None) -> int:
         if db and db.exists():
             r["trace"] = read_trace(db)
     report = "\n\n".join([table(rows), *([trace_table(rows)] if any("trace" in r for r in rows) else []),
-                            *([edits_table(rows)] if any(r.get("edit_passes") for r in rows) else [])])
+                            *([edits_table(rows)] if any(r.get("edit_passes") for r in rows) else []),
+                            *([curve_table(rows)] if any(r.get("curve") for r in rows) else [])])
     args.out.write_text(report + "\n")
     if args.rows:
         made = {"arms": table(rows), **({"trace": trace_table(rows)} if any("trace" in r for r in rows) else {}),
-                **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {})}
+                **({"edits": edits_table(rows)} if any(r.get("edit_passes") for r in rows) else {}),
+                **({"curves": curve_table(rows)} if any(r.get("curve") for r in rows) else {})}
         results.write_tables(args.rows, made, "experiments.llm_compare", argv)
     print(report)
     print(f"wrote {args.out} ({len(rows)} runs) in {time.perf_counter() - start:.0f} s", file=sys.stderr)
