@@ -25,7 +25,7 @@ class WakeWatch:
     _legal: set | None = None  # role indices that may act on some state of this training round
 
     def _may_act(self, role: int) -> None:
-        """A training step had a state on which role ``role`` may act (``task.illegal`` said no more)."""
+        """A training step had a state on which role ``role`` may act (``task.illegal`` did not rule out all of them)."""
         if not (self._evaluating or self.only is not None):
             self._legal = (self._legal or set()) | {role}
 

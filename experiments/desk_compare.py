@@ -51,7 +51,7 @@ ARMS = {
 """The market arms: desk.toml with only these keys set. Learned bids keep first-price clearing, as the flagship
 scenario does. ``flagship`` turns every mechanism on: learned bids, LoRA GRPO, births and GRSE edit passes."""
 QUICK = ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=4", "desk.validation=4",
-         "skills.probe=2"]
+         "skills.probe=2", "skills.every=1"]
 
 
 def planted_prunes(db: Path, gate: str = "accepted") -> list[str]:
@@ -212,7 +212,7 @@ def edits_table(rows: list[dict]) -> list[dict]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    harness.add_flags(parser, seeds=5, workers=2, quick="8 episodes, 4 held-out problems, probes of 2",
+    harness.add_flags(parser, seeds=5, workers=2, quick="8 episodes, 4 held-out problems, probes of 2, an edit pass every round",
                       out=Path("runs/desk_compare.md"),
                       out_help="the tables; each finished run is appended to OUT with suffix .jsonl as it lands",
                       rows_help="write the tables as JSON Lines rows with their provenance (docs/results/desk.md)")

@@ -23,7 +23,8 @@ SMALL = {"relay": ["run.episodes=8"], "blocks": ["run.episodes=8", "blocks.heldo
          "recsys": ['recsys.mode="market"', "run.episodes=8", "recsys.world.users=60", "recsys.world.items=60"],
          "boltzmann": ["run.episodes=2"], "wordmath": ["run.episodes=2"], "procurement": ["run.episodes=2"],
          "multihop": ["run.episodes=2"], "plangrid": ["run.episodes=2"],
-         "longlookup": ["run.episodes=2"], "errands": ["run.episodes=2"], "review": ["run.episodes=2"]}
+         "longlookup": ["run.episodes=2"], "errands": ["run.episodes=2"], "review": ["run.episodes=2"],
+         "desk": ["run.episodes=2"]}
 
 
 def combinations():
