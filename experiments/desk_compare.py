@@ -11,7 +11,8 @@ SQLite file. Every run measures its market's held-out success (64 fixed problems
 every ``run.eval_every`` rounds and after the last: the arm's learning curve. On the same problems it measures the
 **complete agent**, fair (one agent holding every role's whole initial pool, the planted wrong lines included,
 with the roles' summed token budget) and curated (the same without the planted lines: a ceiling). Both play the
-untrained model greedily, so they score the same in every run of a seed; they are the first two arms of the table.
+untrained model greedily, so they score the same in every run of one model precision (the GRPO arms hold it in
+float32, the others in bfloat16); each run is compared with its own. They are the first two rows of the table.
 
 The table: each arm's curve (mean over seeds), its final held-out success, and its paired difference from the fair
 complete agent with a 95% t interval over seeds, and the smallest difference those seeds resolve with 80% power
