@@ -10,7 +10,6 @@ would never run.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -22,26 +21,17 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from scenarios.run.lifetime import die_with_parent
+
 VLLM_SERVED = "smollm2-135m-instruct"
 """The model name the suite's ``vllm serve`` (tests/conftest.py) serves the embedded SmolLM2 under."""
 
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
 def dies_with_parent(signum: int = signal.SIGTERM):
     """A ``preexec_fn`` for ``subprocess.Popen``: the child gets ``signum`` when the thread that started it
-    exits (Linux ``prctl(PR_SET_PDEATHSIG)``; it runs after Popen's ``user=``/``group=`` change, which would
-    clear it). If the parent died before the child got here, the child signals itself at once."""
-    parent, libc = os.getpid(), ctypes.CDLL(None, use_errno=True)  # loaded here: the child only calls it
-
-    def arm():
-        if libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signum)
-
-    return arm
+    exits (scenarios/run/lifetime.py; it runs after Popen's ``user=``/``group=`` change, which would clear it)."""
+    parent = os.getpid()
+    return lambda: die_with_parent(parent, signum)
 
 
 def free_port() -> int:

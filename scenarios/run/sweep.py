@@ -50,6 +50,7 @@ from tqdm import tqdm
 
 from market.store import export_run, import_run, make_engine, new_run_id, run_exists
 from scenarios.run.config import ConfigError, from_dict, load, parse_override
+from scenarios.run.lifetime import die_with_parent
 from scenarios.run.runner import resume_experiment, run_experiment
 
 
@@ -190,7 +191,8 @@ def completed(fn, jobs: list[tuple], workers: int = 1, ray: bool = False, addres
     ``experiments/`` (their jobs are plain functions, picklable by name). Spawned, not forked: a worker starts
     without the parent's threads (torch's, a tokenizer's), which a fork would copy mid-flight. A job that raises
     is yielded with its exception (a Ray task's own, not Ray's wrapper), and the others go on; a caller that
-    stops early (closes the generator) cancels the jobs not yet started."""
+    stops early (closes the generator) cancels the jobs not yet started. A worker dies with this process, however
+    it dies (scenarios/run/lifetime.py): a killed comparison script leaves no worker holding its model."""
     if ray or address:
         with _ray(address) as r:
             remote = r.remote(num_cpus=1)(fn)
@@ -208,7 +210,8 @@ def completed(fn, jobs: list[tuple], workers: int = 1, ray: bool = False, addres
                 for ref in pending:
                     r.cancel(ref)
     elif workers > 1:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
         try:
             futures = {pool.submit(fn, *job): i for i, job in enumerate(jobs)}
             for future in as_completed(futures):

@@ -1,7 +1,8 @@
-"""The suite's servers die with the process that started them, however it dies: a child Python process starts
-a throwaway PostgreSQL server (tests/pg.py) or a server through ``serving`` (what ``vllm serve`` and the
-dashboard tests use; here a standard-library HTTP server, the same code path), prints the server's pid and is
-SIGKILLed, so no ``finally`` runs. The server must be gone within a few seconds."""
+"""Servers and pool workers die with the process that started them, however it dies: a child Python process
+starts a throwaway PostgreSQL server (tests/pg.py), a server through ``serving`` (what ``vllm serve`` and the
+dashboard tests use; here a standard-library HTTP server, the same code path) or the pool every sweep and
+comparison script runs its jobs in (scenarios/run/sweep.py ``completed``, a worker left idle after its job),
+prints the child's pid and is SIGKILLed, so no ``finally`` runs. The child must be gone within a few seconds."""
 
 import os
 import shutil
@@ -32,6 +33,14 @@ with serving(cmd, f"http://127.0.0.1:{port}/", Path(sys.argv[1]) / "server.log",
     print(proc.pid, "-", flush=True)
     time.sleep(600)
 """,
+    "pool": """
+import os, time
+from scenarios.run.sweep import completed
+jobs = completed(os.getpid, [(), ()], workers=2)
+_, pid, _ = next(jobs)  # the pool stays up while the caller holds the generator
+print(pid, "-", flush=True)
+time.sleep(600)
+""",
 }
 
 
@@ -45,7 +54,7 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("server", sorted(STARTERS))
-def test_a_server_is_stopped_when_its_starter_is_killed(server, tmp_path):
+def test_a_child_is_stopped_when_its_starter_is_killed(server, tmp_path):
     if server == "postgres" and pg.binaries() is None:
         pytest.skip("PostgreSQL server binaries not found (.ci/run installs them)")
     folder = "-"
