@@ -150,6 +150,8 @@ class Scenario:
         if exp.agents.tasks != "world":  # a sampler draws the training tasks (what it draws once: a stream of its own)
             world.draw_tasks(exp.agents.tasks, np.random.default_rng([exp.run.seed, 0x7A5C]),
                              exp.agents.sampler_settings())
+        if hasattr(policy, "sampling_seed"):  # an LLM policy: its sampled completions differ from seed to seed
+            policy.sampling_seed = exp.run.seed
         if self.spec.skill_library and exp.skills.credit != "none":  # LLM agents' lines: agents/llm/edit_pass.py
             if not hasattr(policy, "evolve_skills"):
                 raise ScenarioError(f"{self.origin}: SPEC.skill_library, but its policy has no evolve_skills")

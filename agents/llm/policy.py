@@ -136,6 +136,9 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         in the states of the task's summary s (one agent's capabilities split by stage: a complete agent); a
         function of the observations -> [B] rows: by the row it names for each state."""
         self._seed_agents = list(seed_agents)
+        self.sampling_seed = 0
+        """The run's seed (set by the scenario registry): a sampled action's seed mixes it with the action count and
+        world, so two seeds' runs sample independently (same seed, same samples)."""
         self.explore_temperature: float | None = None
         """Set by a learner of the LM's weights (agents/learners/policy.py): training rounds' completions are
         sampled at this temperature and kept in ``generations`` for the update; evaluation stays greedy."""
@@ -276,7 +279,8 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
             if illegal:  # no output could be legal here: forfeit without spending a generation
                 self._settle(b, row, obs[b], Completion(""), None, illegal, actions, payloads)
                 continue
-            calls.append((b, row, self.action_prompt(b, row, obs[b], temperature, seed=int(self.counts["actions"]) + b)))
+            seed = np.random.SeedSequence([self.sampling_seed, self.counts["actions"], b]).generate_state(1)[0]
+            calls.append((b, row, self.action_prompt(b, row, obs[b], temperature, seed=int(seed) >> 1)))
         completions = self.generate([p for _, _, p in calls], [row for _, row, _ in calls])
         for (b, row, _), done in zip(calls, completions):
             role = self.roles[self.role[row]]

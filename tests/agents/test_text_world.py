@@ -160,6 +160,23 @@ def test_no_prompt_the_framework_sends_carries_another_worlds_words(triage):
     assert 0 <= summary["heldout_reward"] <= 1 and 0 <= summary["complete_agent_reward"] <= 1
 
 
+def test_sampled_actions_are_seeded_by_the_run_seed(triage):
+    """At a temperature above 0, two run seeds sample with different seeds, and one run seed samples the same way
+    again: before, an action's seed was its count and world only, the same in every run, so seeds sampled alike."""
+    folder, backend = triage
+
+    def seeds(seed: int) -> list[int]:
+        backend.sent = []
+        model = build_model(load(str(folder / "triage.toml"), ["triage.policy.temperature=0.7"], seed=seed))
+        for _ in range(2):
+            model.step()
+        return [p.seed for p in backend.sent if p.temperature > 0 and p.max_tokens > 1]
+
+    first, other = seeds(1), seeds(2)
+    assert first and other and not set(first) & set(other)
+    assert seeds(1) == first
+
+
 def test_the_world_moves_by_text_and_a_refusal_is_a_forfeit_on_an_unchanged_state(triage):
     folder, _ = triage
     model = build_model(load(str(folder / "triage.toml")))
