@@ -93,7 +93,7 @@ def as_scenario(module):
     out.SPEC = ScenarioSpec(bid_features=("numeric", "agent", "hf", "minilm"), skill_library=True,
                             learned_actions="lm", oracle=cls.has_correct(), credit_signals=cls.signals(),
                             branches=True, batch_signals=("context_edit",) if cls.edit_roles else (),
-                            subgoals=cls.has_subgoals(), rubric=cls.has_rubric())
+                            subgoals=cls.has_subgoals(), rubric=cls.has_rubric(), value_bids=dict(cls.value_bids))
     return out
 
 

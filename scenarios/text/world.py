@@ -29,9 +29,9 @@ the ``evidence_diagnosis`` objective rewrites a failed episode's faulty steps ag
 ``pair`` and ``check`` (the problem with one private condition changed, and what a state's standing submission
 would pay against a problem: the ``paired`` signal the ``pacpo`` estimator reads), ``subgoals`` (the order-free
 sub-goals a state has achieved, its canonical form: the ``subgoals`` signal the ``diamond_sd`` objective reads) and
-``given`` (the task such a worked example shows: by default what the role reads), ``horizon`` and ``prompts`` (the
-framework's own rewrite and diagnosis prompts, agents/llm/prompts.py: by default generic ones, shown the world's own first
-worked example).
+``given`` (the task such a worked example shows: by default what the role reads), ``value_bids`` (its own
+defaults for learned value bids), ``horizon`` and ``prompts`` (the framework's own rewrite and diagnosis prompts,
+agents/llm/prompts.py: by default generic ones, shown the world's own first worked example).
 
 A tool role is a Python function: ``Role("splitter", "Offers halfway.", tool=lambda state: "I offer $70.")``
 acts wherever ``may_act`` lets it, without a model, its text applied by ``act`` like any completion.
@@ -103,6 +103,10 @@ class TextWorld:
     edit_roles: tuple[str, ...] = ()
     """Roles whose accepted move edits the context later prompts read (longlookup's ``compactor``): the world's
     ``context_edit`` signal, where the contextpilot objective branches (agents/objectives/contextpilot.py)."""
+    value_bids: dict[str, float] = {}
+    """The world's own defaults for learned value bids' ``[agents.value]`` keys (a run's keys override them), as a
+    market scenario's ``SPEC.value_bids``: e.g. ``{"newcomer": 0.0}`` where a newborn's guessed value would outbid
+    proven agents."""
     config = None
     """The scenario section's config (scenarios/text/scenario.py ``TextWorldConfig``, or the module's own
     ``Config`` subclass with the world's own keys), set by the framework before the first problem."""
