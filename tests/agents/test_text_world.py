@@ -177,6 +177,17 @@ def test_sampled_actions_are_seeded_by_the_run_seed(triage):
     assert seeds(1) == first
 
 
+def test_a_world_gives_its_own_value_bid_defaults_and_a_run_key_overrides_them(triage):
+    folder, _ = triage
+    source = (folder / "triage.py").read_text()
+    (folder / "triage.py").write_text(source.replace("class Triage(TextWorld):\n",
+                                                     "class Triage(TextWorld):\n    value_bids = {'newcomer': 0.1}\n", 1))
+    toml = str(folder / "triage.toml")
+    assert load(toml, ["market.bid_scheme=learned"]).agents.value.newcomer == 0.1
+    assert load(toml, ["market.bid_scheme=learned", "agents.value.newcomer=0.3"]).agents.value.newcomer == 0.3
+    assert load(str(write_triage(folder) / "triage.toml"), ["market.bid_scheme=learned"]).agents.value.newcomer == 0.5
+
+
 def test_the_world_moves_by_text_and_a_refusal_is_a_forfeit_on_an_unchanged_state(triage):
     folder, _ = triage
     model = build_model(load(str(folder / "triage.toml")))

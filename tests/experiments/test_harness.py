@@ -50,7 +50,7 @@ def test_seeds_resolve_from_the_flags_and_a_bad_count_is_refused(capsys):
 
 SCRIPTS = sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if m.name not in ("rows", "harness"))
 TABULATORS = ("recsys_gain", "recsys_zoo")  # they tabulate rows other runs kept: only the output flags
-MEASURES = ("text_gate_power",)  # one greedy measurement on fixed problems: no seeds to pair, config overrides
+MEASURES = ("text_gate_power", "desk_context_harm")  # one greedy measurement on fixed problems: no seeds to pair, config overrides
 SHARED = ("--seeds", "--first-seed", "--quick", "--workers", "--ray", "--address", "--rows")
 
 
