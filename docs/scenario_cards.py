@@ -65,7 +65,7 @@ CARDS = {
     "review": Card("quote a product record's evidence, then score it against a policy's three rules",
                    "reader and scorer (LLM agents)", TEXT_WORLD, "results/objectives.md"),
     "desk": Card("arithmetic questions of three kinds answered by specialist LLM agents (SmolLM2-135M), some born "
-                 "holding planted wrong examples: where learned bids, GRPO and skill evolution each move the learning curve",
+                 "holding planted wrong examples: a world sized to watch a small model's market learn, curve by curve",
                  "adder, subtractor and multiplier (LLM agents)",
                  ("heldout_success", "complete_agent_success", "curated_agent_success", "train_success_rate"),
                  "results/desk.md"),

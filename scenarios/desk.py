@@ -7,8 +7,8 @@ reply ends the episode: reward 1 if it is exactly right, else 0.
 
 Why this world: on wordmath a 135M model's market barely moves in a run this machine can afford (its chain of
 three steps multiplies the steps' failures, so a learner's groups rarely differ and the skill gate sees too little).
-Here every step is the whole task, so every mechanism has contrast to work with and each moves the learning
-curve (``run.eval_every``) in a run of a few minutes on one core:
+Here every step is the whole task, so every mechanism has contrast to work with, and the learning curve
+(``run.eval_every``) of a run of a few minutes on one core shows what each does (docs/results/desk.md):
 
 * **the market** selects within each role: agents are born holding different lines of their role's pool, some of
   them wrong on purpose, and wealth or learned bids route the questions to those that answer them right;
