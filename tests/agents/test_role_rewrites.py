@@ -65,7 +65,7 @@ def born_lines(policy, pool) -> dict[str, set[str]]:
 
 def test_births_and_edits_write_each_role_s_lines_in_its_own_format(two_roles):
     exp = load(str(two_roles / "triage.toml"), ["skills.credit=grse", "agents.group=2", "triage.validation=2",
-                                                 "triage.heldout=4"], seed=1)
+                                                 "triage.heldout=4"], seed=2)  # a seed whose routers get births
     model = build_model(exp)
     for _ in range(6):
         model.step()
