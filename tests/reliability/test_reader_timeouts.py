@@ -27,9 +27,12 @@ def endless_db(tmp_path, capsys):
 
 
 def report(url, run_id, tmp_path, limit: str) -> subprocess.Popen:
+    """``catallax report`` as a user's shell starts it: SIGINT at its default, whatever the test worker inherited or set
+    (a process that ignores SIGINT passes that on, and Python then installs no Ctrl-C handler)."""
     env = os.environ | {STATEMENT_TIMEOUT_ENV: limit}
     return subprocess.Popen([str(CATALLAX), "report", run_id, "--db", url, "--out", str(tmp_path / "reports")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def test_report_of_an_endless_view_stops_at_the_time_limit(tmp_path, endless_db):
