@@ -48,14 +48,16 @@ def measure(overrides: list[str]) -> list[dict]:
     exp = load("desk", overrides)
     policy = build_model(exp).policy.unwrapped
     role = next(r for r in policy.roles if r.name == "adder")
-    questions = [(a, b) for a in range(1, 10) for b in range(1, 10)]
+    world = desk.Desk()  # the question's text and its correct reply, as desk writes them
+    states = [world.start({"kind": "adder", "a": a, "b": b}) for a in range(1, 10) for b in range(1, 10)]
 
     def solved(lines: list[str]) -> np.ndarray:
-        prompts = [Prompt(role.frozen, "\n".join(lines), f"What is {a} + {b}?", max_tokens=role.max_tokens,
-                          stop=role.stop) for a, b in questions]
+        prompts = [Prompt(role.frozen, "\n".join(lines), world.read(state, "adder"), max_tokens=role.max_tokens,
+                          stop=role.stop) for state in states]
         with policy.evaluating():
             done = policy.backend.generate(prompts)
-        return np.array([d.text.strip() == f"Answer: {a + b}" for d, (a, b) in zip(done, questions)], dtype=float)
+        return np.array([d.text.strip() == world.correct(state, "adder") for d, state in zip(done, states)],
+                        dtype=float)
 
     z_conf = float(stats.norm.ppf(exp.skills.confidence))
     validation = exp.scenario.validation
