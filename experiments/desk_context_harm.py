@@ -35,7 +35,9 @@ from skills.gate import refusal_power, required_size
 
 OUT = Path("benchmarks/results/desk_context_harm.jsonl")
 PLANTED = desk.HARMFUL[0]
-OTHERS = [desk.POOL["adder"][0][1][0], desk.POOL["adder"][0][1][1], desk.MISLEADING[0]]
+ORDER = [line for _, group in desk.planted_pool()["adder"][:3] for line in group]
+"""The adder's worked examples in the pool's order: its two correct ones, the planted line, the wrong-number one."""
+OTHERS = [line for line in ORDER if line != PLANTED]
 SHARE = 1 / 3
 """The share of desk's problems that are additions (desk.Desk.problem draws the three kinds equally often)."""
 
@@ -64,8 +66,7 @@ def measure(overrides: list[str]) -> list[dict]:
     out = []
     for k in range(len(OTHERS) + 1):
         for kept in itertools.combinations(OTHERS, k):
-            context = [line for line in desk.POOL["adder"][0][1] + desk.POOL["adder"][1][1]
-                       if line in kept or line == PLANTED]
+            context = [line for line in ORDER if line in kept or line == PLANTED]
             with_line, without = solved(context), solved([line for line in context if line != PLANTED])
             d = without - with_line
             won, lost = int((d > 0).sum()), int((d < 0).sum())

@@ -60,22 +60,21 @@ def wake_examples() -> list[str]:
     return [f"example: {stage} Act? => {answer}" for stage in STAGES for answer in ("yes", "no")]
 
 
-POOL = {  # (p, lines): a newcomer of the role holds each line of a group with probability p
-    "adder": [(0.7, ["example: What is 3 + 4? => Answer: 7", "example: What is 6 + 2? => Answer: 8"]),
-              (0.4, [HARMFUL[0], MISLEADING[0]]),
-              (0.3, ["Add the two numbers and reply with the sum.", "Count up from the larger number."]),
-              (0.3, wake_examples())],
-    "subtractor": [(0.7, ["example: What is 9 - 4? => Answer: 5", "example: What is 7 - 2? => Answer: 5"]),
-                   (0.4, [HARMFUL[1], MISLEADING[1]]),
-                   (0.3, ["Subtract the second number from the first.",
-                          "The answer is smaller than the first number."]),
-                   (0.3, wake_examples())],
-    "multiplier": [(0.7, ["example: What is 3 * 4? => Answer: 12", "example: What is 2 * 5? => Answer: 10"]),
-                   (0.4, [HARMFUL[2], MISLEADING[2]]),
-                   (0.3, ["Multiply the two numbers and reply with the product.",
-                          "The product of 1 and a number is that number."]),
-                   (0.3, wake_examples())],
-}
+def planted_pool(harmful: float = 0.4, misleading: float = 0.4) -> dict[str, list]:
+    """Each role's pool: (p, lines), a newcomer of the role holding each line of a group with probability p; the
+    role's planted format-breaking example with probability ``harmful``, its wrong-number one with ``misleading``.
+    Every group is drawn whatever its p (one uniform per line, in order), so runs that differ only in these two
+    keys draw the same newcomers apart from the planted lines they hold."""
+    correct = {"adder": ["example: What is 3 + 4? => Answer: 7", "example: What is 6 + 2? => Answer: 8"],
+               "subtractor": ["example: What is 9 - 4? => Answer: 5", "example: What is 7 - 2? => Answer: 5"],
+               "multiplier": ["example: What is 3 * 4? => Answer: 12", "example: What is 2 * 5? => Answer: 10"]}
+    general = {"adder": ["Add the two numbers and reply with the sum.", "Count up from the larger number."],
+               "subtractor": ["Subtract the second number from the first.",
+                              "The answer is smaller than the first number."],
+               "multiplier": ["Multiply the two numbers and reply with the product.",
+                              "The product of 1 and a number is that number."]}
+    return {kind: [(0.7, correct[kind]), (harmful, [HARMFUL[i]]), (misleading, [MISLEADING[i]]),
+                   (0.3, general[kind]), (0.3, wake_examples())] for i, kind in enumerate(KINDS)}
 
 
 @dataclass(config=STRICT)
@@ -87,6 +86,12 @@ class Config(TextWorldConfig):
     """Four agents of each role to start with (births then draw roles equally often)."""
     policy: PolicyConfig = Field(default_factory=lambda: PolicyConfig(theta_low=-100.0, theta_high=-99.0))
     """Wake thresholds far below any yes-vs-no log-odds: wake-up off, bids alone route (module docstring)."""
+    harmful: float = Field(0.4, ge=0, le=1)
+    """Probability that a newcomer holds its role's planted format-breaking example. Where some agents lack it, the
+    market can route around it; at 1 every agent of the role holds it and only skill evolution can take it out."""
+    misleading: float = Field(0.4, ge=0, le=1)
+    """Probability that a newcomer holds its role's planted wrong-number example (which restates the ``Answer:``
+    format, and so hides much of the format-breaking example's harm where both are held: docs/results/desk.md)."""
 
 
 def answer(problem: dict) -> int:
@@ -98,7 +103,6 @@ class Desk(TextWorld):
     """A question's state: the question, then the reply given (None until one is)."""
 
     roles = ROLES
-    pool = POOL
     stages = STAGES
     horizon = 1
     wrong = WRONG
@@ -106,6 +110,12 @@ class Desk(TextWorld):
     """Learned value bids: a newborn guesses no value. At the platform's 0.5, close to what a good agent here earns
     (about 0.6), newborns kept outbidding proven agents: on tuning seeds 100-102 (not the comparison's 0-4), learned
     bids ended at 0.417 with it and 0.516 with 0 (benchmarks/results/desk_tuning*.jsonl)."""
+
+    @property
+    def pool(self):
+        """The pool at the run's ``desk.harmful`` and ``desk.misleading`` (their defaults before the config is set)."""
+        cfg = self.config
+        return planted_pool(cfg.harmful, cfg.misleading) if cfg is not None else planted_pool()
 
     def problem(self, rng):
         kind = KINDS[int(rng.integers(len(KINDS)))]

@@ -75,7 +75,7 @@ def probe(exp, role: str, n: int) -> dict:
     if world.complete and role not in world.complete:
         raise ConfigError(f"--role {role}: {type(world).__name__}.complete leaves it out, so its complete agent "
                           f"never plays it (its roles: {', '.join(world.complete)})")
-    lines = [line for _, group in board.world.skill_pool().get(role, []) for line in group
+    lines = [line for p, group in board.world.skill_pool().get(role, []) if p > 0 for line in group
              if LLMPolicy.line_kind(line) != "wake"]
     batch = TextBatch(board, exp.scenario.heldout_seed, model.world.horizon, fixed=np.arange(n))
     recording = policy.backend = Recording(policy.backend)

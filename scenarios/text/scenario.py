@@ -176,16 +176,17 @@ def single_agents(model, batch: TextBatch, names: tuple[str, ...]) -> tuple[floa
 
 def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple[float, float]:
     """The complete agent on every problem of ``batch``, frozen: one row per role it combines (``complete``,
-    default all: every tool; each LLM role holding its whole initial pool, wrong worked examples included, but
-    for ``drop``, and the summed token budget of its LLM roles), and at each state the first of its roles, in
-    order, that may act there plays it: no auction routes. -> (success rate, mean reward)."""
+    default all: every tool; each LLM role holding its whole initial pool, every line a newcomer may hold, wrong
+    worked examples included, but for ``drop``, and the summed token budget of its LLM roles), and at each state
+    the first of its roles, in order, that may act there plays it: no auction routes. -> (success rate, mean
+    reward)."""
     trained, board = model.policy.unwrapped, batch.board
     world = board.world
     mine = [next(r for r in world.roles if r.name == name) for name in world.complete] if world.complete else world.roles
     budget = sum(r.max_tokens for r in mine if not r.tool)
     roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in mine]
     pool = board.world.skill_pool()
-    lines = {r.name: [line for _, group in pool.get(r.name, []) for line in group
+    lines = {r.name: [line for p, group in pool.get(r.name, []) if p > 0 for line in group
                       if LLMPolicy.line_kind(line) != "wake" and line not in drop] for r in roles}
     cfg = dataclasses.replace(trained.cfg, max_skills=max([len(v) for v in lines.values()] + [1]))
     seeds = [(r.name, lines[r.name], 0.0) for r in roles]

@@ -310,11 +310,11 @@ class TextWorld:
         """Every credit signal the world provides: its ``credit_signals``, and ``paired`` where it pairs."""
         return tuple(cls.credit_signals) + (("paired",) if cls.has_pair() else ())
 
-    @classmethod
-    def skill_pool(cls) -> dict[str, list[tuple[float, list[str]]]]:
-        """``pool`` with plain lines as groups held with probability 1."""
+    def skill_pool(self) -> dict[str, list[tuple[float, list[str]]]]:
+        """``pool`` with plain lines as groups held with probability 1 (read from the instance: a world may make its
+        pool a property of its config, as desk's ``harmful`` and ``misleading`` keys do)."""
         out = {}
-        for role, entries in cls.pool.items():
+        for role, entries in self.pool.items():
             groups, plain = [], []
             for entry in entries:
                 (plain.append(entry) if isinstance(entry, str) else groups.append((float(entry[0]), list(entry[1]))))

@@ -32,7 +32,7 @@ def test_questions_have_one_kind_exact_answers_and_no_negative_difference():
 
 def test_the_pool_plants_one_format_breaking_and_one_wrong_number_example_per_role():
     for role, harmful, misleading in zip(D.KINDS, D.HARMFUL, D.MISLEADING):
-        lines = [line for _, group in D.POOL[role] for line in group]
+        lines = [line for _, group in D.planted_pool()[role] for line in group]
         assert harmful in lines and misleading in lines
         assert "Answer:" not in harmful and "Answer:" in misleading
         question, reply = misleading.removeprefix("example: What is ").split("? => Answer: ")

@@ -1,0 +1,84 @@
+"""desk's planted lines where GRSE meets them: each one's harm in the frozen market at the edit passes' times.
+
+    python -m experiments.desk_market_harm --workers 2 [--rows benchmarks/results/desk_market_harm.jsonl]
+    python -m experiments.desk_market_harm --set desk.harmful=1 --set desk.misleading=0 --rows ...
+
+``text_gate_power`` measures a planted line's harm in the complete agent, and ``desk_context_harm`` in each set of
+examples an adder may hold. The skill gate sees neither: it plays the *frozen market* on desk's validation problems,
+whose auctions route each question to the agents that bid most for it. Where the market has already routed around
+the agents holding a line, pruning it changes nothing the gate can see, however harmful the line is where it is read.
+
+So this script runs desk (Holland's bids, no edits: the training run GRSE's passes look at) for each seed, and at
+every ``skills.every`` rounds, when a GRSE pass would run, plays the frozen market's validation problems with every
+row's skills as they are and with each planted line taken from every row that holds it, paired by problem. A line's
+**market harm** is the mean paired difference (without - with), with its standard error; ``won``/``lost`` count the
+problems its removal turns right/wrong, ``holders`` the live agents holding it. The gate (``skills.confidence`` 0.9,
+a one-sided sign-flip test) accepts a prune about when won and lost differ by more than about 1.3 of their square
+root. Nothing of the training run changes (agents/heldout.py): its ledger is the run's without the measurement.
+
+With ``--set desk.harmful=1 --set desk.misleading=0`` every agent holds its role's format-breaking example and
+none the wrong-number one that hides much of its harm: the market cannot route around it, and only skill
+evolution can take it out (the condition docs/results/desk.md measures GRSE in).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from experiments import harness, rows as results
+
+OUT = Path("benchmarks/results/desk_market_harm.jsonl")
+QUICK = ["run.episodes=8", "market.batch=4", "desk.heldout=4", "desk.validation=8", "skills.every=1"]
+
+
+def measure(seed: int, overrides: list[str]) -> list[dict]:
+    """One desk run of ``seed``: at each pass time, each planted line's market harm (the module's docstring)."""
+    from agents.heldout import FrozenMarket
+    from scenarios.desk import WRONG
+    from scenarios.run.config import load
+    from scenarios.run.runner import build_model
+
+    exp = load("desk", [*overrides, "desk.llm.threads=1"], seed=seed)
+    model = build_model(exp)
+    policy = model.policy.unwrapped
+    rounds = exp.run.episodes // exp.market.batch
+    out = []
+    for r in range(1, rounds + 1):
+        model.step()
+        if r % exp.skills.every:
+            continue
+        held = [tuple(s) for s in policy.skills]
+        live = [row for row in np.flatnonzero(model.population.traders) if policy.role[row] >= 0]
+        base = FrozenMarket.success(model, model.world.validation, (held, {}))
+        for name, body in sorted(policy.catalogue.lines.items()):
+            holders = sum(name in held[row] for row in live)
+            if body not in WRONG or not holders:
+                continue
+            pruned = [tuple(n for n in s if n != name) for s in held]
+            d = FrozenMarket.success(model, model.world.validation, (pruned, {})) - base
+            out.append({"seed": seed, "round": r, "episodes": r * exp.market.batch, "line": body,
+                        "holders": holders, "with": round(float(base.mean()), 4),
+                        "harm": round(float(d.mean()), 4), "se": round(float(d.std(ddof=1) / np.sqrt(d.size)), 4),
+                        "won": int((d > 0).sum()), "lost": int((d < 0).sum()), "validation": int(d.size)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    harness.add_flags(p, seeds=5, workers=2, quick="8 episodes, 8 validation problems, a pass every round",
+                      rows=OUT, rows_help=f"the rows (default {OUT})")
+    args = harness.parse(p, argv)
+    extra = [*(QUICK if args.quick else []), *args.overrides]
+    measured = [row for rows in harness.run(measure, [(s, extra) for s in harness.seeds(args)], args) for row in rows]
+    for r in measured:
+        print(f"seed {r['seed']} round {r['round']:2d}: {r['harm']:+.3f} ± {r['se']:.3f} (+{r['won']} -{r['lost']}, "
+              f"{r['holders']} holders)  {r['line']}")
+    results.write(args.rows, measured, "experiments.desk_market_harm", argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
