@@ -19,6 +19,10 @@ The planted lines (``WRONG``) are of two kinds, and ``catallax probe desk --role
 (held-out success without the line minus with it, when the role's agent holds its whole pool): a worked example
 whose reply drops the ``Answer:`` prefix, which a small model copies (the harmful kind), and a worked example with
 a wrong number in the right format, which it mostly ignores. docs/results/desk.md has the measurements.
+``desk.harmful`` and ``desk.misleading`` set how often a newcomer holds each kind (0.4 by default). Where some agents
+lack a line the market can route around it, and in desk's shipped runs it mostly does; with ``desk.harmful = 1`` and
+``desk.misleading = 0`` every agent holds its role's format-breaking example and none the example that hides it, so
+only skill evolution can take it out (``experiments/desk_market_harm.py`` measures a line's harm where the gate sees it).
 
 Wake-up is off by default (``desk.policy.theta_low``/``theta_high`` far below any log-odds): every agent of the
 role a question needs bids for it, and bids alone route. Only its own kind of question is legal for a role

@@ -32,3 +32,24 @@ def test_a_line_every_agent_holds_costs_its_roles_questions_and_nothing_else(mon
         assert r["harm"] == r["won"] / 8 and r["holders"] >= 1
         assert r["commit"] and r["command"].startswith("python -m experiments.desk_market_harm")
     assert sum(r["won"] for r in rows if r["round"] == 1) == 8  # each question is one role's: the lines split them
+    lines = [json.loads(line) for line in (tmp_path / "rows_lines.jsonl").read_text().splitlines()]
+    assert [r["line"] for r in lines] == [x for x in desk.WRONG if any(x == r["line"] for r in rows)]
+    for summary in lines:
+        mine = [r for r in rows if r["line"] == summary["line"]]
+        assert summary["passes held"] == len(mine) == 2 and summary["largest"] == max(r["harm"] for r in mine)
+        assert summary["passes with harm >= 0.1"] == 2  # 2 or 3 of 8 problems each
+        # the gate's one-sided sign test at 0.9: 3 won of 3 (p = 1/8) and 2 of 2 (p = 1/4) fall short: 8 problems are
+        # too few for a prune to pass on evidence (the report's test below has one that does)
+        assert summary["passes where the gate accepts its prune"] == 0
+
+
+def test_the_report_sums_up_stored_rows_and_keeps_their_commit(tmp_path):
+    rows = tmp_path / "h.jsonl"
+    made = [{"seed": s, "round": 4, "line": desk.HARMFUL[0], "harm": h, "won": w, "lost": 0, "commit": "abc"}
+            for s, h, w in ((0, 0.2, 20), (1, 0.0, 0))]
+    rows.write_text("".join(json.dumps(r) + "\n" for r in made))
+    assert desk_market_harm.main(["--report", "--rows", str(rows)]) == 0
+    [line] = [json.loads(x) for x in (tmp_path / "h_lines.jsonl").read_text().splitlines()]
+    assert line["seeds held"] == 2 and line["market harm, mean"] == 0.1 and line["smallest"] == 0.0
+    assert line["passes with harm >= 0.1"] == 1 and line["passes where the gate accepts its prune"] == 1
+    assert line["commit"] == "abc"
