@@ -87,7 +87,7 @@ def per_line(rows: list[dict], confidence: float = 0.9) -> list[dict]:
         accepted = sum(r["won"] > 0 and stats.binomtest(r["won"], r["won"] + r["lost"], alternative="greater").pvalue
                        <= 1 - confidence for r in mine)
         out.append({"line": line, "seeds held": len({r["seed"] for r in mine}), "passes held": len(mine),
-                    "market harm, mean": round(float(harm.mean()), 4), "smallest": round(float(harm.min()), 4),
+                    "mean market harm": round(float(harm.mean()), 4), "smallest": round(float(harm.min()), 4),
                     "largest": round(float(harm.max()), 4), "passes with harm >= 0.1": int((harm >= 0.1).sum()),
                     "passes where the gate accepts its prune": int(accepted)})
     return out

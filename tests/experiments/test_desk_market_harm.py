@@ -50,6 +50,6 @@ def test_the_report_sums_up_stored_rows_and_keeps_their_commit(tmp_path):
     rows.write_text("".join(json.dumps(r) + "\n" for r in made))
     assert desk_market_harm.main(["--report", "--rows", str(rows)]) == 0
     [line] = [json.loads(x) for x in (tmp_path / "h_lines.jsonl").read_text().splitlines()]
-    assert line["seeds held"] == 2 and line["market harm, mean"] == 0.1 and line["smallest"] == 0.0
+    assert line["seeds held"] == 2 and line["mean market harm"] == 0.1 and line["smallest"] == 0.0
     assert line["passes with harm >= 0.1"] == 1 and line["passes where the gate accepts its prune"] == 1
     assert line["commit"] == "abc"
