@@ -42,8 +42,12 @@ GRID = ["--grid", "market.payment=bucket_brigade,final_only", "--seeds", "3", "-
 @pytest.fixture(scope="module")
 def ray_address():
     # as `catallax sweep` starts its own (scenarios/run/sweep.py): on 127.0.0.1, with a token of its own, which
-    # the CLI in a subprocess inherits to join; set before Ray is imported, which is when Ray reads them
-    settings = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    # the CLI in a subprocess inherits to join; set before Ray is imported, which is when Ray reads them. Ray's
+    # memory monitor is off in this test cluster: it counts the whole machine's memory, and while the suite's other
+    # worker held most of it, it killed these small sweeps' tasks and retried them without end until the tests
+    # timed out (a full-suite run on 2 cores, 24 GiB); a real shortage still fails the task, through the kernel
+    settings = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+                "RAY_memory_monitor_refresh_ms": "0"}
     saved = {k: os.environ.get(k) for k in settings}
     imported = "ray" in sys.modules  # by an earlier test (vLLM imports Ray): it read its auth settings then
     os.environ.update(settings)
