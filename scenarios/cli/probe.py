@@ -60,9 +60,8 @@ def paired(with_line: np.ndarray, without: np.ndarray) -> dict:
 
 def probe(exp, role: str, n: int) -> dict:
     """The role's lines, the success with all of them, and each line's paired effect of removal (see the module)."""
-    from agents.llm.policy import LLMPolicy
     from scenarios.text.adapter import TextBatch
-    from scenarios.text.scenario import complete_agent
+    from scenarios.text.scenario import complete_agent, pool_lines
     from scenarios.run.runner import build_model
 
     model = build_model(exp)
@@ -75,8 +74,7 @@ def probe(exp, role: str, n: int) -> dict:
     if world.complete and role not in world.complete:
         raise ConfigError(f"--role {role}: {type(world).__name__}.complete leaves it out, so its complete agent "
                           f"never plays it (its roles: {', '.join(world.complete)})")
-    lines = [line for p, group in board.world.skill_pool().get(role, []) if p > 0 for line in group
-             if LLMPolicy.line_kind(line) != "wake"]
+    lines = pool_lines(board.world.skill_pool(), role)
     batch = TextBatch(board, exp.scenario.heldout_seed, model.world.horizon, fixed=np.arange(n))
     recording = policy.backend = Recording(policy.backend)
 

@@ -174,6 +174,12 @@ def single_agents(model, batch: TextBatch, names: tuple[str, ...]) -> tuple[floa
     return float(solved[best]), float(rewards[best].mean()), policy.describe(rows[best:best + 1])[0]
 
 
+def pool_lines(pool: dict, role: str) -> list[str]:
+    """The lines of ``role`` in a world's ``skill_pool()`` that a newcomer may hold (p > 0), wake-up examples left out:
+    what the complete agent holds and ``catallax probe`` measures."""
+    return [line for p, group in pool.get(role, []) if p > 0 for line in group if LLMPolicy.line_kind(line) != "wake"]
+
+
 def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple[float, float]:
     """The complete agent on every problem of ``batch``, frozen: one row per role it combines (``complete``,
     default all: every tool; each LLM role holding its whole initial pool, every line a newcomer may hold, wrong
@@ -186,8 +192,7 @@ def complete_agent(model, batch: TextBatch, drop: tuple[str, ...] = ()) -> tuple
     budget = sum(r.max_tokens for r in mine if not r.tool)
     roles = [r if r.tool else dataclasses.replace(r, max_tokens=budget) for r in mine]
     pool = board.world.skill_pool()
-    lines = {r.name: [line for p, group in pool.get(r.name, []) if p > 0 for line in group
-                      if LLMPolicy.line_kind(line) != "wake" and line not in drop] for r in roles}
+    lines = {r.name: [line for line in pool_lines(pool, r.name) if line not in drop] for r in roles}
     cfg = dataclasses.replace(trained.cfg, max_skills=max([len(v) for v in lines.values()] + [1]))
     seeds = [(r.name, lines[r.name], 0.0) for r in roles]
     engines = {trained.roles[i].name: engine for i, engine in trained.engines.items()}
