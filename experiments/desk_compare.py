@@ -1,18 +1,20 @@
 """The headline comparison on desk: every mechanism's learning curve against the complete agent, paired by seed.
 
-    python -m experiments.desk_compare --workers 2       # 6 arms x 5 seeds (30 runs of desk.toml; see docs/results/desk.md)
+    python -m experiments.desk_compare --workers 2       # 6 arms x 5 seeds (30 runs; see docs/results/desk.md)
     python -m experiments.desk_compare --arms holland learned+grpo --seeds 2
+    python -m experiments.desk_compare --arms defaults defaults-no-grpo --workers 2   # desk.toml as shipped, with and without GRPO
     python -m experiments.desk_compare --quick           # toy sizes (what the test runs)
     python -m experiments.desk_compare --report          # run nothing: the tables of the runs in OUT.jsonl
     python -m experiments.desk_compare --report --out benchmarks/results/desk_runs.md --rows benchmarks/results/desk_arms.jsonl --figure docs/desk_curves.png
 
-Each run is ``catallax run desk --seed S`` with only the arm's keys set, through the runner into a temporary
-SQLite file. Every run measures its market's held-out success (64 fixed problems, greedy) before the first round,
-every ``run.eval_every`` rounds and after the last: the arm's learning curve. On the same problems it measures the
-**complete agent**, fair (one agent holding every role's whole initial pool, the planted wrong lines included,
-with the roles' summed token budget) and curated (the same without the planted lines: a ceiling). Both play the
-untrained model greedily, so they score the same in every run of one model precision (the GRPO arms hold it in
-float32, the others in bfloat16); each run is compared with its own. They are the first two rows of the table.
+Each run is ``catallax run experiments/desk_comparison.toml --seed S`` with only the arm's keys set (the
+``defaults`` arms: desk.toml as shipped), through the runner into a temporary SQLite file. Every run measures its
+market's held-out success (64 fixed problems, greedy) before the first round, every ``run.eval_every`` rounds and
+after the last: the arm's learning curve. On the same problems it measures the **complete agent**, fair (one agent
+holding every role's whole initial pool, the planted wrong lines included, with the roles' summed token budget) and
+curated (the same without the planted lines: a ceiling). Both play the untrained model greedily, so they score the
+same in every run of one model precision (the GRPO arms hold it in float32, the others in bfloat16); each run is
+compared with its own. They are the first two rows of the table.
 
 The table: each arm's curve (mean over seeds), its final held-out success, and its paired difference from the fair
 complete agent with a 95% t interval over seeds, and the smallest difference those seeds resolve with 80% power
@@ -36,6 +38,10 @@ import numpy as np
 
 from experiments import harness, rows as results
 
+COMPARISON = str(Path(__file__).with_name("desk_comparison.toml"))
+"""The settings the comparison's arms run at: desk at 192 episodes in rounds of 16, the curve every 3 rounds, Holland's
+bids and no learner unless an arm adds one, and wake-up scored but ignored (the agents pay for the scoring pass's
+tokens). desk.toml's own defaults are learned bids + GRPO at their own size (``DEFAULTS``)."""
 GRSE = ["skills.credit=grse", "skills.diagnoser=llm"]
 LEARNED = ["market.bid_scheme=learned", "market.clearing=first_price"]
 GRPO = ["agents.actions=grpo", "agents.lm.lr=1e-3"]
@@ -49,8 +55,26 @@ ARMS = {
     "holland+grse": GRSE,
     "flagship": [*LEARNED, *GRPO, *GRSE],
 }
-"""The market arms: desk.toml with only these keys set. Learned bids keep first-price clearing, as the flagship
-scenario does. ``flagship`` turns every mechanism on: learned bids, LoRA GRPO, births and GRSE edit passes."""
+"""The market arms: :data:`COMPARISON` with only these keys set. Learned bids keep first-price clearing, as the
+flagship scenario does. ``flagship`` turns every mechanism on: learned bids, LoRA GRPO, births and GRSE edit passes."""
+COMPARED = list(ARMS)
+DEFAULTS = {"defaults": [], "defaults-no-grpo": ["agents.actions=rule"]}
+"""desk.toml as shipped (learned bids and LoRA GRPO at temperature 1.0, 768 episodes in rounds of 16), and the same
+run without GRPO: what GRPO adds at desk's defaults, paired by seed."""
+ARMS.update(DEFAULTS)
+
+
+def config(arm: str, extra: list[str] = (), seed: int | None = None):
+    """The arm's experiment: its keys (then ``extra``) over :data:`COMPARISON`, or over desk.toml (:data:`DEFAULTS`)."""
+    from scenarios.run.config import load
+
+    return load("desk" if arm in DEFAULTS else COMPARISON, [*ARMS[arm], *extra], seed=seed)
+
+
+def trains_model(arm: str) -> bool:
+    """Whether the arm's runs train the shared model (LoRA GRPO): the learner holds it in float32, the others the
+    shipped bfloat16."""
+    return arm == "defaults" or "agents.actions=grpo" in ARMS[arm]
 QUICK = ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=4", "desk.validation=4",
          "skills.probe=2", "skills.every=1"]
 
@@ -69,10 +93,9 @@ def planted_prunes(db: Path, gate: str = "accepted") -> list[str]:
 
 def run_arm(arm: str, seed: int, extra: list[str]) -> dict:
     """One desk run of one arm and seed -> its curve, its final and baseline success, and its edits."""
-    from scenarios.run.config import load
     from scenarios.run.runner import run_experiment
 
-    exp = load("desk", [*ARMS[arm], *extra, "desk.llm.threads=1"], seed=seed)
+    exp = config(arm, extra, seed)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / f"{arm}-s{seed}.db"
@@ -118,7 +141,8 @@ def table(rows: list[dict]) -> list[dict]:
 
 
 EFFECTS = (("learned value bids", "learned", "holland"), ("LoRA GRPO", "learned+grpo", "learned"),
-           ("GRSE edit passes", "holland+grse", "holland"), ("GRSE on top of learned + GRPO", "flagship", "learned+grpo"))
+           ("GRSE edit passes", "holland+grse", "holland"), ("GRSE on top of learned + GRPO", "flagship", "learned+grpo"),
+           ("LoRA GRPO at desk's defaults", "defaults", "defaults-no-grpo"))
 """Each mechanism's effect: the arm that adds it against the arm without it, paired by seed."""
 
 
@@ -189,7 +213,7 @@ def figure(rows: list[dict], path: Path) -> None:
 
     fig = curve_figure(mean_curves(rows))
     ax = fig.axes[0]
-    grpo = {arm for arm, keys in ARMS.items() if "agents.actions=grpo" in keys}
+    grpo = {arm for arm in ARMS if trains_model(arm)}
     for key, label, style in (("complete_agent_success", "complete agent, fair", "--"),
                               ("curated_agent_success", "complete agent, curated", ":")):
         for float32, shade in ((False, "0.25"), (True, "0.6")):  # the model's precision: table's docstring
@@ -217,7 +241,8 @@ def main(argv=None) -> int:
                       out=Path("runs/desk_compare.md"),
                       out_help="the tables; each finished run is appended to OUT with suffix .jsonl as it lands",
                       rows_help="write the tables as JSON Lines rows with their provenance (docs/results/desk.md)")
-    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=COMPARED,
+                        help=f"default: the comparison's {len(COMPARED)}; 'defaults' and 'defaults-no-grpo' run desk.toml as shipped")
     parser.add_argument("--report", action="store_true", help="run nothing: the tables of every run in the .jsonl")
     parser.add_argument("--figure", type=Path, help="draw each arm's mean learning curve to this PNG (docs/desk_curves.png)")
     args = harness.parse(parser, argv)
@@ -225,7 +250,8 @@ def main(argv=None) -> int:
     landed = harness.logged(log, lambda r: f"{r['arm']} seed {r['seed']}: held-out {r['heldout_success']:.3f} "
                                            f"({r['seconds']:.0f} s)")
     if not args.report:
-        extra = [*(QUICK if args.quick else []), *args.overrides]
+        parallel = ["desk.llm.threads=1"] if args.workers > 1 else []  # two runs side by side: a core each
+        extra = [*(QUICK if args.quick else []), *parallel, *args.overrides]
         harness.run(run_arm, [(arm, seed, extra) for seed in harness.seeds(args) for arm in args.arms], args,
                     on_result=landed)
     rows = harness.read_log(log)

@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats
 
 from experiments import harness, rows
+from experiments.desk_compare import COMPARISON
 from scenarios import desk
 from scenarios.run.config import load
 from skills.gate import refusal_power, required_size
@@ -47,7 +48,7 @@ def measure(overrides: list[str]) -> list[dict]:
     from agents.backends.base import Prompt
     from scenarios.run.runner import build_model
 
-    exp = load("desk", overrides)
+    exp = load(COMPARISON, overrides)  # the shipped bfloat16 model, as the comparison's arms without GRPO hold it
     policy = build_model(exp).policy.unwrapped
     role = next(r for r in policy.roles if r.name == "adder")
     world = desk.Desk()  # the question's text and its correct reply, as desk writes them

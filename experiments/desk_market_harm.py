@@ -9,13 +9,14 @@ examples an adder may hold. The skill gate sees neither: it plays the *frozen ma
 whose auctions route each question to the agents that bid most for it. Where the market has already routed around
 the agents holding a line, pruning it changes nothing the gate can see, however harmful the line is where it is read.
 
-So this script runs desk (Holland's bids, no edits: the training run GRSE's passes look at) for each seed, and at
-every ``skills.every`` rounds, when a GRSE pass would run, plays the frozen market's validation problems with every
-row's skills as they are and with each planted line taken from every row that holds it, paired by problem. A line's
-**market harm** is the mean paired difference (without - with), with its standard error; ``won``/``lost`` count the
-problems its removal turns right/wrong, ``holders`` the live agents holding it. The gate (``skills.confidence`` 0.9,
-a one-sided sign-flip test) accepts a prune about when won and lost differ by more than about 1.3 of their square
-root. Nothing of the training run changes (agents/heldout.py): its ledger is the run's without the measurement.
+So this script runs desk at the comparison's settings (experiments/desk_comparison.toml: Holland's bids, no learner,
+no edits: the training run GRSE's passes look at) for each seed, and at every ``skills.every`` rounds, when a GRSE
+pass would run, plays the frozen market's validation problems with every row's skills as they are and with each
+planted line taken from every row that holds it, paired by problem. A line's **market harm** is the mean paired
+difference (without - with), with its standard error; ``won``/``lost`` count the problems its removal turns
+right/wrong, ``holders`` the live agents holding it. The gate (``skills.confidence`` 0.9, a one-sided sign-flip
+test) accepts a prune about when won and lost differ by more than about 1.3 of their square root. Nothing of the
+training run changes (agents/heldout.py): its ledger is the run's without the measurement.
 
 The rows (``--rows``) are one per seed, pass and planted line held; a second file beside them (``_lines``) sums them
 up per line: the passes it was held at, its mean, smallest and largest market harm, the passes where it cost at least
@@ -37,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from experiments import harness, rows as results
+from experiments.desk_compare import COMPARISON
 
 OUT = Path("benchmarks/results/desk_market_harm.jsonl")
 QUICK = ["run.episodes=8", "market.batch=4", "desk.heldout=4", "desk.validation=8", "skills.every=1"]
@@ -49,7 +51,7 @@ def measure(seed: int, overrides: list[str]) -> list[dict]:
     from scenarios.run.config import load
     from scenarios.run.runner import build_model
 
-    exp = load("desk", [*overrides, "desk.llm.threads=1"], seed=seed)
+    exp = load(COMPARISON, [*overrides, "desk.llm.threads=1"], seed=seed)
     model = build_model(exp)
     policy = model.policy.unwrapped
     rounds = exp.run.episodes // exp.market.batch

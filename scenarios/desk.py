@@ -24,8 +24,8 @@ lack a line the market can route around it, and in desk's shipped runs it mostly
 ``desk.misleading = 0`` every agent holds its role's format-breaking example and none the example that hides it, so
 only skill evolution can take it out (``experiments/desk_market_harm.py`` measures a line's harm where the gate sees it).
 
-Wake-up is off by default (``desk.policy.theta_low``/``theta_high`` far below any log-odds): every agent of the
-role a question needs bids for it, and bids alone route. Only its own kind of question is legal for a role
+Wake-up is off by default (``desk.policy.wake = false``): every agent of the role a question needs bids for it, and
+bids alone route; no yes-vs-no scoring pass runs, so the agents pay no tokens for one. Only its own kind of question is legal for a role
 (``may_act``), so the complete agent (one agent holding every role's whole pool, wrong lines included, with the
 roles' summed token budget) answers each question as the role that may: it is the fair baseline, and the curated
 complete agent (the same, without ``WRONG``) the ceiling.
@@ -88,8 +88,8 @@ class Config(TextWorldConfig):
     heldout: int = Field(64, ge=1)
     initial_roles: tuple[str, ...] = KINDS * 4
     """Four agents of each role to start with (births then draw roles equally often)."""
-    policy: PolicyConfig = Field(default_factory=lambda: PolicyConfig(theta_low=-100.0, theta_high=-99.0))
-    """Wake thresholds far below any yes-vs-no log-odds: wake-up off, bids alone route (module docstring)."""
+    policy: PolicyConfig = Field(default_factory=lambda: PolicyConfig(wake=False))
+    """Wake-up off: every agent bids for its role's questions and bids alone route (module docstring)."""
     harmful: float = Field(0.4, ge=0, le=1)
     """Probability that a newcomer holds its role's planted format-breaking example. Where some agents lack it, the
     market can route around it; at 1 every agent of the role holds it and only skill evolution can take it out."""

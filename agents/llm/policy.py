@@ -80,6 +80,9 @@ class PolicyConfig:
     """Most tokens a skill rewrite at a birth may generate."""
     max_skills: int = Field(10, ge=1)
     """Skill lines an agent keeps; an added line beyond this drops the oldest."""
+    wake: bool = True
+    """False: wake-up off. Every LLM agent bids wherever its role may act, and the yes-vs-no scoring pass is not run
+    (its tokens, which the agents pay for, would buy a decision nobody reads); the thresholds below go unused."""
     theta_low: float = -1.0
     """Lower end of newcomers' wake thresholds (see ``theta_high``)."""
     theta_high: float = 0.3
@@ -202,7 +205,7 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
         """[B, N] wake-up. LLM agents: one batched scoring pass over the (agent, state summary)
         pairs not scored before; an agent wakes where its yes-vs-no log-odds, centred on its own
         mean over all of the task's summaries (a weak model's yes-bias differs per prompt), exceed
-        its threshold. A score the backend could not give (NaN) is no opinion: no wake-up there, the
+        its threshold (under ``wake = False`` every LLM agent wakes, unscored). A score the backend could not give (NaN) is no opinion: no wake-up there, the
         mean is over the others, and it is not cached (asked again next step). Tool agents wake by
         the task's rule. An agent whose role could not act legally in a state (``task.illegal``: an
         extractor once an expression exists) does not wake there: winning it would only waste the
@@ -222,7 +225,9 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
                 if role.tool and rows.size:
                     wake[:, rows] = self.task.tool_wake(role.name, obs)[:, None]
             llm = [r for r in np.flatnonzero(self.role >= 0).tolist() if not self.roles[self.role[r]].tool]
-            if llm:
+            if llm and not self.cfg.wake:
+                wake[:, llm] = True
+            elif llm:
                 summaries, every = self.task.summaries(obs), list(self.task.all_summaries)
                 keys = {r: (int(self.role[r]), self._skills(r, wake=True)) for r in llm}
                 missing = sorted({(*keys[r], s) for r in llm for s in every} - self.scores.keys())

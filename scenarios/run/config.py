@@ -134,6 +134,7 @@ def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None =
         old = node.get(parts[-1])
         node[parts[-1]] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
         named.update((RENAMED.get(key, key), f"--set {_shown(item)}") for key in _leaves(".".join(parts), value))
+    _drop_learners_turned_off(data, named)
     if seed is not None:
         data.setdefault("run", {})["seed"] = seed
         named["run.seed"] = f"--seed {seed}"
@@ -146,6 +147,21 @@ def load(name_or_path: str, overrides: list[str] | dict = (), seed: int | None =
         line = str(err).removeprefix(f"{path}: ")
         given = [flag for key, flag in named.items() if line.startswith((f"{key} =", f"{key}."))]
         raise ConfigError(f"{given[-1]}: {line}" if given else str(err)) from None
+
+
+def _drop_learners_turned_off(data: dict, named: dict) -> None:
+    """A ``--set`` that turns a learner off (``agents.actions=rule``; a ``market.bid_scheme`` other than learned)
+    takes the file's settings of that learner with it: ``catallax run desk --set agents.actions=rule`` runs desk
+    without its LoRA learner rather than refusing desk.toml's ``[agents.lm]``. A learner setting a ``--set`` gave
+    is the user's own, and stays to be refused as unread (scenarios/run/rules.py)."""
+    agents, off = data.get("agents", {}), []
+    if "agents.actions" in named and agents.get("actions") == "rule":
+        off += ["lm", "logits"]
+    if "market.bid_scheme" in named and data.get("market", {}).get("bid_scheme") != "learned":
+        off += ["value", "reinforce"]
+    for table in off:
+        if isinstance(agents.get(table), dict) and not any(key.startswith(f"agents.{table}.") for key in named):
+            del agents[table]
 
 
 def _read(path: Path) -> dict:

@@ -20,17 +20,25 @@ NAMED = {  # arm -> (bid scheme, clearing, policy actions, skill credit, diagnos
     "learned+grpo": ("learned", "first_price", "grpo", "none", "rule"),
     "holland+grse": ("holland", "first_price", "rule", "grse", "llm"),
     "flagship": ("learned", "first_price", "grpo", "grse", "llm"),
+    "defaults": ("learned", "first_price", "grpo", "none", "rule"),
+    "defaults-no-grpo": ("learned", "first_price", "rule", "none", "rule"),
 }
 
 
 @pytest.mark.parametrize("arm", list(desk_compare.ARMS))
 def test_every_arm_is_a_valid_desk_config_that_sets_what_it_names(arm):
-    exp = load("desk", desk_compare.ARMS[arm], seed=3)
-    assert exp.run.scenario == "desk" and exp.run.seed == 3 and exp.run.eval_every == 3
+    exp = desk_compare.config(arm, seed=3)
+    assert exp.run.scenario == "desk" and exp.run.seed == 3
     got = (exp.market.bid_scheme, exp.market.clearing, exp.agents.actions, exp.skills.credit, exp.skills.diagnoser)
     assert got == NAMED[arm]
+    assert desk_compare.trains_model(arm) == (exp.agents.actions == "grpo")
     if exp.agents.actions == "grpo":
         assert exp.agents.lm.lr == 1e-3
+    compared = arm in desk_compare.COMPARED  # the stored comparison's size and wake-up, or desk.toml's own
+    size = (exp.run.episodes, exp.market.batch, exp.run.eval_every, exp.scenario.policy.wake)
+    assert size == ((192, 16, 3, True) if compared else (768, 16, 8, False))
+    if exp.agents.actions == "grpo":
+        assert exp.agents.lm.temperature == (0.3 if compared else 1.0)
 
 
 def row(arm, seed, curve, fair, curated=0.6, updates=0):

@@ -44,8 +44,9 @@ def test_the_pool_plants_one_format_breaking_and_one_wrong_number_example_per_ro
 def test_the_shipped_file_turns_wake_up_off_and_starts_four_agents_of_each_role():
     exp = load("desk", [])
     cfg = exp.scenario
-    assert cfg.policy.theta_high < -10 and cfg.initial_roles == D.KINDS * 4
-    assert exp.run.eval_every == 3 and cfg.heldout == 64 and exp.population.initial_agents == 12
+    assert cfg.policy.wake is False and cfg.initial_roles == D.KINDS * 4
+    assert exp.run.eval_every == 8 and cfg.heldout == 64 and exp.population.initial_agents == 12
+    assert (exp.market.bid_scheme, exp.agents.actions, exp.agents.lm.temperature) == ("learned", "grpo", 1.0)
 
 
 def test_a_round_in_which_a_role_could_act_nowhere_is_not_a_round_it_never_woke(capsys):
@@ -71,10 +72,12 @@ def test_a_round_in_which_a_role_could_act_nowhere_is_not_a_round_it_never_woke(
 
 @pytest.mark.slow
 def test_a_small_real_run_measures_its_curve_beside_both_complete_agents(tmp_path):
-    exp = load("desk", ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=6"], seed=1)
+    exp = load("desk", ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=6", "desk.llm.threads=1"],
+               seed=1)
     summary = run_experiment(exp, f"sqlite:///{tmp_path / 'desk.db'}", progress=False)
     curve = summary["heldout_curve"]
     assert [point[:2] for point in curve] == [[0, 0], [1, 4], [2, 8]]
     assert curve[-1][2] == summary["heldout_success"] and summary["heldout_problems"] == 6
     assert 0 <= summary["complete_agent_success"] <= 1 and 0 <= summary["curated_agent_success"] <= 1
     assert summary["roles_never_woke"] == {} and summary["conservation_ok"]
+    assert summary["policy_updates"] <= 2 and summary["lm_completions_trained"] <= 8  # desk trains: 2 rounds of 4

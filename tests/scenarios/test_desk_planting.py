@@ -1,6 +1,7 @@
 """desk's planting keys (``desk.harmful``, ``desk.misleading``): how often a newcomer holds its role's planted lines.
 At 1 every agent holds one, at 0 none does; the other lines' draws do not change (the same uniforms, in order), and
-the complete agent holds only lines a newcomer may hold. A scripted model (named as such: desk's real runs are in
+the complete agent holds only lines a newcomer may hold; with wake-up off every agent of a question's role bids for
+it, unscored. A scripted model (named as such: desk's real runs are in
 test_desk.py) answers every question right, so building and playing the world needs no LLM."""
 
 import numpy as np
@@ -36,7 +37,7 @@ class RightAnswerer:
 
 def holdings(monkeypatch, keys):
     monkeypatch.setattr(text_scenario, "shared_backend", lambda cfg: RightAnswerer())
-    model = build_model(load("desk", keys, seed=5))
+    model = build_model(load("desk", ["agents.actions=rule", *keys], seed=5))  # the LoRA learner needs a real model
     policy = model.policy.unwrapped
     rows = np.flatnonzero(model.population.traders)
     return model, [(policy.roles[policy.role[r]].name, [policy.catalogue.lines[n] for n in policy.skills[r]])
@@ -62,3 +63,16 @@ def test_the_complete_agent_holds_no_line_a_newcomer_cannot_hold(monkeypatch):
     shown = "\n".join(p.skills for p in backend.sent)
     assert success == 1.0 and all(line in shown for line in D.HARMFUL)
     assert not any(line in shown for line in D.MISLEADING)
+
+
+def test_with_wake_up_off_every_agent_of_the_question_s_role_bids_and_nothing_is_scored(monkeypatch):
+    model, _ = holdings(monkeypatch, [])
+    policy = model.policy.unwrapped
+    obs = model.world.observe()  # the scripted model has no score(): a scoring pass would fail here
+    wake = policy.eligible(obs)
+    live = np.flatnonzero(model.population.traders)
+    kinds = [policy.task.summaries(obs[b:b + 1])[0] for b in range(len(obs))]
+    for b, summary in enumerate(kinds):
+        role = D.KINDS[D.STAGES.index(summary)]
+        assert set(np.flatnonzero(wake[b])) == {r for r in live if policy.roles[policy.role[r]].name == role}
+    assert policy.scores == {}

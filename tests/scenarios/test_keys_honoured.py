@@ -52,6 +52,18 @@ def test_a_probe_is_refused_where_the_scenario_gathers_its_own_evidence():
     assert load("wordmath", ["skills.credit=grse", "skills.probe=4"]).skills.probe == 4  # wordmath ships the probe
 
 
+def test_a_set_that_turns_a_learner_off_takes_the_file_s_settings_of_it_but_not_the_user_s(tmp_path):
+    off = load("desk", ["agents.actions=rule"])  # desk.toml sets [agents.lm]: its learner's, gone with it
+    assert off.agents.actions == "rule" and off.agents.lm.lr == 1e-4 and load("desk").agents.lm.lr == 1e-3
+    assert "--set agents.lm.lr=0.01: agents.lm.lr = 0.01: not read" in refusal(
+        "desk", ["agents.actions=rule", "agents.lm.lr=0.01"])  # the user's own setting of it is refused
+    inconsistent = tmp_path / "mine.toml"  # a file that sets a learner it turns off itself is refused
+    inconsistent.write_text('[run]\nscenario = "desk"\n[agents]\nactions = "rule"\n[agents.lm]\nlr = 1e-3\n')
+    assert "agents.lm.lr = 0.001: not read" in refusal(str(inconsistent), [])
+    held = load("desk", ["market.bid_scheme=holland"])  # bids turned to Holland's: the LoRA learner keeps its settings
+    assert held.market.bid_scheme == "holland" and held.agents.lm.lr == 1e-3
+
+
 def test_skills_credit_none_is_the_off_setting_even_without_a_library():
     assert load("relay", ["skills.credit=none"]).skills.credit == "none"
     assert "scenario 'relay' has no skill library" in refusal("relay", ["skills.credit=none", "skills.every=2"])
