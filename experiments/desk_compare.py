@@ -59,7 +59,7 @@ ARMS = {
 flagship scenario does. ``flagship`` turns every mechanism on: learned bids, LoRA GRPO, births and GRSE edit passes."""
 COMPARED = list(ARMS)
 DEFAULTS = {"defaults": [], "defaults-no-grpo": ["agents.actions=rule"]}
-"""desk.toml as shipped (learned bids and LoRA GRPO at temperature 1.0, 768 episodes in rounds of 16), and the same
+"""desk.toml as shipped (learned bids and LoRA GRPO at temperature 1.0, 1024 episodes in rounds of 16), and the same
 run without GRPO: what GRPO adds at desk's defaults, paired by seed."""
 ARMS.update(DEFAULTS)
 

@@ -36,7 +36,7 @@ def test_every_arm_is_a_valid_desk_config_that_sets_what_it_names(arm):
         assert exp.agents.lm.lr == 1e-3
     compared = arm in desk_compare.COMPARED  # the stored comparison's size and wake-up, or desk.toml's own
     size = (exp.run.episodes, exp.market.batch, exp.run.eval_every, exp.scenario.policy.wake)
-    assert size == ((192, 16, 3, True) if compared else (768, 16, 8, False))
+    assert size == ((192, 16, 3, True) if compared else (1024, 16, 8, False))
     if exp.agents.actions == "grpo":
         assert exp.agents.lm.temperature == (0.3 if compared else 1.0)
 
