@@ -1,27 +1,23 @@
 """LLM agents: prompts over one shared frozen model, driven by the market's Policy protocol.
 
-After Economy of Minds: every agent is (role, skills, wake threshold). The role is
-the *frozen* part of its prompt (what it is, its hard constraints, its yes/no
-wake-up question): births never touch it. The skills are the *trainable* part: a
-list of skills of the run's library (skills/library.py; one skill per distinct
-role and line, named as skills/catalogue.py says), whose bodies are text lines
-the prompt carries (a line ``example: <input> => <output>`` is shown to the model
-as a worked example). Tool agents (e.g. a calculator) have a role but no LLM: the
+After Economy of Minds: every agent is (role, skills, wake threshold). The role is the *frozen* part of its prompt
+(what it is, its hard constraints, its yes/no wake-up question): births never touch it. The skills are the
+*trainable* part: a list of skills of the run's library (skills/library.py; one skill per distinct role and line,
+named as skills/catalogue.py says), whose bodies are text lines the prompt carries (a line ``example: <input> =>
+<output>`` is shown to the model as a worked example). Tool agents (e.g. a calculator) have a role but no LLM: the
 task computes their action exactly.
 
-Wake-up: the LLM is asked the role's yes/no question about a short summary of
-the state, with the agent's skills (its yes/no worked examples included) in the
-prompt; the score is log P(yes) - log P(no) of the first token, centred on the
-agent's own mean over all of the task's summaries (a weak model's yes-bias
-differs from prompt to prompt far more than between states), and the agent wakes
-where it exceeds its threshold. The threshold is inherited with noise, so the
-market selects it along with the skills.
+Wake-up: the LLM is asked the role's yes/no question about a short summary of the state, with the agent's skills
+(its yes/no worked examples included) in the prompt; the score is log P(yes) - log P(no) of the first token, centred
+on the agent's own mean over all of the task's summaries (a weak model's yes-bias differs from prompt to prompt far
+more than between states), and the agent wakes where it exceeds its threshold. The threshold is inherited with
+noise, so the market selects it along with the skills. ``wake = False`` (PolicyConfig) turns the question off: every
+LLM agent wakes, unscored.
 
-Lockstep: each market step makes at most two backend calls (agents/llm/calls.py),
-each one batch over all B worlds and all agents that need it: the wake-up scoring
-pass (only the (agent, state-summary) pairs not seen before; scores are cached,
-since an agent's prompt changes only when it is reborn) and one generation for
-all winners.
+Lockstep: each market step makes at most two backend calls (agents/llm/calls.py), each one batch over all B worlds
+and all agents that need it: the wake-up scoring pass (only the (agent, state-summary) pairs not seen before; scores
+are cached until the model's weights change, since an agent's prompt changes only when it is reborn) and one
+generation for all winners.
 
 Robustness: a completion that is empty, over-long (hit its token cap), timed out,
 an engine error, or that the task's parser refuses (unparsable or illegal) is an
