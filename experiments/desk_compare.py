@@ -2,7 +2,7 @@
 
     python -m experiments.desk_compare --workers 2       # 6 arms x 5 seeds (30 runs; see docs/results/desk.md)
     python -m experiments.desk_compare --arms holland learned+grpo --seeds 2
-    python -m experiments.desk_compare --arms defaults defaults-no-grpo --workers 2   # desk.toml as shipped, with and without GRPO
+    python -m experiments.desk_compare --arms defaults defaults-no-grpo --workers 1   # desk.toml as shipped, with and without GRPO
     python -m experiments.desk_compare --quick           # toy sizes (what the test runs)
     python -m experiments.desk_compare --report          # run nothing: the tables of the runs in OUT.jsonl
     python -m experiments.desk_compare --report --out benchmarks/results/desk_runs.md --rows benchmarks/results/desk_arms.jsonl --figure docs/desk_curves.png
@@ -74,7 +74,9 @@ def config(arm: str, extra: list[str] = (), seed: int | None = None):
 def trains_model(arm: str) -> bool:
     """Whether the arm's runs train the shared model (LoRA GRPO): the learner holds it in float32, the others the
     shipped bfloat16."""
-    return arm == "defaults" or "agents.actions=grpo" in ARMS[arm]
+    return config(arm).agents.actions == "grpo"
+
+
 QUICK = ["run.episodes=8", "run.eval_every=1", "market.batch=4", "desk.heldout=4", "desk.validation=4",
          "skills.probe=2", "skills.every=1"]
 

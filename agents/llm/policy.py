@@ -198,15 +198,14 @@ class LLMPolicy(SkillLines, Births, ModelCalls, WakeWatch, Policy):
 
     # --- the market's Policy protocol ----------------------------------------
     def eligible(self, obs: np.ndarray) -> np.ndarray:
-        """[B, N] wake-up. LLM agents: one batched scoring pass over the (agent, state summary)
-        pairs not scored before; an agent wakes where its yes-vs-no log-odds, centred on its own
-        mean over all of the task's summaries (a weak model's yes-bias differs per prompt), exceed
-        its threshold (under ``wake = False`` every LLM agent wakes, unscored). A score the backend could not give (NaN) is no opinion: no wake-up there, the
-        mean is over the others, and it is not cached (asked again next step). Tool agents wake by
-        the task's rule. An agent whose role could not act legally in a state (``task.illegal``: an
-        extractor once an expression exists) does not wake there: winning it would only waste the
-        world's step on a certain forfeit. An agent that forfeited on an observation stays asleep on
-        that same observation."""
+        """[B, N] wake-up. LLM agents: one batched scoring pass over the (agent, state summary) pairs not scored
+        before; an agent wakes where its yes-vs-no log-odds, centred on its own mean over all of the task's
+        summaries (a weak model's yes-bias differs per prompt), exceed its threshold (under ``wake = False`` every
+        LLM agent wakes, unscored). A score the backend could not give (NaN) is no opinion: no wake-up there, the
+        mean is over the others, and it is not cached (asked again next step). Tool agents wake by the task's rule.
+        An agent whose role could not act legally in a state (``task.illegal``: an extractor once an expression
+        exists) does not wake there: winning it would only waste the world's step on a certain forfeit. An agent
+        that forfeited on an observation stays asleep on that same observation."""
         B, N = len(obs), self.role.size
         wake = np.zeros((B, N), dtype=bool)
         if self.only is not None:  # alone, an agent acts at every step
