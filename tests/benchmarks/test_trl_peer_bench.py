@@ -67,3 +67,17 @@ def test_both_systems_train_at_toy_size_and_share_the_held_out_baseline(tmp_path
         assert row["command"].startswith("python benchmarks/trl_peer.py run") and row["commit"]
     assert trl["updates"] == 1 and len(catallax["ledger_hash"]) == 12
     assert trl["completions_with_contrast"] in (0, 4, 8, 12, 16)  # whole groups of 4, read from TRL's log
+
+
+@pytest.mark.slow
+def test_catallax_takes_trls_grpo_step_on_one_batch_from_the_same_weights():
+    """The learner's gradient against GRPOTrainer's loss on the same tokens and advantages: a change to what the
+    learner's step computes (the loss's mean, its mask, the temperature it scores at) moves the cosine or the norm."""
+    if importlib.util.find_spec("trl") is None:
+        pytest.skip("trl is not installed (the peer extra installs it)")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "gradient"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert row["completions"] == 16 and row["groups with contrast"] == 4
+    assert row["gradient cosine"] > 0.995 and 0.98 < row["norm ratio (Catallax / TRL)"] < 1.02
+    assert row["largest log-probability gap from a plain pass (Catallax)"] < 1e-3  # Catallax scores exactly
