@@ -6,7 +6,6 @@ Usage::
     python benchmarks/trl_peer.py run --system trl --lr 1e-3 --seed 0 --rows benchmarks/results/trl_peer_runs.jsonl
     python benchmarks/trl_peer.py table --runs benchmarks/results/trl_peer_runs.jsonl [--seeds 0 1 2] --rows benchmarks/results/trl_peer_320.jsonl
     python benchmarks/trl_peer.py changes --runs benchmarks/results/trl_peer_learner_runs.jsonl --rows benchmarks/results/trl_peer_learner.jsonl
-    python benchmarks/trl_peer.py gradient --rows benchmarks/results/trl_peer_gradient.jsonl
 
 Both systems train SmolLM2-135M (float32, CPU unless CUDA is there) on the same one-role world,
 benchmarks/peer/addition.py (reply ``Answer: N`` to "What is a + b?"), with the same budget and knobs: ``episodes``
@@ -35,9 +34,8 @@ with a nonzero advantage (``completions_with_contrast``, from its log's ``frac_r
 ``table`` reads the per-run rows and writes one row per system and lr: the mean gain with its 95% interval over
 seeds, and Catallax minus TRL paired by seed, with the difference that many seeds would detect at 80% power;
 ``changes`` one row per Catallax run with the learner change its
-commit made (the runs of each change to the learner, on the code before and after it); ``gradient`` both systems'
-gradient on one batch from the same weights (:func:`one_batch_gradients`): whether a gap between their gains is the
-update or the samples.
+commit made (the runs of each change to the learner, on the code before and after it). Whether a gap between the
+systems' gains is the update or the samples: benchmarks/trl_step.py, both systems' gradient on one batch.
 """
 
 from __future__ import annotations
@@ -186,88 +184,6 @@ def trl_run(lr: float, seed: int, episodes: int, heldout: int) -> dict:
             "completions_with_contrast": contrast, "ledger_hash": ""}
 
 
-def one_batch_gradients(seed: int = 0) -> dict:
-    """Both systems' GRPO gradient on one batch, from the same LoRA weights: where the runs' gains differ, is it the
-    update or the samples?
-
-    The batch is 4 training problems x 4 written replies (two right, one wrong number, one off format), so every group
-    has contrast; the weights are the base model with LoRA adapters drawn from ``seed``, their B matrices nonzero (at
-    peft's init B is 0 and A gets no gradient), copied into both. Catallax's step is ``HFGRPO.update`` (lr 0, no
-    clipping: the gradient stays in ``.grad``); TRL's is ``GRPOTrainer._compute_loss`` (its private method, as of the
-    pinned 1.16.0) on the same token ids, backpropagated. Both get Catallax's advantages: TRL divides by the sample
-    std, Catallax by the population std, a constant factor sqrt(3/4) at 4 samples a group that clipping at norm 1
-    and Adam's scaling absorb. Returned: the gradients' cosine and norm ratio, and how far the completion tokens'
-    log-probabilities each system trains on are from one plain, unpadded forward pass of the same model."""
-    import transformers
-    from datasets import Dataset
-    from peft import LoraConfig
-    from trl import GRPOConfig, GRPOTrainer
-
-    from agents.credit.advantages import outcome_advantage
-    from agents.learners.hf_grpo import HFGRPO
-
-    transformers.logging.set_verbosity_error()
-    batch = problems(0, range(PROBLEMS_PER_STEP))
-    replies = [reply.format(s=p["a"] + p["b"]) for p in batch
-               for reply in ("Answer: {s}", "Answer: {s}", f"Answer: {p['a'] + p['b'] + 1}", "{s}")]
-    rewards = np.array([addition.reward(p, r) for p, r in zip(np.repeat(batch, GROUP), replies)])
-    advantage = outcome_advantage(rewards, GROUP, normalize=True)
-
-    model, tokenizer = base_model()
-    torch.manual_seed(seed)  # peft draws the A matrices from torch's global stream
-    catallax = HFGRPO(model, tokenizer, lr=0.0, clip=0.2, kl=0.0, lora_rank=8, max_grad_norm=math.inf, temperature=0.3)
-    generator = torch.Generator().manual_seed(seed)
-    lora = {}
-    with torch.no_grad():
-        for name, p in catallax.model.named_parameters():
-            if p.requires_grad:
-                if "lora_B" in name:
-                    p.copy_(torch.randn(p.shape, generator=generator) * 0.01)
-                lora[name] = p.detach().clone()
-    pairs = catallax.encode([messages(p) for p in np.repeat(batch, GROUP)], replies, [True] * len(replies))
-    catallax.update(pairs, advantage)
-    ours = torch.cat([p.grad.flatten() for name, p in catallax.model.named_parameters() if name in lora])
-    ours_logp, ours_mask = catallax.token_logprobs(pairs, temperature=0.3)
-
-    model, _ = base_model()
-    with tempfile.TemporaryDirectory() as out:
-        config = GRPOConfig(output_dir=out, per_device_train_batch_size=len(pairs), num_generations=GROUP,
-                            max_completion_length=MAX_TOKENS, temperature=0.3, beta=0.0, epsilon=0.2, loss_type="grpo",
-                            use_cpu=not torch.cuda.is_available(), report_to="none", save_strategy="no")
-        trainer = GRPOTrainer(model=model, reward_funcs=lambda **_: [0.0], args=config, processing_class=tokenizer,
-                              train_dataset=Dataset.from_list([{"prompt": messages(p)} for p in batch]),
-                              peft_config=LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"]))
-    params = {name: p for name, p in trainer.model.named_parameters() if p.requires_grad}
-    assert params.keys() == lora.keys(), "the two systems' adapters differ"
-    with torch.no_grad():
-        for name, p in params.items():
-            p.copy_(lora[name])
-    width = max(len(c) for _, c in pairs)  # prompts are one length here; completions right-padded, as TRL's are
-    pad = tokenizer.pad_token_id
-    inputs = {"prompt_ids": torch.tensor([p for p, _ in pairs]), "prompt_mask": torch.ones(len(pairs), len(pairs[0][0]), dtype=torch.long),
-              "completion_ids": torch.tensor([c + [pad] * (width - len(c)) for _, c in pairs]),
-              "completion_mask": torch.tensor([[1] * len(c) + [0] * (width - len(c)) for _, c in pairs]),
-              "advantages": torch.tensor(advantage, dtype=torch.float32)}
-    trainer.current_gradient_accumulation_steps = 1
-    trainer.model.train()
-    trainer._compute_loss(trainer.model, inputs).backward()
-    theirs = torch.cat([p.grad.flatten() for p in params.values()])
-    with torch.no_grad():
-        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1)
-        theirs_logp = trainer._get_per_token_logps_and_entropies(
-            trainer.model, ids, torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1), width)[0]
-        ours_logp = ours_logp.detach()
-        plain = [torch.log_softmax(catallax.model(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1:-1].float() / 0.3,
-                                   -1).gather(1, torch.tensor(c)[:, None])[:, 0] for p, c in pairs]  # one unpadded pass each
-    ours_gap = max(float((ours_logp[i, ours_mask[i]] - plain[i]).abs().max()) for i in range(len(pairs)))
-    theirs_gap = max(float((theirs_logp[i, :len(c)] - plain[i]).abs().max()) for i, (_, c) in enumerate(pairs))
-    return {"completions": len(pairs), "groups with contrast": int(np.count_nonzero(advantage.reshape(-1, GROUP).any(1))),
-            "gradient cosine": round(float(torch.nn.functional.cosine_similarity(ours, theirs, dim=0)), 5),
-            "norm ratio (Catallax / TRL)": round(float(ours.norm() / theirs.norm()), 4),
-            "largest log-probability gap from a plain pass (Catallax)": round(ours_gap, 4),
-            "largest log-probability gap from a plain pass (TRL)": round(theirs_gap, 4), "seed": seed}
-
-
 def run(args) -> dict:
     torch.set_num_threads(args.threads)
     go = catallax_run if args.system == "catallax" else trl_run
@@ -363,14 +279,8 @@ def main(argv=None) -> int:
     steps.add_argument("--runs", type=Path, required=True)
     steps.add_argument("--episodes", type=int, default=320)
     steps.add_argument("--rows", type=Path, help="write the table's rows to this JSON Lines file")
-    grad = sub.add_parser("gradient", help="both systems' gradient on one batch, from the same LoRA weights")
-    grad.add_argument("--seed", type=int, default=0, help="draws the adapters' B matrices")
-    grad.add_argument("--rows", type=Path, help="write the row to this JSON Lines file")
     args = ap.parse_args(argv)
-    if args.command == "gradient":
-        torch.set_num_threads(2)
-        rows = [one_batch_gradients(args.seed)]
-    elif args.command == "run":
+    if args.command == "run":
         if args.episodes % (GROUP * PROBLEMS_PER_STEP):
             print(f"--episodes: {args.episodes} is not a multiple of {GROUP * PROBLEMS_PER_STEP}", file=sys.stderr)
             return 2

@@ -1,4 +1,5 @@
-"""The TRL peer benchmark (benchmarks/trl_peer.py): its table's arithmetic, and both systems end to end at toy size."""
+"""The TRL peer benchmark (benchmarks/trl_peer.py): its table's arithmetic, both systems end to end at toy size, and
+their steps on one batch (benchmarks/trl_step.py)."""
 
 import importlib.util
 import json
@@ -75,7 +76,8 @@ def test_catallax_takes_trls_grpo_step_on_one_batch_from_the_same_weights():
     learner's step computes (the loss's mean, its mask, the temperature it scores at) moves the cosine or the norm."""
     if importlib.util.find_spec("trl") is None:
         pytest.skip("trl is not installed (the peer extra installs it)")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "gradient"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "trl_step.py")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     row = json.loads(proc.stdout.strip().splitlines()[-1])
     assert row["completions"] == 16 and row["groups with contrast"] == 4
