@@ -33,6 +33,8 @@ from trl_peer import GROUP, MAX_TOKENS, PROBLEMS_PER_STEP, addition, base_model,
 
 from experiments.rows import provenance  # noqa: E402
 
+TEMPERATURE = 0.3  # the peer runs' sampling temperature (trl_peer.py), which both systems score completions at
+
 
 def one_batch_gradients(seed: int = 0) -> dict:
     """Both systems' GRPO gradient on one batch, from the same LoRA weights: where the runs' gains differ, is it the
@@ -50,14 +52,15 @@ def one_batch_gradients(seed: int = 0) -> dict:
     from agents.credit.advantages import outcome_advantage
 
     batch = problems(0, range(PROBLEMS_PER_STEP))
-    replies = [reply.format(s=p["a"] + p["b"]) for p in batch
-               for reply in ("Answer: {s}", "Answer: {s}", f"Answer: {p['a'] + p['b'] + 1}", "{s}")]
+    sums = [p["a"] + p["b"] for p in batch]
+    replies = [reply for s in sums for reply in (f"Answer: {s}", f"Answer: {s}", f"Answer: {s + 1}", f"{s}")]
     rewards = np.array([addition.reward(p, r) for p, r in zip(np.repeat(batch, GROUP), replies)])
     advantage = outcome_advantage(rewards, GROUP, normalize=True)
     catallax, pairs, ours, ours_logp, ours_mask, lora = catallax_gradient(seed, batch, replies, advantage)
     theirs, theirs_logp = trl_gradient(batch, pairs, advantage, lora)
     with torch.no_grad():  # one unpadded pass of the model per completion, position j predicting token j + 1
-        logits = [catallax.model(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1:-1].float() / 0.3 for p, c in pairs]
+        logits = [catallax.model(input_ids=torch.tensor([p + c])).logits[0, len(p) - 1:-1].float() / TEMPERATURE
+                  for p, c in pairs]
         plain = [torch.log_softmax(x, -1).gather(1, torch.tensor(c)[:, None])[:, 0] for x, (_, c) in zip(logits, pairs)]
     ours_gap = max(float((ours_logp[i, ours_mask[i]] - plain[i]).abs().max()) for i in range(len(pairs)))
     theirs_gap = max(float((theirs_logp[i, :len(c)] - plain[i]).abs().max()) for i, (_, c) in enumerate(pairs))
@@ -76,7 +79,8 @@ def catallax_gradient(seed: int, batch: list[dict], replies: list[str], advantag
 
     model, tokenizer = base_model()
     torch.manual_seed(seed)  # peft draws the A matrices from torch's global stream
-    catallax = HFGRPO(model, tokenizer, lr=0.0, clip=0.2, kl=0.0, lora_rank=8, max_grad_norm=math.inf, temperature=0.3)
+    catallax = HFGRPO(model, tokenizer, lr=0.0, clip=0.2, kl=0.0, lora_rank=8, max_grad_norm=math.inf,
+                      temperature=TEMPERATURE)
     generator = torch.Generator().manual_seed(seed)
     lora = {}
     with torch.no_grad():
@@ -89,7 +93,7 @@ def catallax_gradient(seed: int, batch: list[dict], replies: list[str], advantag
     catallax.update(pairs, advantage)
     gradient = torch.cat([p.grad.flatten() for name, p in catallax.model.named_parameters() if name in lora])
     with torch.no_grad():
-        logp, mask = catallax.token_logprobs(pairs, temperature=0.3)
+        logp, mask = catallax.token_logprobs(pairs, temperature=TEMPERATURE)
     return catallax, pairs, gradient, logp, mask, lora
 
 
@@ -105,8 +109,8 @@ def trl_gradient(batch: list[dict], pairs, advantage: np.ndarray, lora: dict):
     model, tokenizer = base_model()
     with tempfile.TemporaryDirectory() as out:
         config = GRPOConfig(output_dir=out, per_device_train_batch_size=len(pairs), num_generations=GROUP,
-                            max_completion_length=MAX_TOKENS, temperature=0.3, beta=0.0, epsilon=0.2, loss_type="grpo",
-                            use_cpu=not torch.cuda.is_available(), report_to="none", save_strategy="no")
+                            max_completion_length=MAX_TOKENS, temperature=TEMPERATURE, beta=0.0, epsilon=0.2,
+                            loss_type="grpo", use_cpu=not torch.cuda.is_available(), report_to="none", save_strategy="no")
         trainer = GRPOTrainer(model=model, reward_funcs=lambda **_: [0.0], args=config, processing_class=tokenizer,
                               train_dataset=Dataset.from_list([{"prompt": messages(p)} for p in batch]),
                               peft_config=LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0,
